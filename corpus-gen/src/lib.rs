@@ -1,0 +1,1 @@
+//! corpus-gen: deterministic synthetic evidence disks with exact ground truth.

@@ -1,0 +1,27 @@
+//! Subcommands. Each lives in its own module and owns its arguments.
+
+pub mod corpus;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Reproduce and time the storage workload of a forensic suite.
+#[derive(Debug, Parser)]
+#[command(name = "caseload", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a synthetic evidence corpus with exact ground truth.
+    Corpus(corpus::Args),
+}
+
+/// Run the chosen subcommand.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Corpus(args) => corpus::run(args),
+    }
+}

@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests: locating the binary, the
+//! optional real-image folder and the optional external oracle tools.
+//!
+//! A test that needs something absent says so on stderr and returns early;
+//! the suite must pass on a machine without the oracles or the real images.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Path of the `caseload` binary built for this test run.
+pub fn caseload_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_caseload"))
+}
+
+/// A `Command` for the `caseload` binary.
+pub fn caseload() -> Command {
+    Command::new(caseload_bin())
+}
+
+/// `../shared/real-images` beside the checkout, or `None` with a notice.
+///
+/// `CASELOAD_REAL_IMAGES` overrides the location.
+pub fn real_images(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("CASELOAD_REAL_IMAGES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("shared")
+                .join("real-images")
+        });
+    if dir.join("README.md").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED {test}: real images not found at {} (set CASELOAD_REAL_IMAGES)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Whether an external oracle tool is on `PATH`; prints a skip notice if not.
+pub fn have_tool(test: &str, tool: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|p| p.join(tool).is_file()))
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIPPED {test}: external tool `{tool}` is not installed");
+    }
+    found
+}

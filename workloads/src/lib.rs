@@ -1,0 +1,1 @@
+//! Workload and layout files, the comparison runner and its reports.
