@@ -1,6 +1,7 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
 pub mod corpus;
+pub mod util;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
