@@ -1,0 +1,255 @@
+//! A counting SQLite VFS: the case database's own file I/O, charged to the
+//! database channel.
+//!
+//! SQLite does its I/O through a VFS. This shim wraps the platform default
+//! (`unix`) and forwards every call unchanged, but counts `xRead`, `xWrite`
+//! and `xSync` (bytes, operations, time inside the call) on a channel's
+//! counters. That covers the main database file, its rollback journal or WAL,
+//! and statement journals: everything SQLite reads or writes. Memory-mapped
+//! I/O would bypass `xRead`, so connections set `mmap_size = 0`.
+//!
+//! Why not `/proc/thread-self/io`? It gives bytes but neither fsync counts nor
+//! time blocked, and it would also charge any other I/O done by the writer
+//! thread. A VFS sees exactly SQLite's file calls and nothing else.
+//!
+//! Each registered VFS lives for the rest of the process (SQLite keeps a raw
+//! pointer to it); one is registered per database channel, which is a few
+//! hundred bytes per run.
+
+use crate::channel::ChannelCounters;
+use rusqlite::ffi;
+use std::ffi::{CString, c_int, c_void};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Per-VFS data: the wrapped VFS and where to count.
+struct VfsData {
+    real: *mut ffi::sqlite3_vfs,
+    counters: Arc<ChannelCounters>,
+}
+
+/// Our file object: SQLite allocates `szOsFile` bytes for it; the real VFS's
+/// file object follows directly after this header.
+#[repr(C)]
+struct ShimFile {
+    base: ffi::sqlite3_file,
+    counters: *const ChannelCounters,
+    real: *mut ffi::sqlite3_file,
+}
+
+/// Errors registering the VFS.
+#[derive(Debug, thiserror::Error)]
+pub enum VfsError {
+    /// SQLite has no default VFS (cannot happen with the bundled build).
+    #[error("SQLite has no default VFS to wrap")]
+    NoDefault,
+    /// Registration failed.
+    #[error("registering the counting SQLite VFS failed with code {0}")]
+    Register(c_int),
+}
+
+/// Register a counting VFS that charges to `counters`; returns its name, to
+/// pass when opening connections.
+pub fn register(counters: Arc<ChannelCounters>) -> Result<String, VfsError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!("caseload-counting-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS or NULL; the
+    // default VFS is static for the life of the process.
+    let real = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };
+    if real.is_null() {
+        return Err(VfsError::NoDefault);
+    }
+    // SAFETY: `real` is a valid, initialised VFS (checked non-null above).
+    let mut vfs: ffi::sqlite3_vfs = unsafe { *real };
+    let header = c_int::try_from(std::mem::size_of::<ShimFile>()).unwrap_or(c_int::MAX);
+    vfs.szOsFile = vfs.szOsFile.saturating_add(header);
+    vfs.pNext = std::ptr::null_mut();
+    // The name and data must outlive every connection: leaked on purpose.
+    let c_name = CString::new(name.clone()).unwrap_or_default();
+    vfs.zName = c_name.into_raw();
+    vfs.pAppData = Box::into_raw(Box::new(VfsData { real, counters })).cast::<c_void>();
+    vfs.xOpen = Some(shim_open);
+    let vfs = Box::into_raw(Box::new(vfs));
+    // SAFETY: `vfs` is a fully initialised VFS that is never freed.
+    let rc = unsafe { ffi::sqlite3_vfs_register(vfs, 0) };
+    if rc != ffi::SQLITE_OK {
+        return Err(VfsError::Register(rc));
+    }
+    Ok(name)
+}
+
+unsafe extern "C" fn shim_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    // SAFETY: SQLite passes our VFS (whose pAppData is a VfsData) and a file
+    // buffer of szOsFile bytes, which we laid out as ShimFile + real file.
+    unsafe {
+        let data = &*((*vfs).pAppData as *const VfsData);
+        let shim = file.cast::<ShimFile>();
+        let real_file = file
+            .cast::<u8>()
+            .add(std::mem::size_of::<ShimFile>())
+            .cast::<ffi::sqlite3_file>();
+        (*shim).base.pMethods = std::ptr::null();
+        (*shim).counters = Arc::as_ptr(&data.counters);
+        (*shim).real = real_file;
+        let Some(open) = (*data.real).xOpen else {
+            return ffi::SQLITE_CANTOPEN;
+        };
+        let rc = open(data.real, name, real_file, flags, out_flags);
+        if rc == ffi::SQLITE_OK && !(*real_file).pMethods.is_null() {
+            (*shim).base.pMethods = methods_for((*(*real_file).pMethods).iVersion);
+        }
+        rc
+    }
+}
+
+fn methods_for(version: c_int) -> *const ffi::sqlite3_io_methods {
+    match version {
+        ..=1 => &METHODS_V1,
+        2 => &METHODS_V2,
+        _ => &METHODS_V3,
+    }
+}
+
+/// The real file and its methods behind our file.
+///
+/// # Safety
+/// `file` must be a ShimFile opened by `shim_open`.
+unsafe fn real(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods, &'static ChannelCounters) {
+    // SAFETY: guaranteed by the caller; the real methods are static tables of
+    // the wrapped VFS, and the counters outlive the VFS (leaked Arc inside).
+    unsafe {
+        let shim = file.cast::<ShimFile>();
+        let real = (*shim).real;
+        (real, &*(*real).pMethods, &*(*shim).counters)
+    }
+}
+
+macro_rules! forward {
+    ($name:ident, $field:ident, ($($arg:ident : $ty:ty),*) -> $ret:ty, $missing:expr) => {
+        unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> $ret {
+            // SAFETY: SQLite only calls these on files opened by shim_open.
+            unsafe {
+                let (real, methods, _) = real(file);
+                match methods.$field {
+                    Some(f) => f(real $(, $arg)*),
+                    None => $missing,
+                }
+            }
+        }
+    };
+}
+
+unsafe extern "C" fn shim_close(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, _) = real(file);
+        let rc = methods.xClose.map_or(ffi::SQLITE_OK, |f| f(real));
+        (*file).pMethods = std::ptr::null();
+        rc
+    }
+}
+
+unsafe extern "C" fn shim_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: ffi::sqlite3_int64) -> c_int {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, counters) = real(file);
+        let Some(read) = methods.xRead else {
+            return ffi::SQLITE_IOERR_READ;
+        };
+        let start = Instant::now();
+        let rc = read(real, buf, amount, offset);
+        counters.record_read(u64::try_from(amount).unwrap_or(0), start.elapsed());
+        rc
+    }
+}
+
+unsafe extern "C" fn shim_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: ffi::sqlite3_int64) -> c_int {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, counters) = real(file);
+        let Some(write) = methods.xWrite else {
+            return ffi::SQLITE_IOERR_WRITE;
+        };
+        let start = Instant::now();
+        let rc = write(real, buf, amount, offset);
+        counters.record_write(u64::try_from(amount).unwrap_or(0), start.elapsed());
+        rc
+    }
+}
+
+unsafe extern "C" fn shim_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, counters) = real(file);
+        let Some(sync) = methods.xSync else {
+            return ffi::SQLITE_IOERR_FSYNC;
+        };
+        let start = Instant::now();
+        let rc = sync(real, flags);
+        counters.record_sync(start.elapsed());
+        rc
+    }
+}
+
+forward!(shim_truncate, xTruncate, (size: ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_TRUNCATE);
+forward!(shim_file_size, xFileSize, (size: *mut ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_FSTAT);
+forward!(shim_lock, xLock, (level: c_int) -> c_int, ffi::SQLITE_OK);
+forward!(shim_unlock, xUnlock, (level: c_int) -> c_int, ffi::SQLITE_OK);
+forward!(shim_check_reserved, xCheckReservedLock, (out: *mut c_int) -> c_int, ffi::SQLITE_OK);
+forward!(shim_file_control, xFileControl, (op: c_int, arg: *mut c_void) -> c_int, ffi::SQLITE_NOTFOUND);
+forward!(shim_sector_size, xSectorSize, () -> c_int, 4096);
+forward!(shim_device_characteristics, xDeviceCharacteristics, () -> c_int, 0);
+forward!(shim_shm_map, xShmMap, (page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void) -> c_int, ffi::SQLITE_IOERR_SHMMAP);
+forward!(shim_shm_lock, xShmLock, (offset: c_int, n: c_int, flags: c_int) -> c_int, ffi::SQLITE_IOERR_SHMLOCK);
+forward!(shim_shm_unmap, xShmUnmap, (delete: c_int) -> c_int, ffi::SQLITE_OK);
+forward!(shim_fetch, xFetch, (offset: ffi::sqlite3_int64, amount: c_int, out: *mut *mut c_void) -> c_int, {
+    // SQLite passes a valid out-pointer (inside the macro's unsafe block).
+    *out = std::ptr::null_mut();
+    ffi::SQLITE_OK
+});
+forward!(shim_unfetch, xUnfetch, (offset: ffi::sqlite3_int64, page: *mut c_void) -> c_int, ffi::SQLITE_OK);
+
+unsafe extern "C" fn shim_shm_barrier(file: *mut ffi::sqlite3_file) {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, _) = real(file);
+        if let Some(f) = methods.xShmBarrier {
+            f(real);
+        }
+    }
+}
+
+const fn methods(version: c_int) -> ffi::sqlite3_io_methods {
+    ffi::sqlite3_io_methods {
+        iVersion: version,
+        xClose: Some(shim_close),
+        xRead: Some(shim_read),
+        xWrite: Some(shim_write),
+        xTruncate: Some(shim_truncate),
+        xSync: Some(shim_sync),
+        xFileSize: Some(shim_file_size),
+        xLock: Some(shim_lock),
+        xUnlock: Some(shim_unlock),
+        xCheckReservedLock: Some(shim_check_reserved),
+        xFileControl: Some(shim_file_control),
+        xSectorSize: Some(shim_sector_size),
+        xDeviceCharacteristics: Some(shim_device_characteristics),
+        xShmMap: if version >= 2 { Some(shim_shm_map) } else { None },
+        xShmLock: if version >= 2 { Some(shim_shm_lock) } else { None },
+        xShmBarrier: if version >= 2 { Some(shim_shm_barrier) } else { None },
+        xShmUnmap: if version >= 2 { Some(shim_shm_unmap) } else { None },
+        xFetch: if version >= 3 { Some(shim_fetch) } else { None },
+        xUnfetch: if version >= 3 { Some(shim_unfetch) } else { None },
+    }
+}
+
+static METHODS_V1: ffi::sqlite3_io_methods = methods(1);
+static METHODS_V2: ffi::sqlite3_io_methods = methods(2);
+static METHODS_V3: ffi::sqlite3_io_methods = methods(3);

@@ -1,0 +1,487 @@
+//! I/O channels: the one place where every byte caseload moves is counted.
+//!
+//! A channel is a directory (hence a device) with a role: `evidence`,
+//! `database`, `case` or `temp`. Every read, write and fsync a stage makes on
+//! a channel goes through [`Channel`] or a [`ChannelFile`] it handed out, and
+//! adds to the channel's counters: bytes and operations read and written,
+//! fsyncs, and the wall time spent inside those system calls ("blocked").
+//!
+//! Stages run one after another within a pipeline, so a stage's figures are
+//! the difference between two [`ChannelSnapshot`]s taken around it.
+
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The role of a channel. The names are part of the layout-file interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    /// Where evidence is read from (read-only).
+    Evidence,
+    /// The case database.
+    Database,
+    /// Carved and exported files, index segments, the run report.
+    Case,
+    /// Spills, sort runs, staging copies.
+    Temp,
+}
+
+impl ChannelKind {
+    /// All channels, in report order.
+    pub const ALL: [ChannelKind; 4] = [
+        ChannelKind::Evidence,
+        ChannelKind::Database,
+        ChannelKind::Case,
+        ChannelKind::Temp,
+    ];
+
+    /// The channel's name as written in layout files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelKind::Evidence => "evidence",
+            ChannelKind::Database => "database",
+            ChannelKind::Case => "case",
+            ChannelKind::Temp => "temp",
+        }
+    }
+}
+
+impl std::fmt::Display for ChannelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Live counters of one channel, shared by every handle on it.
+#[derive(Debug, Default)]
+pub struct ChannelCounters {
+    bytes_read: AtomicU64,
+    read_ops: AtomicU64,
+    bytes_written: AtomicU64,
+    write_ops: AtomicU64,
+    fsyncs: AtomicU64,
+    read_blocked_ns: AtomicU64,
+    write_blocked_ns: AtomicU64,
+    sync_blocked_ns: AtomicU64,
+}
+
+impl ChannelCounters {
+    /// Count one read of `bytes` that took `took`.
+    pub fn record_read(&self, bytes: u64, took: Duration) {
+        self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+        self.read_ops.fetch_add(1, Ordering::Relaxed);
+        self.read_blocked_ns
+            .fetch_add(duration_ns(took), Ordering::Relaxed);
+    }
+
+    /// Count one write of `bytes` that took `took`.
+    pub fn record_write(&self, bytes: u64, took: Duration) {
+        self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        self.write_ops.fetch_add(1, Ordering::Relaxed);
+        self.write_blocked_ns
+            .fetch_add(duration_ns(took), Ordering::Relaxed);
+    }
+
+    /// Count one fsync/fdatasync that took `took`.
+    pub fn record_sync(&self, took: Duration) {
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.sync_blocked_ns
+            .fetch_add(duration_ns(took), Ordering::Relaxed);
+    }
+
+    /// The counters' values now.
+    pub fn snapshot(&self) -> ChannelSnapshot {
+        ChannelSnapshot {
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            read_ops: self.read_ops.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            write_ops: self.write_ops.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            read_blocked_ns: self.read_blocked_ns.load(Ordering::Relaxed),
+            write_blocked_ns: self.write_blocked_ns.load(Ordering::Relaxed),
+            sync_blocked_ns: self.sync_blocked_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Counter values at one instant; subtract two to get an interval's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelSnapshot {
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Read operations (system calls).
+    pub read_ops: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Write operations (system calls).
+    pub write_ops: u64,
+    /// fsync/fdatasync calls.
+    pub fsyncs: u64,
+    /// Nanoseconds spent inside read calls.
+    pub read_blocked_ns: u64,
+    /// Nanoseconds spent inside write calls.
+    pub write_blocked_ns: u64,
+    /// Nanoseconds spent inside fsync calls.
+    pub sync_blocked_ns: u64,
+}
+
+impl ChannelSnapshot {
+    /// Figures accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &ChannelSnapshot) -> ChannelSnapshot {
+        ChannelSnapshot {
+            bytes_read: self.bytes_read.saturating_sub(earlier.bytes_read),
+            read_ops: self.read_ops.saturating_sub(earlier.read_ops),
+            bytes_written: self.bytes_written.saturating_sub(earlier.bytes_written),
+            write_ops: self.write_ops.saturating_sub(earlier.write_ops),
+            fsyncs: self.fsyncs.saturating_sub(earlier.fsyncs),
+            read_blocked_ns: self.read_blocked_ns.saturating_sub(earlier.read_blocked_ns),
+            write_blocked_ns: self
+                .write_blocked_ns
+                .saturating_sub(earlier.write_blocked_ns),
+            sync_blocked_ns: self.sync_blocked_ns.saturating_sub(earlier.sync_blocked_ns),
+        }
+    }
+
+    /// Sum of two intervals (aggregating instances).
+    pub fn plus(&self, other: &ChannelSnapshot) -> ChannelSnapshot {
+        ChannelSnapshot {
+            bytes_read: self.bytes_read + other.bytes_read,
+            read_ops: self.read_ops + other.read_ops,
+            bytes_written: self.bytes_written + other.bytes_written,
+            write_ops: self.write_ops + other.write_ops,
+            fsyncs: self.fsyncs + other.fsyncs,
+            read_blocked_ns: self.read_blocked_ns + other.read_blocked_ns,
+            write_blocked_ns: self.write_blocked_ns + other.write_blocked_ns,
+            sync_blocked_ns: self.sync_blocked_ns + other.sync_blocked_ns,
+        }
+    }
+
+    /// Total nanoseconds blocked in any call.
+    pub fn blocked_ns(&self) -> u64 {
+        self.read_blocked_ns + self.write_blocked_ns + self.sync_blocked_ns
+    }
+}
+
+/// Errors from channel operations.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// A relative path tried to leave the channel directory.
+    #[error("path `{path}` would leave the {channel} channel directory")]
+    Escapes {
+        /// The channel.
+        channel: ChannelKind,
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// The path is one of the evidence files, which are never written.
+    #[error("refusing to write `{}`: it is evidence, which is opened read-only", .0.display())]
+    WouldWriteEvidence(PathBuf),
+    /// An I/O error on the channel.
+    #[error("{channel} channel: {op} `{}`: {source}", path.display())]
+    Io {
+        /// The channel.
+        channel: ChannelKind,
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A directory with a role, and the counters for everything done on it.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    kind: ChannelKind,
+    root: PathBuf,
+    counters: Arc<ChannelCounters>,
+    /// Evidence files, canonicalised: writes to these are refused whatever
+    /// channel they come through.
+    protected: Arc<Vec<PathBuf>>,
+}
+
+impl Channel {
+    /// A channel rooted at `root`. `protected` lists files that must never be
+    /// opened for writing through it (the evidence).
+    pub fn new(kind: ChannelKind, root: impl Into<PathBuf>, protected: Vec<PathBuf>) -> Self {
+        Channel {
+            kind,
+            root: root.into(),
+            counters: Arc::new(ChannelCounters::default()),
+            protected: Arc::new(protected),
+        }
+    }
+
+    /// The channel's role.
+    pub fn kind(&self) -> ChannelKind {
+        self.kind
+    }
+
+    /// The channel's directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The shared counters (for code that does its own system calls, such as
+    /// the SQLite VFS shim and the evidence sources).
+    pub fn counters(&self) -> &Arc<ChannelCounters> {
+        &self.counters
+    }
+
+    /// The counters' values now.
+    pub fn snapshot(&self) -> ChannelSnapshot {
+        self.counters.snapshot()
+    }
+
+    /// Resolve a relative path inside the channel, refusing absolute paths and
+    /// `..` so that nothing is ever written outside the channel directory.
+    pub fn path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
+        let relative = relative.as_ref();
+        let safe = relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if !safe || relative.as_os_str().is_empty() {
+            return Err(ChannelError::Escapes {
+                channel: self.kind,
+                path: relative.to_path_buf(),
+            });
+        }
+        Ok(self.root.join(relative))
+    }
+
+    fn io_err(&self, op: &'static str, path: &Path, source: io::Error) -> ChannelError {
+        ChannelError::Io {
+            channel: self.kind,
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Create (truncating) a file inside the channel for writing.
+    pub fn create(&self, relative: impl AsRef<Path>) -> Result<ChannelFile, ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| self.io_err("create directory", parent, e))?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| self.io_err("create", &path, e))?;
+        Ok(ChannelFile {
+            file,
+            path,
+            counters: Arc::clone(&self.counters),
+            kind: self.kind,
+            position: 0,
+        })
+    }
+
+    /// Create a directory (and its parents) inside the channel.
+    pub fn create_dir(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
+        let path = self.path(relative)?;
+        std::fs::create_dir_all(&path).map_err(|e| self.io_err("create directory", &path, e))?;
+        Ok(path)
+    }
+
+    /// Open a file inside the channel read-only.
+    pub fn open(&self, relative: impl AsRef<Path>) -> Result<ChannelFile, ChannelError> {
+        let path = self.path(relative)?;
+        self.open_path_read_only(&path)
+    }
+
+    /// Open any file read-only and count its reads on this channel (the
+    /// evidence channel opens evidence files by absolute path).
+    pub fn open_path_read_only(&self, path: &Path) -> Result<ChannelFile, ChannelError> {
+        let file = File::open(path).map_err(|e| self.io_err("open", path, e))?;
+        Ok(ChannelFile {
+            file,
+            path: path.to_path_buf(),
+            counters: Arc::clone(&self.counters),
+            kind: self.kind,
+            position: 0,
+        })
+    }
+
+    fn refuse_evidence(&self, path: &Path) -> Result<(), ChannelError> {
+        if self.protected.is_empty() {
+            return Ok(());
+        }
+        // The file may not exist yet: compare the canonical parent + name.
+        let canonical = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or_else(|_| path.to_path_buf()),
+            _ => path.to_path_buf(),
+        };
+        if self.protected.iter().any(|p| *p == canonical) {
+            return Err(ChannelError::WouldWriteEvidence(canonical));
+        }
+        Ok(())
+    }
+}
+
+/// A file opened through a channel: every read, write and sync is counted.
+#[derive(Debug)]
+pub struct ChannelFile {
+    file: File,
+    path: PathBuf,
+    counters: Arc<ChannelCounters>,
+    kind: ChannelKind,
+    position: u64,
+}
+
+impl ChannelFile {
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The underlying file, for calls that are not I/O (metadata, fadvise).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Positioned read; counted. Returns the bytes read (short only at EOF).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = Instant::now();
+        let mut done = 0;
+        let mut calls = 0u64;
+        let result = loop {
+            if done == buf.len() {
+                break Ok(done);
+            }
+            calls += 1;
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break Ok(done),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let took = start.elapsed();
+        // A loop of short reads is still one logical operation per call made.
+        for _ in 1..calls {
+            self.counters.record_read(0, Duration::ZERO);
+        }
+        self.counters.record_read(done as u64, took);
+        result
+    }
+
+    /// Positioned write of the whole buffer; counted.
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let start = Instant::now();
+        let result = self.file.write_all_at(buf, offset);
+        self.counters.record_write(buf.len() as u64, start.elapsed());
+        result
+    }
+
+    /// fsync the file; counted.
+    pub fn sync_all(&self) -> io::Result<()> {
+        let start = Instant::now();
+        let result = self.file.sync_all();
+        self.counters.record_sync(start.elapsed());
+        result
+    }
+
+    /// fdatasync the file; counted as an fsync.
+    pub fn sync_data(&self) -> io::Result<()> {
+        let start = Instant::now();
+        let result = self.file.sync_data();
+        self.counters.record_sync(start.elapsed());
+        result
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The channel this file belongs to.
+    pub fn channel(&self) -> ChannelKind {
+        self.kind
+    }
+}
+
+impl Write for ChannelFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let start = Instant::now();
+        let result = self.file.write_at(buf, self.position);
+        let written = *result.as_ref().unwrap_or(&0);
+        self.counters.record_write(written as u64, start.elapsed());
+        self.position += written as u64;
+        result
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_reads_and_syncs_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let ch = Channel::new(ChannelKind::Case, dir.path(), Vec::new());
+        let before = ch.snapshot();
+        let mut f = ch.create("a/b.bin").unwrap();
+        f.write_all(&[7u8; 10_000]).unwrap();
+        f.sync_all().unwrap();
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(f.read_at(&mut buf, 8192).unwrap(), 10_000 - 8192);
+        let d = ch.snapshot().since(&before);
+        assert_eq!(d.bytes_written, 10_000);
+        assert_eq!(d.bytes_read, 10_000 - 8192);
+        assert_eq!(d.fsyncs, 1);
+        assert!(d.write_ops >= 1 && d.read_ops >= 1);
+        assert_eq!(std::fs::metadata(dir.path().join("a/b.bin")).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn paths_cannot_escape_the_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let ch = Channel::new(ChannelKind::Temp, dir.path(), Vec::new());
+        assert!(ch.create("../x").is_err());
+        assert!(ch.create("/etc/passwd").is_err());
+        assert!(ch.create("a/../../x").is_err());
+        assert!(ch.create("").is_err());
+    }
+
+    #[test]
+    fn evidence_files_are_never_opened_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let evidence = dir.path().join("image.dd");
+        std::fs::write(&evidence, b"evidence").unwrap();
+        let canonical = std::fs::canonicalize(&evidence).unwrap();
+        let ch = Channel::new(ChannelKind::Case, dir.path(), vec![canonical]);
+        assert!(matches!(
+            ch.create("image.dd"),
+            Err(ChannelError::WouldWriteEvidence(_))
+        ));
+        assert_eq!(std::fs::read(&evidence).unwrap(), b"evidence");
+    }
+}

@@ -1,0 +1,239 @@
+//! Raw images: one file, or numbered parts (`image.001`, `image.002`, ...)
+//! that concatenate to the media.
+
+use super::{EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes};
+use crate::channel::{Channel, ChannelError, ChannelFile};
+use std::path::{Path, PathBuf};
+
+/// A raw image, single or split.
+#[derive(Debug)]
+pub struct RawSource {
+    parts: Vec<Part>,
+    size: u64,
+    info: SourceInfo,
+}
+
+#[derive(Debug)]
+struct Part {
+    file: ChannelFile,
+    start: u64,
+    len: u64,
+}
+
+impl RawSource {
+    /// Open `path`; if its extension is a number (`.001`), open the whole run
+    /// of consecutively numbered parts.
+    pub fn open(path: &Path, channel: &Channel) -> Result<Self, SourceError> {
+        let paths = split_parts(path)?;
+        let mut parts = Vec::with_capacity(paths.len());
+        let mut start = 0u64;
+        for p in &paths {
+            let file = channel.open_path_read_only(p).map_err(|e| open_error(p, e))?;
+            let len = file.len().map_err(|source| SourceError::Open {
+                path: p.clone(),
+                source,
+            })?;
+            parts.push(Part { file, start, len });
+            start += len;
+        }
+        // Every part but the last has the same size when a tool split the
+        // image; a short middle part means a truncated or wrong file.
+        if parts.len() > 1 {
+            let first_len = parts[0].len;
+            for (i, part) in parts.iter().enumerate().take(parts.len() - 1) {
+                if part.len != first_len {
+                    return Err(SourceError::Inconsistent {
+                        path: path.to_path_buf(),
+                        reason: format!(
+                            "part {} (`{}`) is {} bytes but part 1 is {} bytes; a middle part is truncated or foreign",
+                            i + 1,
+                            paths[i].display(),
+                            part.len,
+                            first_len
+                        ),
+                    });
+                }
+            }
+        }
+        let format = if parts.len() > 1 {
+            SourceFormat::SplitRaw
+        } else {
+            SourceFormat::Raw
+        };
+        let info = SourceInfo {
+            format,
+            files: paths,
+            container_bytes: start,
+            media_size: start,
+            chunk_size: None,
+            stored_hashes: StoredHashes::default(),
+            metadata: Vec::new(),
+        };
+        Ok(RawSource {
+            parts,
+            size: start,
+            info,
+        })
+    }
+}
+
+fn open_error(path: &Path, e: ChannelError) -> SourceError {
+    match e {
+        ChannelError::Io { source, .. } => SourceError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => SourceError::Channel(other),
+    }
+}
+
+/// The numbered parts starting at `first`, or just `first`.
+fn split_parts(first: &Path) -> Result<Vec<PathBuf>, SourceError> {
+    let ext = first.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let numbered = ext.len() >= 3 && ext.bytes().all(|b| b.is_ascii_digit());
+    if !numbered {
+        return Ok(vec![first.to_path_buf()]);
+    }
+    let width = ext.len();
+    let Ok(start) = ext.parse::<u64>() else {
+        return Ok(vec![first.to_path_buf()]);
+    };
+    if start > 1 {
+        return Err(SourceError::Inconsistent {
+            path: first.to_path_buf(),
+            reason: format!("split raw images start at part .{:0width$}; open the first part", 1),
+        });
+    }
+    let mut parts = vec![first.to_path_buf()];
+    let mut n = start + 1;
+    loop {
+        let next = first.with_extension(format!("{n:0width$}"));
+        if !next.is_file() {
+            break;
+        }
+        parts.push(next);
+        n += 1;
+    }
+    // A later part after a gap means one is missing, not that the set ended.
+    for gap in 1..=3 {
+        let beyond = first.with_extension(format!("{:0width$}", n + gap));
+        if beyond.is_file() {
+            return Err(SourceError::Inconsistent {
+                path: first.to_path_buf(),
+                reason: format!(
+                    "part `{}` is missing but `{}` exists",
+                    first.with_extension(format!("{n:0width$}")).display(),
+                    beyond.display()
+                ),
+            });
+        }
+    }
+    Ok(parts)
+}
+
+impl EvidenceSource for RawSource {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            if pos >= self.size {
+                break;
+            }
+            // Parts are few; a linear search is cheaper than a tree.
+            let Some((index, part)) = self
+                .parts
+                .iter()
+                .enumerate()
+                .find(|(_, p)| pos >= p.start && pos < p.start + p.len)
+            else {
+                break;
+            };
+            let within = pos - part.start;
+            let want = usize::try_from((part.len - within).min((buf.len() - done) as u64))
+                .unwrap_or(buf.len() - done);
+            let n = part
+                .file
+                .read_at(&mut buf[done..done + want], within)
+                .map_err(|source| SourceError::Read {
+                    path: self.info.files[index].clone(),
+                    offset: within,
+                    source,
+                })?;
+            if n < want {
+                // The part shrank under us: the evidence is being changed or
+                // was truncated after we opened it.
+                return Err(SourceError::Corrupt {
+                    first_sector: (pos + n as u64) / SECTOR_SIZE,
+                    last_sector: (part.start + part.len).div_ceil(SECTOR_SIZE).saturating_sub(1),
+                    reason: format!(
+                        "`{}` ended early ({} of {} bytes); was the file truncated?",
+                        self.info.files[index].display(),
+                        within + n as u64,
+                        part.len
+                    ),
+                });
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn damage_unit(&self) -> u64 {
+        SECTOR_SIZE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::ChannelKind;
+
+    #[test]
+    fn split_parts_concatenate_and_count_on_the_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("img.001"), &data[..1024]).unwrap();
+        std::fs::write(dir.path().join("img.002"), &data[1024..2048]).unwrap();
+        std::fs::write(dir.path().join("img.003"), &data[2048..]).unwrap();
+        let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+        let src = RawSource::open(&dir.path().join("img.001"), &ch).unwrap();
+        assert_eq!(src.size(), 3000);
+        assert_eq!(src.info().format, SourceFormat::SplitRaw);
+        let mut buf = vec![0u8; 2000];
+        assert_eq!(src.read_at(&mut buf, 500).unwrap(), 2000);
+        assert_eq!(&buf[..], &data[500..2500]);
+        assert_eq!(ch.snapshot().bytes_read, 2000);
+        let mut tail = vec![0u8; 100];
+        assert_eq!(src.read_at(&mut tail, 2950).unwrap(), 50);
+    }
+
+    #[test]
+    fn a_missing_or_short_middle_part_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("img.001"), [0u8; 1024]).unwrap();
+        std::fs::write(dir.path().join("img.003"), [0u8; 1024]).unwrap();
+        let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+        let err = RawSource::open(&dir.path().join("img.001"), &ch).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+
+        std::fs::write(dir.path().join("img.002"), [0u8; 100]).unwrap();
+        let err = RawSource::open(&dir.path().join("img.001"), &ch).unwrap_err();
+        assert!(err.to_string().contains("truncated"), "{err}");
+    }
+
+    #[test]
+    fn missing_evidence_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+        let err = RawSource::open(&dir.path().join("nope.dd"), &ch).unwrap_err();
+        assert!(err.to_string().contains("cannot open evidence"), "{err}");
+    }
+}
