@@ -275,7 +275,8 @@ impl Channel {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| self.io_err("create directory", parent, e))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| self.io_err("create directory", parent, e))?;
         }
         let file = OpenOptions::new()
             .read(true)
@@ -388,7 +389,8 @@ impl ChannelFile {
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let start = Instant::now();
         let result = self.file.write_all_at(buf, offset);
-        self.counters.record_write(buf.len() as u64, start.elapsed());
+        self.counters
+            .record_write(buf.len() as u64, start.elapsed());
         result
     }
 
@@ -458,7 +460,10 @@ mod tests {
         assert_eq!(d.bytes_read, 10_000 - 8192);
         assert_eq!(d.fsyncs, 1);
         assert!(d.write_ops >= 1 && d.read_ops >= 1);
-        assert_eq!(std::fs::metadata(dir.path().join("a/b.bin")).unwrap().len(), 10_000);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("a/b.bin")).unwrap().len(),
+            10_000
+        );
     }
 
     #[test]

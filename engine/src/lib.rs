@@ -6,6 +6,14 @@
 //! [`Channel`](channel::Channel) to one of the sinks (case database, case
 //! directory, temp directory).
 
-pub mod channel;
+pub mod cache;
 pub mod casedb;
+pub mod channel;
+pub mod layout;
+pub mod metrics;
+pub mod report;
+pub mod run;
 pub mod source;
+pub mod stage;
+pub mod stages;
+pub mod system;

@@ -1,6 +1,7 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
 pub mod corpus;
+pub mod run;
 pub mod util;
 
 use clap::{Parser, Subcommand};
@@ -18,11 +19,15 @@ pub struct Cli {
 enum Command {
     /// Generate a synthetic evidence corpus with exact ground truth.
     Corpus(corpus::Args),
+    /// Run forensic stages over evidence on a storage layout, timing each
+    /// stage and I/O channel.
+    Run(run::Args),
 }
 
 /// Run the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Corpus(args) => corpus::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

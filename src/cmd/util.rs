@@ -15,7 +15,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     if number.is_empty() {
-        return Err(format!("`{text}` is not a size (expected e.g. 4GiB, 1500MiB)"));
+        return Err(format!(
+            "`{text}` is not a size (expected e.g. 4GiB, 1500MiB)"
+        ));
     }
     let multiplier: u64 = match unit.trim() {
         "" | "B" | "b" => 1,
@@ -66,17 +68,22 @@ pub fn byte_progress(total: u64, what: &str) -> ProgressBar {
 /// A count progress bar (items rather than bytes), hidden off a terminal.
 pub fn count_progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), draw_target());
-    bar.set_style(
-        ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    bar.set_style(count_style());
     bar.set_message(what.to_string());
     bar
 }
 
+/// The style of item-count bars.
+pub fn count_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// Bars are drawn on stderr, and only when both stdout and stderr are a
+/// terminal: piped or redirected runs stay quiet.
 fn draw_target() -> ProgressDrawTarget {
-    if std::io::stderr().is_terminal() {
+    if std::io::stderr().is_terminal() && std::io::stdout().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {
         ProgressDrawTarget::hidden()

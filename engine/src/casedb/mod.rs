@@ -146,7 +146,9 @@ pub struct CaseDb {
 
 impl std::fmt::Debug for CaseDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CaseDb").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("CaseDb")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -165,7 +167,9 @@ impl CaseDb {
         let vfs = vfs::register(std::sync::Arc::clone(channel.counters()))?;
         let conn = Connection::open_with_flags_and_vfs(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             vfs.as_str(),
         )
         .map_err(sqlite(&path))?;
@@ -173,7 +177,10 @@ impl CaseDb {
         conn.execute_batch(SCHEMA).map_err(sqlite(&path))?;
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('created_by', ?2)",
-            rusqlite::params![SCHEMA_VERSION.to_string(), concat!("caseload ", env!("CARGO_PKG_VERSION"))],
+            rusqlite::params![
+                SCHEMA_VERSION.to_string(),
+                concat!("caseload ", env!("CARGO_PKG_VERSION"))
+            ],
         )
         .map_err(sqlite(&path))?;
         let writer = DbWriter::spawn(conn, path.clone(), options.batch_size);
@@ -228,16 +235,26 @@ fn configure(conn: &Connection, options: &DbOptions) -> rusqlite::Result<()> {
         [],
         |row| row.get(0),
     )?;
-    conn.execute_batch(&format!("PRAGMA synchronous = {}", options.synchronous.as_str()))?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}",
+        options.synchronous.as_str()
+    ))?;
     Ok(())
 }
 
 /// Open an existing case database read-only, outside any run (export,
 /// search). Its I/O is not charged to a channel.
 pub fn open_read_only(path: &Path) -> Result<Connection, DbError> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(sqlite(path))?;
-    let version: Result<String, _> = conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0));
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sqlite(path))?;
+    let version: Result<String, _> = conn.query_row(
+        "SELECT value FROM meta WHERE key = 'schema_version'",
+        [],
+        |r| r.get(0),
+    );
     match version {
         Ok(v) if v == SCHEMA_VERSION.to_string() => Ok(conn),
         Ok(v) => Err(DbError::NotACase {
@@ -321,7 +338,9 @@ mod tests {
             }
             db.writer().flush().unwrap();
             let reader = db.reader().unwrap();
-            let n: i64 = reader.query_row("SELECT count(*) FROM meta", [], |r| r.get(0)).unwrap();
+            let n: i64 = reader
+                .query_row("SELECT count(*) FROM meta", [], |r| r.get(0))
+                .unwrap();
             assert_eq!(n, 2002);
             drop(reader);
             db.close().unwrap();
@@ -330,16 +349,27 @@ mod tests {
                 .unwrap()
                 .map(|e| e.unwrap().metadata().unwrap().len())
                 .sum();
-            let db_len = std::fs::metadata(dir.path().join(DB_FILE_NAME)).unwrap().len();
+            let db_len = std::fs::metadata(dir.path().join(DB_FILE_NAME))
+                .unwrap()
+                .len();
             // Everything on disk was written through the VFS, and the VFS
             // saw at least the final database, plus journal traffic.
-            assert!(figures.bytes_written >= db_len, "{journal:?}: {figures:?} < {db_len}");
-            assert!(figures.bytes_written >= on_disk, "{journal:?}: {figures:?} < {on_disk}");
+            assert!(
+                figures.bytes_written >= db_len,
+                "{journal:?}: {figures:?} < {db_len}"
+            );
+            assert!(
+                figures.bytes_written >= on_disk,
+                "{journal:?}: {figures:?} < {on_disk}"
+            );
             // 20 transactions at synchronous=full: at least one fsync each.
             assert!(figures.fsyncs >= 20, "{journal:?}: {figures:?}");
             assert!(figures.bytes_read > 0, "the reader's queries are counted");
             // Writes are page-sized; nothing near 100x the data was written.
-            assert!(figures.bytes_written < 100 * db_len, "{journal:?}: {figures:?}");
+            assert!(
+                figures.bytes_written < 100 * db_len,
+                "{journal:?}: {figures:?}"
+            );
         }
     }
 }

@@ -121,7 +121,13 @@ fn methods_for(version: c_int) -> *const ffi::sqlite3_io_methods {
 ///
 /// # Safety
 /// `file` must be a ShimFile opened by `shim_open`.
-unsafe fn real(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods, &'static ChannelCounters) {
+unsafe fn real(
+    file: *mut ffi::sqlite3_file,
+) -> (
+    *mut ffi::sqlite3_file,
+    &'static ffi::sqlite3_io_methods,
+    &'static ChannelCounters,
+) {
     // SAFETY: guaranteed by the caller; the real methods are static tables of
     // the wrapped VFS, and the counters outlive the VFS (leaked Arc inside).
     unsafe {
@@ -156,7 +162,12 @@ unsafe extern "C" fn shim_close(file: *mut ffi::sqlite3_file) -> c_int {
     }
 }
 
-unsafe extern "C" fn shim_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: ffi::sqlite3_int64) -> c_int {
+unsafe extern "C" fn shim_read(
+    file: *mut ffi::sqlite3_file,
+    buf: *mut c_void,
+    amount: c_int,
+    offset: ffi::sqlite3_int64,
+) -> c_int {
     // SAFETY: see `forward!`.
     unsafe {
         let (real, methods, counters) = real(file);
@@ -170,7 +181,12 @@ unsafe extern "C" fn shim_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, a
     }
 }
 
-unsafe extern "C" fn shim_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: ffi::sqlite3_int64) -> c_int {
+unsafe extern "C" fn shim_write(
+    file: *mut ffi::sqlite3_file,
+    buf: *const c_void,
+    amount: c_int,
+    offset: ffi::sqlite3_int64,
+) -> c_int {
     // SAFETY: see `forward!`.
     unsafe {
         let (real, methods, counters) = real(file);
@@ -241,12 +257,32 @@ const fn methods(version: c_int) -> ffi::sqlite3_io_methods {
         xFileControl: Some(shim_file_control),
         xSectorSize: Some(shim_sector_size),
         xDeviceCharacteristics: Some(shim_device_characteristics),
-        xShmMap: if version >= 2 { Some(shim_shm_map) } else { None },
-        xShmLock: if version >= 2 { Some(shim_shm_lock) } else { None },
-        xShmBarrier: if version >= 2 { Some(shim_shm_barrier) } else { None },
-        xShmUnmap: if version >= 2 { Some(shim_shm_unmap) } else { None },
+        xShmMap: if version >= 2 {
+            Some(shim_shm_map)
+        } else {
+            None
+        },
+        xShmLock: if version >= 2 {
+            Some(shim_shm_lock)
+        } else {
+            None
+        },
+        xShmBarrier: if version >= 2 {
+            Some(shim_shm_barrier)
+        } else {
+            None
+        },
+        xShmUnmap: if version >= 2 {
+            Some(shim_shm_unmap)
+        } else {
+            None
+        },
         xFetch: if version >= 3 { Some(shim_fetch) } else { None },
-        xUnfetch: if version >= 3 { Some(shim_unfetch) } else { None },
+        xUnfetch: if version >= 3 {
+            Some(shim_unfetch)
+        } else {
+            None
+        },
     }
 }
 

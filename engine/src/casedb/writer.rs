@@ -58,6 +58,24 @@ impl DbWriter {
             .map_err(|_| self.gone())
     }
 
+    /// Run `op` on the writer's connection after everything queued before
+    /// it, commit, and return its result (for inserts whose row id is needed).
+    pub fn call<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (tx, rx) = bounded(1);
+        self.exec(move |c| {
+            let value = op(c)?;
+            let _ = tx.send(value);
+            Ok(())
+        })?;
+        self.flush()?;
+        rx.recv()
+            .map_err(|_| DbError::Writer("the operation failed; see the earlier error".into()))
+    }
+
     fn round_trip(&self, make: fn(Sender<Result<(), String>>) -> Msg) -> Result<(), DbError> {
         let (ack_tx, ack_rx) = bounded(1);
         self.sender.send(make(ack_tx)).map_err(|_| self.gone())?;
@@ -112,19 +130,20 @@ fn run(conn: Connection, rx: Receiver<Msg>, batch_size: usize) {
             *first_error = Some(e);
         }
     };
-    let commit = |conn: &Connection, in_transaction: &mut bool, first_error: &mut Option<String>| {
-        if *in_transaction {
-            *in_transaction = false;
-            if let Err(e) = conn.execute_batch("COMMIT") {
-                // A failed COMMIT (disk full) leaves the transaction open:
-                // roll it back so later batches can still try.
-                let _ = conn.execute_batch("ROLLBACK");
-                if first_error.is_none() {
-                    *first_error = Some(format!("commit failed: {e}"));
+    let commit =
+        |conn: &Connection, in_transaction: &mut bool, first_error: &mut Option<String>| {
+            if *in_transaction {
+                *in_transaction = false;
+                if let Err(e) = conn.execute_batch("COMMIT") {
+                    // A failed COMMIT (disk full) leaves the transaction open:
+                    // roll it back so later batches can still try.
+                    let _ = conn.execute_batch("ROLLBACK");
+                    if first_error.is_none() {
+                        *first_error = Some(format!("commit failed: {e}"));
+                    }
                 }
             }
-        }
-    };
+        };
     for msg in rx {
         match msg {
             Msg::Op(op) => {

@@ -13,7 +13,9 @@
 //! That lets a damaged chunk be reported with its exact sector range, and lets
 //! many threads inflate distinct chunks at once without sharing a cache lock.
 
-use super::{EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex};
+use super::{
+    EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
+};
 use crate::channel::{Channel, ChannelError, ChannelFile};
 use ::ewf::{EwfReader, SegmentBacking, SegmentSource};
 use flate2::{Decompress, FlushDecompress, Status};
@@ -173,7 +175,10 @@ impl EwfSource {
     fn chunk_sectors(&self, chunk: u64) -> (u64, u64) {
         let first = chunk * self.chunk_size / SECTOR_SIZE;
         let end = ((chunk + 1) * self.chunk_size).min(self.size);
-        (first, end.div_ceil(SECTOR_SIZE).saturating_sub(1).max(first))
+        (
+            first,
+            end.div_ceil(SECTOR_SIZE).saturating_sub(1).max(first),
+        )
     }
 
     fn corrupt(&self, chunk: u64, reason: String) -> SourceError {
@@ -187,7 +192,8 @@ impl EwfSource {
 
     /// Decode chunk `chunk` into `out` (which must hold its logical length).
     fn decode_chunk(&self, chunk: u64, out: &mut [u8]) -> Result<(), SourceError> {
-        let index = usize::try_from(chunk).map_err(|_| self.corrupt(chunk, "index overflow".into()))?;
+        let index =
+            usize::try_from(chunk).map_err(|_| self.corrupt(chunk, "index overflow".into()))?;
         let (offset, stored, compressed, segment) = self
             .reader
             .debug_chunk(index)
@@ -197,10 +203,16 @@ impl EwfSource {
         // data a little larger than the chunk is legal zlib but nothing sane
         // writes it. Anything beyond that is a corrupt table entry.
         if stored == 0 || stored > self.chunk_size * 2 + 1024 {
-            return Err(self.corrupt(chunk, format!("table gives an implausible stored size {stored}")));
+            return Err(self.corrupt(
+                chunk,
+                format!("table gives an implausible stored size {stored}"),
+            ));
         }
         let seg = self.segments.get(segment).ok_or_else(|| {
-            self.corrupt(chunk, format!("table points at segment {} which is absent", segment + 1))
+            self.corrupt(
+                chunk,
+                format!("table points at segment {} which is absent", segment + 1),
+            )
         })?;
         if offset.checked_add(stored).is_none_or(|end| end > seg.len) {
             return Err(self.corrupt(
@@ -221,7 +233,10 @@ impl EwfSource {
                 .read_at(&mut raw[..stored], offset)
                 .map_err(|e| self.corrupt(chunk, format!("read failed: {e}")))?;
             if n < stored {
-                return Err(self.corrupt(chunk, "segment ends inside the chunk: truncated segment".into()));
+                return Err(self.corrupt(
+                    chunk,
+                    "segment ends inside the chunk: truncated segment".into(),
+                ));
             }
             if compressed {
                 INFLATE.with(|inflater| {
@@ -232,20 +247,37 @@ impl EwfSource {
                         Ok(Status::StreamEnd) if inflater.total_out() == logical => Ok(()),
                         Ok(Status::StreamEnd) => Err(self.corrupt(
                             chunk,
-                            format!("inflates to {} bytes, expected {logical}", inflater.total_out()),
+                            format!(
+                                "inflates to {} bytes, expected {logical}",
+                                inflater.total_out()
+                            ),
                         )),
-                        Ok(_) => Err(self.corrupt(chunk, "compressed data ends early or inflates too large".into())),
-                        Err(e) => Err(self.corrupt(chunk, format!("inflate failed ({e}): checksum or data damaged"))),
+                        Ok(_) => Err(self.corrupt(
+                            chunk,
+                            "compressed data ends early or inflates too large".into(),
+                        )),
+                        Err(e) => Err(self.corrupt(
+                            chunk,
+                            format!("inflate failed ({e}): checksum or data damaged"),
+                        )),
                     }
                 })
             } else {
                 let logical = out.len();
                 if stored < logical {
-                    return Err(self.corrupt(chunk, format!("stored chunk is {stored} bytes, expected {logical}")));
+                    return Err(self.corrupt(
+                        chunk,
+                        format!("stored chunk is {stored} bytes, expected {logical}"),
+                    ));
                 }
                 out.copy_from_slice(&raw[..logical]);
                 if stored >= logical + 4 {
-                    let want = u32::from_le_bytes([raw[logical], raw[logical + 1], raw[logical + 2], raw[logical + 3]]);
+                    let want = u32::from_le_bytes([
+                        raw[logical],
+                        raw[logical + 1],
+                        raw[logical + 2],
+                        raw[logical + 3],
+                    ]);
                     let got = adler2::adler32_slice(&raw[..logical]);
                     if want != got {
                         return Err(self.corrupt(
@@ -274,7 +306,9 @@ impl EwfSource {
                 stored += s;
             }
         }
-        self.evidence.counters().record_read(stored, start.elapsed());
+        self.evidence
+            .counters()
+            .record_read(stored, start.elapsed());
         Ok(n)
     }
 }
@@ -303,7 +337,8 @@ impl EvidenceSource for EwfSource {
             let pos = offset + done as u64;
             let chunk = pos / self.chunk_size;
             let chunk_start = chunk * self.chunk_size;
-            let logical = usize::try_from((self.size - chunk_start).min(self.chunk_size)).unwrap_or(0);
+            let logical =
+                usize::try_from((self.size - chunk_start).min(self.chunk_size)).unwrap_or(0);
             let within = usize::try_from(pos - chunk_start).unwrap_or(0);
             let take = (logical - within).min(want - done);
             if within == 0 && take == logical {
@@ -333,13 +368,19 @@ impl EvidenceSource for EwfSource {
 }
 
 /// Read the segment number from a segment's file header, noting the version.
-fn segment_number(file: &ChannelFile, path: &Path, version2: &mut bool) -> Result<u64, SourceError> {
+fn segment_number(
+    file: &ChannelFile,
+    path: &Path,
+    version2: &mut bool,
+) -> Result<u64, SourceError> {
     let mut header = [0u8; 13];
-    let n = file.read_at(&mut header, 0).map_err(|source| SourceError::Read {
-        path: path.to_path_buf(),
-        offset: 0,
-        source,
-    })?;
+    let n = file
+        .read_at(&mut header, 0)
+        .map_err(|source| SourceError::Read {
+            path: path.to_path_buf(),
+            offset: 0,
+            source,
+        })?;
     if n < 13 {
         return Err(SourceError::Format {
             path: path.to_path_buf(),
@@ -353,18 +394,22 @@ fn segment_number(file: &ChannelFile, path: &Path, version2: &mut bool) -> Resul
         b"EVF2\r\n\x81\x00" => {
             *version2 = true;
             let mut v2 = [0u8; 16];
-            let n = file.read_at(&mut v2, 0).map_err(|source| SourceError::Read {
-                path: path.to_path_buf(),
-                offset: 0,
-                source,
-            })?;
+            let n = file
+                .read_at(&mut v2, 0)
+                .map_err(|source| SourceError::Read {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    source,
+                })?;
             if n < 16 {
                 return Err(SourceError::Format {
                     path: path.to_path_buf(),
                     reason: "file is shorter than an EWF2 file header".into(),
                 });
             }
-            Ok(u64::from(u32::from_le_bytes([v2[12], v2[13], v2[14], v2[15]])))
+            Ok(u64::from(u32::from_le_bytes([
+                v2[12], v2[13], v2[14], v2[15],
+            ])))
         }
         _ => Err(SourceError::Format {
             path: path.to_path_buf(),
@@ -397,7 +442,10 @@ fn segment_extension(template: &str, n: u64) -> Option<String> {
     }
     let b = (total / 26) % 26;
     let c = total % 26;
-    let s: String = [a, b, c].iter().map(|&v| (b'A' + v as u8) as char).collect();
+    let s: String = [a, b, c]
+        .iter()
+        .map(|&v| (b'A' + v as u8) as char)
+        .collect();
     Some(if lower { s.to_ascii_lowercase() } else { s })
 }
 
@@ -409,7 +457,11 @@ fn two_char_counter(n: u64) -> Option<String> {
     if k >= 26 * 26 {
         return None;
     }
-    Some(format!("{}{}", (b'A' + (k / 26) as u8) as char, (b'A' + (k % 26) as u8) as char))
+    Some(format!(
+        "{}{}",
+        (b'A' + (k / 26) as u8) as char,
+        (b'A' + (k % 26) as u8) as char
+    ))
 }
 
 /// The segments of the set starting at `first`, in order; a gap is an error.
@@ -427,7 +479,8 @@ fn discover_segments(first: &Path) -> Result<Vec<PathBuf>, SourceError> {
         if !next.is_file() {
             // A later segment after a gap means one is missing.
             for gap in 1..=3 {
-                if let Some(beyond) = segment_extension(ext, n + gap).map(|e| first.with_extension(e))
+                if let Some(beyond) =
+                    segment_extension(ext, n + gap).map(|e| first.with_extension(e))
                     && beyond.is_file()
                 {
                     return Err(SourceError::Inconsistent {
@@ -460,8 +513,14 @@ mod tests {
         assert_eq!(segment_extension("E01", 101).as_deref(), Some("EAB"));
         assert_eq!(segment_extension("E01", 126).as_deref(), Some("EBA"));
         assert_eq!(segment_extension("e01", 100).as_deref(), Some("eaa"));
-        assert_eq!(segment_extension("E01", 100 + 26 * 26).as_deref(), Some("FAA"));
-        assert_eq!(segment_extension("E01", 100 + 22 * 26 * 26 - 1).as_deref(), Some("ZZZ"));
+        assert_eq!(
+            segment_extension("E01", 100 + 26 * 26).as_deref(),
+            Some("FAA")
+        );
+        assert_eq!(
+            segment_extension("E01", 100 + 22 * 26 * 26 - 1).as_deref(),
+            Some("ZZZ")
+        );
         assert_eq!(segment_extension("E01", 100 + 22 * 26 * 26), None);
         assert_eq!(segment_extension("Ex01", 2).as_deref(), Some("Ex02"));
     }

@@ -111,7 +111,7 @@ pub struct StoredHashes {
 }
 
 /// What a source is, for the run record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SourceInfo {
     /// Container format.
     pub format: SourceFormat,
@@ -153,7 +153,10 @@ pub trait EvidenceSource: Send + Sync {
 
 /// Open evidence by path, choosing the format from the file's content
 /// (EWF signature) and name (`.001` split parts). Reads count on `channel`.
-pub fn open_evidence(path: &Path, channel: &Channel) -> Result<Box<dyn EvidenceSource>, SourceError> {
+pub fn open_evidence(
+    path: &Path,
+    channel: &Channel,
+) -> Result<Box<dyn EvidenceSource>, SourceError> {
     let mut signature = [0u8; 8];
     let file = channel.open_path_read_only(path).map_err(|e| match e {
         ChannelError::Io { source, .. } => SourceError::Open {
@@ -162,11 +165,13 @@ pub fn open_evidence(path: &Path, channel: &Channel) -> Result<Box<dyn EvidenceS
         },
         other => SourceError::Channel(other),
     })?;
-    let n = file.read_at(&mut signature, 0).map_err(|source| SourceError::Read {
-        path: path.to_path_buf(),
-        offset: 0,
-        source,
-    })?;
+    let n = file
+        .read_at(&mut signature, 0)
+        .map_err(|source| SourceError::Read {
+            path: path.to_path_buf(),
+            offset: 0,
+            source,
+        })?;
     drop(file);
     if n == 8 && (signature == *b"EVF\x09\x0d\x0a\xff\x00" || signature == *b"EVF2\r\n\x81\x00") {
         return Ok(Box::new(EwfSource::open(path, channel)?));

@@ -28,7 +28,9 @@ impl RawSource {
         let mut parts = Vec::with_capacity(paths.len());
         let mut start = 0u64;
         for p in &paths {
-            let file = channel.open_path_read_only(p).map_err(|e| open_error(p, e))?;
+            let file = channel
+                .open_path_read_only(p)
+                .map_err(|e| open_error(p, e))?;
             let len = file.len().map_err(|source| SourceError::Open {
                 path: p.clone(),
                 source,
@@ -101,7 +103,10 @@ fn split_parts(first: &Path) -> Result<Vec<PathBuf>, SourceError> {
     if start > 1 {
         return Err(SourceError::Inconsistent {
             path: first.to_path_buf(),
-            reason: format!("split raw images start at part .{:0width$}; open the first part", 1),
+            reason: format!(
+                "split raw images start at part .{:0width$}; open the first part",
+                1
+            ),
         });
     }
     let mut parts = vec![first.to_path_buf()];
@@ -168,7 +173,9 @@ impl EvidenceSource for RawSource {
                 // was truncated after we opened it.
                 return Err(SourceError::Corrupt {
                     first_sector: (pos + n as u64) / SECTOR_SIZE,
-                    last_sector: (part.start + part.len).div_ceil(SECTOR_SIZE).saturating_sub(1),
+                    last_sector: (part.start + part.len)
+                        .div_ceil(SECTOR_SIZE)
+                        .saturating_sub(1),
                     reason: format!(
                         "`{}` ended early ({} of {} bytes); was the file truncated?",
                         self.info.files[index].display(),

@@ -199,10 +199,13 @@ mod tests {
     #[test]
     fn blocks_arrive_in_order_with_every_byte() {
         let dir = tempfile::tempdir().unwrap();
-        let data: Vec<u8> = (0..1_000_003u32).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
+        let data: Vec<u8> = (0..1_000_003u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
         std::fs::write(dir.path().join("x.dd"), &data).unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let src: Arc<dyn EvidenceSource> = Arc::new(RawSource::open(&dir.path().join("x.dd"), &ch).unwrap());
+        let src: Arc<dyn EvidenceSource> =
+            Arc::new(RawSource::open(&dir.path().join("x.dd"), &ch).unwrap());
         let opts = StreamOptions {
             block_size: 4096,
             readers: 3,
@@ -224,7 +227,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.dd"), vec![1u8; 1 << 20]).unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let src: Arc<dyn EvidenceSource> = Arc::new(RawSource::open(&dir.path().join("x.dd"), &ch).unwrap());
+        let src: Arc<dyn EvidenceSource> =
+            Arc::new(RawSource::open(&dir.path().join("x.dd"), &ch).unwrap());
         let opts = StreamOptions {
             block_size: 512,
             readers: 2,

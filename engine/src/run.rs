@@ -1,0 +1,611 @@
+//! A run: open the evidence read-only, set up the channels a layout names,
+//! create the case database, run the stages in order with per-stage and
+//! per-channel figures, and write `run.json`.
+
+use crate::cache::{self, CacheMode, CacheReport};
+use crate::casedb::{self, CaseDb, DbError, DbOptions};
+use crate::channel::{Channel, ChannelError, ChannelKind};
+use crate::layout::{Layout, LayoutError};
+use crate::metrics::{self, CpuTimes, PeakScope};
+use crate::report::{
+    self, ChannelFigures, ChannelInfo, DatabaseInfo, Recorded, RunReport, StageReport, Totals,
+};
+use crate::source::{self, EvidenceSource, SourceError};
+use crate::stage::{
+    NoProgress, Progress, RecordCounts, Stage, StageContext, StageError, StageOptions,
+};
+use crate::stages;
+use crate::system::{self, SystemContext};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Name of the run report in the case directory.
+pub const RUN_JSON: &str = "run.json";
+
+/// Entries a run may create in the case directory; `--force` removes these
+/// (and only these) before a new run.
+pub const CASE_DIR_ENTRIES: &[&str] = &[RUN_JSON, "carved", "index", "export"];
+
+/// Errors that prevent a run from starting or finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Layout problem.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// Evidence problem.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// Database problem.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// Channel problem.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// A stage's configuration is wrong.
+    #[error(transparent)]
+    Stage(#[from] StageError),
+    /// The case directory already holds a case.
+    #[error("`{}` already holds a case; use --force to replace it", .0.display())]
+    CaseExists(PathBuf),
+    /// Writing the report failed.
+    #[error("writing {what} `{}`: {source}", path.display())]
+    Report {
+        /// Which report.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Evidence (first file of a set).
+    pub evidence: PathBuf,
+    /// Storage layout.
+    pub layout: Layout,
+    /// Stages with their options, in order.
+    pub stages: Vec<(String, StageOptions)>,
+    /// Workload name, if from a workload file.
+    pub workload: Option<String>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Page-cache policy.
+    pub cache: CacheMode,
+    /// Case database options.
+    pub db: DbOptions,
+    /// Replace an existing case.
+    pub force: bool,
+    /// Instance number when several run at once.
+    pub instance: Option<usize>,
+}
+
+/// Receives progress and results while a run goes on (the command line draws
+/// progress bars with it).
+pub trait RunObserver: Sync {
+    /// A stage starts; return where its progress goes.
+    fn stage_started(&self, _stage: &str) -> Box<dyn Progress> {
+        Box::new(NoProgress)
+    }
+    /// A stage ended.
+    fn stage_finished(&self, _report: &StageReport) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl RunObserver for Quiet {}
+
+/// Build the stages of a spec (so that configuration errors surface before
+/// anything is created).
+pub fn build_stages(specs: &[(String, StageOptions)]) -> Result<Vec<Box<dyn Stage>>, StageError> {
+    specs
+        .iter()
+        .map(|(name, options)| stages::build(name, options))
+        .collect()
+}
+
+/// Run `spec`. Returns the report (also written as `run.json` in the case
+/// directory) even when a stage failed; errors are for runs that could not
+/// start or whose case could not be written.
+pub fn run(
+    spec: &RunSpec,
+    observer: &dyn RunObserver,
+    cancel: &AtomicBool,
+) -> Result<RunReport, RunError> {
+    let started_at = casedb::now_utc();
+    let stage_list = build_stages(&spec.stages)?;
+
+    // Evidence first (read-only), so the writable channels can refuse it.
+    let evidence_dir = spec
+        .evidence
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let evidence_channel = Channel::new(ChannelKind::Evidence, &evidence_dir, Vec::new());
+    let source: Arc<dyn EvidenceSource> =
+        Arc::from(source::open_evidence(&spec.evidence, &evidence_channel)?);
+    let protected: Vec<PathBuf> = source
+        .files()
+        .iter()
+        .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+        .collect();
+    let dirs = spec.layout.check_writable(&protected)?;
+    let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
+    let (db_dir, case_dir, temp_root) = (
+        dir(ChannelKind::Database),
+        dir(ChannelKind::Case),
+        dir(ChannelKind::Temp),
+    );
+
+    prepare_case_dirs(&db_dir, &case_dir, spec.force)?;
+
+    let database = Channel::new(ChannelKind::Database, &db_dir, protected.clone());
+    let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
+    let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
+    let private = format!(
+        "caseload-tmp-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let temp_dir = temp_root_channel.create_dir(&private)?;
+    // Stages see only the run's private directory, so concurrent runs on
+    // one temp directory never collide.
+    let temp = Channel::new(ChannelKind::Temp, &temp_dir, protected.clone());
+
+    let result = run_stages(
+        spec,
+        observer,
+        cancel,
+        &stage_list,
+        &source,
+        RunChannels {
+            evidence: &evidence_channel,
+            database: &database,
+            case: &case,
+            temp: &temp,
+        },
+        &started_at,
+    );
+    let _ = std::fs::remove_dir_all(&temp_dir);
+    let mut report = result?;
+
+    let mut channels = BTreeMap::new();
+    let evidence_place = system::placement(
+        source
+            .files()
+            .first()
+            .map_or(evidence_dir.as_path(), PathBuf::as_path),
+    );
+    channels.insert(
+        ChannelKind::Evidence,
+        ChannelInfo {
+            dir: evidence_dir.clone(),
+            placement: evidence_place,
+        },
+    );
+    for (kind, d) in [
+        (ChannelKind::Database, &db_dir),
+        (ChannelKind::Case, &case_dir),
+        (ChannelKind::Temp, &temp_root),
+    ] {
+        channels.insert(
+            kind,
+            ChannelInfo {
+                dir: d.clone(),
+                placement: system::placement(d),
+            },
+        );
+    }
+    report.channels = channels;
+    write_run_json(&case, &report)?;
+    Ok(report)
+}
+
+struct RunChannels<'a> {
+    evidence: &'a Channel,
+    database: &'a Channel,
+    case: &'a Channel,
+    temp: &'a Channel,
+}
+
+impl RunChannels<'_> {
+    fn all(&self) -> [&Channel; 4] {
+        [self.evidence, self.database, self.case, self.temp]
+    }
+}
+
+/// Refuse to overwrite a case unless forced; when forced, remove only what a
+/// run creates.
+fn prepare_case_dirs(db_dir: &Path, case_dir: &Path, force: bool) -> Result<(), RunError> {
+    let db_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| db_dir.join(format!("{}{suffix}", casedb::DB_FILE_NAME)))
+        .collect();
+    let existing = case_dir.join(RUN_JSON).exists() || db_files[0].exists();
+    if existing && !force {
+        let which = if case_dir.join(RUN_JSON).exists() {
+            case_dir
+        } else {
+            db_dir
+        };
+        return Err(RunError::CaseExists(which.to_path_buf()));
+    }
+    let remove_error = |path: &Path, source: std::io::Error| RunError::Report {
+        what: "(removing the old case)",
+        path: path.to_path_buf(),
+        source,
+    };
+    for f in &db_files {
+        if f.exists() {
+            std::fs::remove_file(f).map_err(|e| remove_error(f, e))?;
+        }
+    }
+    for entry in CASE_DIR_ENTRIES {
+        let p = case_dir.join(entry);
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).map_err(|e| remove_error(&p, e))?;
+        } else if p.exists() {
+            std::fs::remove_file(&p).map_err(|e| remove_error(&p, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn run_stages(
+    spec: &RunSpec,
+    observer: &dyn RunObserver,
+    cancel: &AtomicBool,
+    stage_list: &[Box<dyn Stage>],
+    source: &Arc<dyn EvidenceSource>,
+    ch: RunChannels<'_>,
+    started_at: &str,
+) -> Result<RunReport, RunError> {
+    let db = CaseDb::create(ch.database, spec.db)?;
+    let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
+    let run_id = insert_run(&db, spec, &names, started_at)?;
+    let evidence_id = insert_evidence(&db, source.as_ref())?;
+    db.writer().flush()?;
+
+    let threads = spec.threads.max(1);
+    let mut stage_reports = Vec::new();
+    let mut cache_report = match spec.cache {
+        CacheMode::Warm => cache::warm(),
+        CacheMode::Cold => CacheReport {
+            mode: CacheMode::Cold,
+            method: cache::CacheMethod::None,
+            honoured: true,
+            note: String::new(),
+        },
+    };
+    let mut interrupted = false;
+    let mut failed = false;
+    for (seq, stage) in stage_list.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        if spec.cache == CacheMode::Cold {
+            let dirs: Vec<PathBuf> = [ch.database, ch.case, ch.temp]
+                .iter()
+                .map(|c| c.root().to_path_buf())
+                .collect();
+            let r = cache::make_cold(source.files(), &dirs);
+            cache_report.honoured &= r.honoured;
+            cache_report.method = r.method;
+            cache_report.note = r.note;
+        }
+        let scope = if metrics::reset_peak_rss() {
+            PeakScope::Stage
+        } else {
+            PeakScope::Process
+        };
+        let before: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
+        let cpu_before = CpuTimes::now();
+        let stage_started = casedb::now_utc();
+        let clock = Instant::now();
+        let progress = observer.stage_started(stage.name());
+        let recorded = RecordCounts::default();
+        let ctx = StageContext {
+            evidence: source,
+            evidence_id,
+            run_id,
+            db: &db,
+            case: ch.case,
+            temp: ch.temp,
+            threads,
+            progress: progress.as_ref(),
+            cancel,
+            stage: stage.name(),
+            recorded: &recorded,
+        };
+        let outcome = stage.run(&ctx);
+        // The stage's database work is part of the stage: commit it now.
+        let flushed = db.writer().flush();
+        let wall = clock.elapsed().as_secs_f64();
+        let cpu = CpuTimes::now().since(&cpu_before);
+        let peak = metrics::peak_rss();
+        let mut channels = BTreeMap::new();
+        for (c, b) in ch.all().iter().zip(&before) {
+            channels.insert(
+                c.kind(),
+                ChannelFigures::from_counters(c.snapshot().since(b), wall),
+            );
+        }
+        let (status, error, summary) = match (outcome, flushed) {
+            (Ok(summary), Ok(())) => ("completed", None, summary),
+            (Err(StageError::Interrupted), _) => {
+                interrupted = true;
+                (
+                    "interrupted",
+                    Some("interrupted".to_string()),
+                    Default::default(),
+                )
+            }
+            (Err(e), _) => {
+                failed = true;
+                ("failed", Some(e.to_string()), Default::default())
+            }
+            (Ok(_), Err(e)) => {
+                failed = true;
+                ("failed", Some(e.to_string()), Default::default())
+            }
+        };
+        let bound_by = report::bound_by(&channels);
+        let stage_report = StageReport {
+            name: stage.name().to_string(),
+            status: status.to_string(),
+            error,
+            wall_seconds: wall,
+            cpu_user_seconds: cpu.user.as_secs_f64(),
+            cpu_system_seconds: cpu.system.as_secs_f64(),
+            peak_rss_bytes: peak,
+            peak_rss_scope: scope,
+            mb_per_s: if wall > 0.0 {
+                summary.bytes as f64 / 1e6 / wall
+            } else {
+                0.0
+            },
+            summary,
+            recorded: Recorded {
+                errors: recorded.errors.load(Ordering::Relaxed),
+                warnings: recorded.warnings.load(Ordering::Relaxed),
+                findings: recorded.findings.load(Ordering::Relaxed),
+            },
+            channels,
+            bound_by,
+        };
+        observer.stage_finished(&stage_report);
+        stage_reports.push((seq, stage_started, stage_report));
+        if interrupted {
+            break;
+        }
+    }
+    if spec.cache == CacheMode::Cold && cache_report.note.is_empty() {
+        cache_report.note = "no stage ran".into();
+    }
+
+    let status = if interrupted {
+        "interrupted"
+    } else if failed {
+        "completed-with-errors"
+    } else {
+        "completed"
+    };
+    let finished_at = casedb::now_utc();
+    // Bookkeeping after the last stage, so its I/O is charged to no stage.
+    record_stage_runs(&db, run_id, &stage_reports, status, &finished_at)?;
+    db.close()?;
+
+    let stages: Vec<StageReport> = stage_reports.into_iter().map(|(_, _, r)| r).collect();
+    let mut totals = Totals::default();
+    for s in &stages {
+        totals.wall_seconds += s.wall_seconds;
+        totals.recorded.errors += s.recorded.errors;
+        totals.recorded.warnings += s.recorded.warnings;
+        totals.recorded.findings += s.recorded.findings;
+        for (k, f) in &s.channels {
+            let e = totals.channels.entry(*k).or_default();
+            *e = e.plus(&f.counters);
+        }
+    }
+    Ok(RunReport {
+        schema: report::RUN_SCHEMA.into(),
+        schema_version: report::RUN_SCHEMA_VERSION,
+        caseload_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: started_at.to_string(),
+        finished_at,
+        status: status.into(),
+        workload: spec.workload.clone(),
+        instance: spec.instance,
+        threads,
+        evidence: source.info().clone(),
+        layout: spec.layout.clone(),
+        channels: BTreeMap::new(),
+        database: DatabaseInfo {
+            path: ch.database.root().join(casedb::DB_FILE_NAME),
+            engine: format!("sqlite {}", rusqlite::version()),
+            options: spec.db,
+            accounting: "counting SQLite VFS: every xRead/xWrite/xSync of the database, journal and WAL files is charged to the database channel".into(),
+        },
+        cache: cache_report,
+        system: SystemContext::current(),
+        stages,
+        totals,
+    })
+}
+
+fn insert_run(
+    db: &CaseDb,
+    spec: &RunSpec,
+    names: &[&str],
+    started_at: &str,
+) -> Result<i64, RunError> {
+    let (workload, stages, threads, cache, options, started) = (
+        spec.workload.clone(),
+        names.join(","),
+        spec.threads as i64,
+        spec.cache.as_str(),
+        spec.db,
+        started_at.to_string(),
+    );
+    Ok(db.writer().call(move |c| {
+        c.execute(
+            "INSERT INTO runs (started_at, caseload_version, workload, stages, threads, cache_mode, journal_mode, synchronous, batch_size, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running')",
+            rusqlite::params![
+                started,
+                env!("CARGO_PKG_VERSION"),
+                workload,
+                stages,
+                threads,
+                cache,
+                options.journal_mode.as_str(),
+                options.synchronous.as_str(),
+                options.batch_size as i64
+            ],
+        )?;
+        Ok(c.last_insert_rowid())
+    })?)
+}
+
+fn insert_evidence(db: &CaseDb, source: &dyn EvidenceSource) -> Result<i64, RunError> {
+    let info = source.info().clone();
+    Ok(db.writer().call(move |c| {
+        let format = serde_json::to_value(info.format)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        c.execute(
+            "INSERT INTO evidence (path, format, media_size, container_bytes, chunk_size, stored_md5, stored_sha1)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                info.files.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+                format,
+                info.media_size as i64,
+                info.container_bytes as i64,
+                info.chunk_size.map(|c| c as i64),
+                info.stored_hashes.md5,
+                info.stored_hashes.sha1
+            ],
+        )?;
+        let id = c.last_insert_rowid();
+        for (seq, f) in info.files.iter().enumerate() {
+            let bytes = std::fs::metadata(f).map_or(0, |m| m.len());
+            c.execute(
+                "INSERT INTO evidence_files (evidence_id, seq, path, bytes) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![id, seq as i64, f.to_string_lossy(), bytes as i64],
+            )?;
+        }
+        for (k, v) in &info.metadata {
+            c.execute(
+                "INSERT INTO evidence_metadata (evidence_id, key, value) VALUES (?1, ?2, ?3)",
+                rusqlite::params![id, k, v],
+            )?;
+        }
+        Ok(id)
+    })?)
+}
+
+fn record_stage_runs(
+    db: &CaseDb,
+    run_id: i64,
+    reports: &[(usize, String, StageReport)],
+    status: &str,
+    finished_at: &str,
+) -> Result<(), RunError> {
+    let rows: Vec<(usize, String, StageReport)> = reports.to_vec();
+    let (status, finished_at) = (status.to_string(), finished_at.to_string());
+    db.writer().exec(move |c| {
+        for (seq, started, r) in &rows {
+            c.execute(
+                "INSERT INTO stage_runs (run_id, seq, stage, status, started_at, wall_ns, cpu_user_ns, cpu_system_ns, peak_rss_bytes, items, bytes, summary)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                rusqlite::params![
+                    run_id,
+                    *seq as i64,
+                    r.name,
+                    r.status,
+                    started,
+                    (r.wall_seconds * 1e9) as i64,
+                    (r.cpu_user_seconds * 1e9) as i64,
+                    (r.cpu_system_seconds * 1e9) as i64,
+                    r.peak_rss_bytes.map(|b| b as i64),
+                    r.summary.items as i64,
+                    r.summary.bytes as i64,
+                    serde_json::to_string(&r.summary.details).unwrap_or_default(),
+                ],
+            )?;
+            let stage_run_id = c.last_insert_rowid();
+            for (kind, f) in &r.channels {
+                let s = f.counters;
+                c.execute(
+                    "INSERT INTO channel_figures (stage_run_id, channel, bytes_read, read_ops, bytes_written, write_ops, fsyncs, read_blocked_ns, write_blocked_ns, sync_blocked_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    rusqlite::params![
+                        stage_run_id,
+                        kind.name(),
+                        s.bytes_read as i64,
+                        s.read_ops as i64,
+                        s.bytes_written as i64,
+                        s.write_ops as i64,
+                        s.fsyncs as i64,
+                        s.read_blocked_ns as i64,
+                        s.write_blocked_ns as i64,
+                        s.sync_blocked_ns as i64
+                    ],
+                )?;
+            }
+        }
+        c.execute(
+            "UPDATE runs SET finished_at = ?1, status = ?2 WHERE id = ?3",
+            rusqlite::params![finished_at, if status == "interrupted" { "failed" } else { "completed" }, run_id],
+        )?;
+        Ok(())
+    })?;
+    db.writer().flush()?;
+    Ok(())
+}
+
+fn write_run_json(case: &Channel, report: &RunReport) -> Result<(), RunError> {
+    use std::io::Write;
+    let path = case.root().join(RUN_JSON);
+    let err = |source: std::io::Error| RunError::Report {
+        what: "run report",
+        path: path.clone(),
+        source,
+    };
+    let json = serde_json::to_vec_pretty(report).map_err(|e| err(std::io::Error::other(e)))?;
+    // Written under a temporary name and renamed, so a full disk never
+    // leaves a half-written report that looks complete.
+    let tmp_name = format!("{RUN_JSON}.partial");
+    let mut file = case.create(&tmp_name)?;
+    file.write_all(&json).map_err(err)?;
+    file.write_all(b"\n").map_err(err)?;
+    file.sync_all().map_err(err)?;
+    drop(file);
+    std::fs::rename(case.root().join(&tmp_name), &path).map_err(err)?;
+    Ok(())
+}
+
+/// Read a case directory's `run.json`.
+pub fn load_run_json(case_dir: &Path) -> Result<RunReport, RunError> {
+    let path = case_dir.join(RUN_JSON);
+    let err = |source: std::io::Error| RunError::Report {
+        what: "run report",
+        path: path.clone(),
+        source,
+    };
+    let text = std::fs::read(&path).map_err(err)?;
+    serde_json::from_slice(&text)
+        .map_err(|e| err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}

@@ -1,0 +1,240 @@
+//! The stage interface. Every stage implements [`Stage`] and is listed once
+//! in [`crate::stages::REGISTRY`]; a stage knows nothing of the others. It
+//! reads the evidence (always from the source, as a suite does, never from
+//! bytes another stage holds), may read the case database, and writes only
+//! through the context's database writer and channels.
+
+use crate::casedb::{CaseDb, DbError};
+use crate::channel::{Channel, ChannelError};
+use crate::source::{EvidenceSource, SourceError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Errors that stop a stage. Problems with one item are not errors: they
+/// are recorded with [`StageContext::record`] and the stage carries on.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// Options in a workload or on the command line are wrong.
+    #[error("stage `{stage}`: {message}")]
+    Config {
+        /// The stage.
+        stage: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The case database failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// A channel failed (full disk, permissions).
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// The evidence could not be read at all.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The run was interrupted.
+    #[error("interrupted")]
+    Interrupted,
+    /// Anything else that prevents the stage from finishing.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Options of one stage, as a TOML table (from a workload file or flags).
+pub type StageOptions = toml::Table;
+
+/// How much a stage has done, for progress display.
+pub trait Progress: Send + Sync {
+    /// Set the total amount of work, in `unit`s.
+    fn set_total(&self, total: u64, unit: ProgressUnit);
+    /// Add to the work done.
+    fn advance(&self, amount: u64);
+    /// Show a short note.
+    fn message(&self, text: &str);
+}
+
+/// Unit of a progress total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressUnit {
+    /// Bytes.
+    Bytes,
+    /// Items (files, records).
+    Items,
+}
+
+/// A progress sink that shows nothing.
+#[derive(Debug, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn set_total(&self, _: u64, _: ProgressUnit) {}
+    fn advance(&self, _: u64) {}
+    fn message(&self, _: &str) {}
+}
+
+/// Severity of a recorded processing error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// An item could not be processed (fully).
+    Error,
+    /// Something odd that did not stop processing.
+    Warning,
+    /// A result the examiner must see (hash mismatch, notable file).
+    Finding,
+}
+
+impl Severity {
+    /// The value stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Finding => "finding",
+        }
+    }
+}
+
+/// One processing error or finding, before it is stored.
+#[derive(Debug, Clone, Default)]
+pub struct Problem {
+    /// Item kind (`file`, `carved`, `volume`, `evidence`).
+    pub item_kind: Option<&'static str>,
+    /// Item id in its table.
+    pub item_id: Option<i64>,
+    /// A path or name to show.
+    pub path: Option<String>,
+    /// Damaged sector range.
+    pub sectors: Option<(u64, u64)>,
+    /// What happened.
+    pub message: String,
+}
+
+/// What a stage reports when it finishes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageSummary {
+    /// Items processed (files, chunks, entries...).
+    pub items: u64,
+    /// Bytes of evidence content processed (logical).
+    pub bytes: u64,
+    /// Stage-specific results for the report (hashes, counts...).
+    pub details: BTreeMap<String, serde_json::Value>,
+}
+
+/// Everything a stage may use.
+pub struct StageContext<'a> {
+    /// The evidence.
+    pub evidence: &'a Arc<dyn EvidenceSource>,
+    /// Its row in the `evidence` table.
+    pub evidence_id: i64,
+    /// This run's row in `runs`.
+    pub run_id: i64,
+    /// The case database.
+    pub db: &'a CaseDb,
+    /// The case channel (carved files, index, report).
+    pub case: &'a Channel,
+    /// The temp channel, pointing at a directory private to this run.
+    pub temp: &'a Channel,
+    /// Worker threads the stage may use.
+    pub threads: usize,
+    /// Progress display.
+    pub progress: &'a dyn Progress,
+    /// Set when the run is interrupted; long loops check it.
+    pub cancel: &'a AtomicBool,
+    /// The stage's name (for recorded errors).
+    pub stage: &'static str,
+    /// Counts of what was recorded, by severity.
+    pub recorded: &'a RecordCounts,
+}
+
+/// Counts of recorded problems.
+#[derive(Debug, Default)]
+pub struct RecordCounts {
+    /// Errors.
+    pub errors: AtomicU64,
+    /// Warnings.
+    pub warnings: AtomicU64,
+    /// Findings.
+    pub findings: AtomicU64,
+}
+
+impl StageContext<'_> {
+    /// Record a processing error, warning or finding in the case database.
+    pub fn record(&self, severity: Severity, problem: Problem) -> Result<(), StageError> {
+        let counter = match severity {
+            Severity::Error => &self.recorded.errors,
+            Severity::Warning => &self.recorded.warnings,
+            Severity::Finding => &self.recorded.findings,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let run_id = self.run_id;
+        let stage = self.stage;
+        self.db.writer().exec(move |c| {
+            c.prepare_cached(
+                "INSERT INTO processing_errors (run_id, stage, severity, item_kind, item_id, path, first_sector, last_sector, message)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(rusqlite::params![
+                run_id,
+                stage,
+                severity.as_str(),
+                problem.item_kind,
+                problem.item_id,
+                problem.path,
+                problem.sectors.map(|s| s.0 as i64),
+                problem.sectors.map(|s| s.1 as i64),
+                problem.message,
+            ])?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Record an evidence read error, with its sector range when known.
+    pub fn record_source_error(&self, error: &SourceError) -> Result<(), StageError> {
+        self.record(
+            Severity::Error,
+            Problem {
+                item_kind: Some("evidence"),
+                item_id: Some(self.evidence_id),
+                sectors: error.sector_range(),
+                message: error.to_string(),
+                ..Problem::default()
+            },
+        )
+    }
+
+    /// Fail with [`StageError::Interrupted`] once the run is interrupted.
+    pub fn check_cancel(&self) -> Result<(), StageError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(StageError::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A unit of forensic work.
+pub trait Stage: Send + Sync {
+    /// The stage's stable name (`image-hash`, `filesystem`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Do the work.
+    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError>;
+}
+
+/// Parse a stage's options table into its typed options, refusing unknown
+/// keys (so a typo in a workload is an error, not a silent default).
+pub fn parse_options<T: serde::de::DeserializeOwned>(
+    stage: &str,
+    options: &StageOptions,
+) -> Result<T, StageError> {
+    let value = toml::Value::Table(options.clone());
+    value
+        .try_into()
+        .map_err(|e: toml::de::Error| StageError::Config {
+            stage: stage.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+}

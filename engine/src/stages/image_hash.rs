@@ -1,0 +1,218 @@
+//! `image-hash`: hash the whole media (MD5, SHA-1, SHA-256 in any
+//! combination, concurrently) and check the result against the hashes an
+//! E01 stores. A mismatch is a recorded finding, not a failure.
+//!
+//! The media is read in order by a [`BlockStream`] (E01 chunks inflated in
+//! parallel by its readers); each algorithm runs on its own thread, fed the
+//! same blocks, so the slowest algorithm (MD5 here) sets the pace on one core
+//! while the others and the inflaters use the rest.
+
+use super::StageSpec;
+use crate::source::{BlockStream, StreamOptions, hex};
+use crate::stage::{
+    Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
+    parse_options,
+};
+use crossbeam_channel::bounded;
+use md5::Digest;
+use serde::Deserialize;
+use std::sync::Arc;
+
+pub(super) const SPEC: StageSpec = StageSpec {
+    name: "image-hash",
+    about: "hash the whole media (MD5/SHA-1/SHA-256) and verify against stored E01 hashes",
+    build,
+};
+
+/// A hash algorithm of the image-hash and file-hash stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// MD5.
+    Md5,
+    /// SHA-1.
+    Sha1,
+    /// SHA-256.
+    Sha256,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default = "default_algorithms")]
+    algorithms: Vec<Algorithm>,
+}
+
+fn default_algorithms() -> Vec<Algorithm> {
+    vec![Algorithm::Md5, Algorithm::Sha1]
+}
+
+fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
+    let o: Options = parse_options("image-hash", options)?;
+    if o.algorithms.is_empty() {
+        return Err(StageError::Config {
+            stage: "image-hash".into(),
+            message: "`algorithms` must name at least one of md5, sha1, sha256".into(),
+        });
+    }
+    let mut algorithms = o.algorithms;
+    algorithms.dedup();
+    Ok(Box::new(ImageHash { algorithms }))
+}
+
+/// The image-hash stage.
+#[derive(Debug)]
+pub struct ImageHash {
+    algorithms: Vec<Algorithm>,
+}
+
+/// Feed blocks to a hasher on its own thread; returns the hex digest.
+fn spawn_hasher(
+    algorithm: Algorithm,
+) -> (
+    crossbeam_channel::Sender<Arc<Vec<u8>>>,
+    std::thread::JoinHandle<String>,
+) {
+    let (tx, rx) = bounded::<Arc<Vec<u8>>>(8);
+    let handle = std::thread::spawn(move || {
+        fn drain<D: Digest>(mut d: D, rx: crossbeam_channel::Receiver<Arc<Vec<u8>>>) -> String {
+            for block in rx {
+                d.update(&block[..]);
+            }
+            hex(&d.finalize())
+        }
+        match algorithm {
+            Algorithm::Md5 => drain(md5::Md5::new(), rx),
+            Algorithm::Sha1 => drain(sha1::Sha1::new(), rx),
+            Algorithm::Sha256 => drain(sha2::Sha256::new(), rx),
+        }
+    });
+    (tx, handle)
+}
+
+impl Stage for ImageHash {
+    fn name(&self) -> &'static str {
+        "image-hash"
+    }
+
+    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
+        let source = Arc::clone(ctx.evidence);
+        let size = source.size();
+        ctx.progress.set_total(size, ProgressUnit::Bytes);
+        // Hashers take one core each; readers (inflaters) get the rest.
+        let readers = ctx.threads.saturating_sub(1).max(1);
+        let options = StreamOptions::for_source(source.as_ref(), readers);
+        let hashers: Vec<_> = self
+            .algorithms
+            .iter()
+            .map(|&a| (a, spawn_hasher(a)))
+            .collect();
+        let mut bytes = 0u64;
+        let mut damaged = 0u64;
+        let mut interrupted = false;
+        for block in BlockStream::new(Arc::clone(&source), 0..size, options) {
+            if ctx.check_cancel().is_err() {
+                interrupted = true;
+                break;
+            }
+            for error in &block.errors {
+                damaged += 1;
+                ctx.record_source_error(error)?;
+            }
+            bytes += block.data.len() as u64;
+            ctx.progress.advance(block.data.len() as u64);
+            let shared = Arc::new(block.data);
+            for (_, (tx, _)) in &hashers {
+                // A hasher only goes away by panicking; the join reports it.
+                let _ = tx.send(Arc::clone(&shared));
+            }
+        }
+        let mut digests = Vec::new();
+        for (algorithm, (tx, handle)) in hashers {
+            drop(tx);
+            let digest = handle
+                .join()
+                .map_err(|_| StageError::Other(format!("{algorithm:?} hasher failed")))?;
+            digests.push((algorithm, digest));
+        }
+        if interrupted {
+            return Err(StageError::Interrupted);
+        }
+        let get = |a: Algorithm| {
+            digests
+                .iter()
+                .find(|(x, _)| *x == a)
+                .map(|(_, d)| d.clone())
+        };
+        let (md5, sha1, sha256) = (
+            get(Algorithm::Md5),
+            get(Algorithm::Sha1),
+            get(Algorithm::Sha256),
+        );
+        let stored = source.info().stored_hashes.clone();
+        let mut compared = Vec::new();
+        let mut mismatched = Vec::new();
+        for (name, stored, computed) in [("MD5", &stored.md5, &md5), ("SHA-1", &stored.sha1, &sha1)]
+        {
+            if let (Some(s), Some(c)) = (stored, computed) {
+                compared.push(name);
+                if s != c {
+                    mismatched.push(format!("{name} stored {s}, computed {c}"));
+                }
+            }
+        }
+        let verified = if !mismatched.is_empty() {
+            "mismatch"
+        } else if !compared.is_empty() {
+            "match"
+        } else if damaged > 0 {
+            "incomplete"
+        } else {
+            "not-stored"
+        };
+        if !mismatched.is_empty() {
+            ctx.record(
+                Severity::Finding,
+                Problem {
+                    item_kind: Some("evidence"),
+                    item_id: Some(ctx.evidence_id),
+                    message: format!(
+                        "image hash does not match the hash stored in the evidence: {}",
+                        mismatched.join("; ")
+                    ),
+                    ..Problem::default()
+                },
+            )?;
+        }
+        let evidence_id = ctx.evidence_id;
+        let (m, s1, s2) = (md5.clone(), sha1.clone(), sha256.clone());
+        ctx.db.writer().exec(move |c| {
+            c.execute(
+                "UPDATE evidence SET md5 = ?1, sha1 = ?2, sha256 = ?3, hash_verified = ?4 WHERE id = ?5",
+                rusqlite::params![m, s1, s2, verified, evidence_id],
+            )?;
+            Ok(())
+        })?;
+        let mut summary = StageSummary {
+            items: 1,
+            bytes,
+            ..StageSummary::default()
+        };
+        for (key, value) in [
+            ("md5", md5),
+            ("sha1", sha1),
+            ("sha256", sha256),
+            ("stored_md5", stored.md5),
+            ("stored_sha1", stored.sha1),
+        ] {
+            if let Some(v) = value {
+                summary.details.insert(key.into(), v.into());
+            }
+        }
+        summary.details.insert("verified".into(), verified.into());
+        summary
+            .details
+            .insert("damaged_units".into(), damaged.into());
+        Ok(summary)
+    }
+}
