@@ -118,16 +118,18 @@ impl EwfSource {
             });
         }
         let expected_chunks = size.div_ceil(chunk_size);
+        let mut notes = Vec::new();
         if (reader.chunk_count() as u64) < expected_chunks {
-            return Err(SourceError::Inconsistent {
-                path: first.to_path_buf(),
-                reason: format!(
-                    "the chunk tables list {} chunks but the media ({} bytes) needs {}; a segment is missing or truncated",
-                    reader.chunk_count(),
-                    size,
-                    expected_chunks
-                ),
-            });
+            // Keep going: what the tables do list is readable, and reads of
+            // the rest fail with their sector ranges.
+            notes.push(format!(
+                "the chunk tables list {} chunks but the media ({} bytes) needs {}; a segment is missing or truncated, sectors {}-{} are unreadable",
+                reader.chunk_count(),
+                size,
+                expected_chunks,
+                reader.chunk_count() as u64 * chunk_size / SECTOR_SIZE,
+                size.div_ceil(SECTOR_SIZE).saturating_sub(1)
+            ));
         }
         let stored = reader.stored_hashes();
         let meta = reader.metadata();
@@ -160,6 +162,7 @@ impl EwfSource {
                 sha1: stored.sha1.map(|h| hex(&h)),
             },
             metadata,
+            notes,
         };
         Ok(EwfSource {
             reader,
@@ -218,13 +221,22 @@ impl EwfSource {
             return Err(self.corrupt(
                 chunk,
                 format!(
-                    "data at {offset}+{stored} lies beyond the end of segment {} ({} bytes): truncated segment",
+                    "data at {offset}+{stored} lies beyond the end of segment {} ({} bytes): corrupt table entry or truncated segment",
                     segment + 1,
                     seg.len
                 ),
             ));
         }
-        let stored = stored as usize;
+        // EWF v1 stores an uncompressed chunk followed by its Adler-32; the
+        // crate's table gives the data size without those 4 bytes, so read
+        // them too (when the segment has them) and check them here.
+        let stored = if compressed {
+            stored
+        } else {
+            (logical + 4).min(seg.len - offset).max(stored)
+        };
+        let stored = usize::try_from(stored)
+            .map_err(|_| self.corrupt(chunk, "stored size overflows".into()))?;
         RAW.with(|raw| {
             let mut raw = raw.borrow_mut();
             raw.resize(stored, 0);

@@ -127,6 +127,9 @@ pub struct SourceInfo {
     pub stored_hashes: StoredHashes,
     /// Case metadata stored in the container (EWF header sections).
     pub metadata: Vec<(String, String)>,
+    /// Problems noticed when opening (reads of the affected ranges fail
+    /// with errors naming their sectors).
+    pub notes: Vec<String>,
 }
 
 /// Positioned, read-only access to evidence media, usable from any thread.

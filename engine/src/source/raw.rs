@@ -70,6 +70,7 @@ impl RawSource {
             chunk_size: None,
             stored_hashes: StoredHashes::default(),
             metadata: Vec::new(),
+            notes: Vec::new(),
         };
         Ok(RawSource {
             parts,

@@ -102,6 +102,17 @@ impl Stage for ImageHash {
         // Hashers take one core each; readers (inflaters) get the rest.
         let readers = ctx.threads.saturating_sub(1).max(1);
         let options = StreamOptions::for_source(source.as_ref(), readers);
+        for note in &source.info().notes {
+            ctx.record(
+                Severity::Error,
+                Problem {
+                    item_kind: Some("evidence"),
+                    item_id: Some(ctx.evidence_id),
+                    message: note.clone(),
+                    ..Problem::default()
+                },
+            )?;
+        }
         let hashers: Vec<_> = self
             .algorithms
             .iter()
