@@ -1,1 +1,140 @@
-//! Read-only parsers for volume systems (MBR, GPT) and file systems (FAT, NTFS).
+//! Read-only parsers for volume systems (MBR with extended partitions, GPT)
+//! and file systems (FAT12/16/32 and NTFS; exFAT, ext2/3/4 and others are
+//! detected and reported), over a positioned-read trait.
+//!
+//! Everything reads through [`ReadAt`]; nothing opens files or knows about
+//! stages, channels or databases. The typical flow:
+//!
+//! ```no_run
+//! use std::ops::ControlFlow;
+//! use caseload_fs::{open_filesystem, open_volume_system, FileSystem};
+//!
+//! # fn main() -> Result<(), caseload_fs::FsError> {
+//! let disk = std::fs::File::open("disk.dd").expect("open");
+//! let vs = open_volume_system(&disk)?;
+//! for part in &vs.partitions {
+//!     match open_filesystem(&disk, part.offset, part.length)? {
+//!         FileSystem::Unsupported(kind) => println!("{kind}: not parsed"),
+//!         fs => {
+//!             fs.walk(|rec| {
+//!                 println!("{} {}", rec.meta, rec.display_path());
+//!                 ControlFlow::Continue(())
+//!             })?;
+//!         }
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Bad input never panics: fatal problems are [`FsError`]s, everything else
+//! is a [`ProcessingError`] recorded on the file record, partition or walk
+//! summary it concerns, and the rest of the work continues. Memory is
+//! bounded by the directories on the current path (and fixed-size caches),
+//! not by the size of the file system.
+
+mod bytes;
+mod cache;
+pub mod content;
+pub mod detect;
+pub mod error;
+pub mod fat;
+pub mod name;
+pub mod ntfs;
+pub mod read;
+pub mod record;
+pub mod volume;
+pub mod walk;
+
+use std::ops::ControlFlow;
+
+pub use content::ContentReader;
+pub use detect::{FsKind, detect_filesystem};
+pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
+pub use fat::FatFs;
+pub use ntfs::{NtfsFs, NtfsInfo};
+pub use read::{ReadAt, Window, read_exact_at, read_full};
+pub use record::{
+    Content, Encoding, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times,
+    Timestamp,
+};
+pub use volume::{Partition, PartitionType, Scheme, TableEntry, VolumeSystem, open_volume_system};
+pub use walk::WalkSummary;
+
+/// An opened file system, or the kind of one this crate does not parse.
+pub enum FileSystem<R> {
+    /// FAT12, FAT16 or FAT32.
+    Fat(FatFs<R>),
+    /// NTFS.
+    Ntfs(NtfsFs<R>),
+    /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
+    /// parsed; stages that need no file system can still run over the bytes.
+    Unsupported(FsKind),
+}
+
+impl<R: ReadAt> FileSystem<R> {
+    /// The kind of file system.
+    pub fn kind(&self) -> FsKind {
+        match self {
+            FileSystem::Fat(f) => f.kind(),
+            FileSystem::Ntfs(_) => FsKind::Ntfs,
+            FileSystem::Unsupported(k) => *k,
+        }
+    }
+
+    /// Walks the file system, calling `visit` once per record; see
+    /// [`FatFs::walk`] and [`NtfsFs::walk`]. An unsupported file system
+    /// gives [`FsError::Unsupported`].
+    pub fn walk<F>(&self, visit: F) -> Result<WalkSummary, FsError>
+    where
+        F: FnMut(FileRecord) -> ControlFlow<()>,
+    {
+        match self {
+            FileSystem::Fat(f) => f.walk(visit),
+            FileSystem::Ntfs(n) => n.walk(visit),
+            FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
+        }
+    }
+
+    /// Calls `f` with each run of unallocated clusters as absolute extents.
+    pub fn unallocated_runs(&self, f: impl FnMut(Extent)) -> Result<(), FsError> {
+        match self {
+            FileSystem::Fat(fs) => fs.unallocated_runs(f),
+            FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
+            FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
+        }
+    }
+
+    /// Bytes per allocation unit (cluster), for parsed file systems.
+    pub fn cluster_size(&self) -> Option<u64> {
+        match self {
+            FileSystem::Fat(f) => Some(f.boot_sector().cluster_size()),
+            FileSystem::Ntfs(n) => Some(n.info().cluster_size),
+            FileSystem::Unsupported(_) => None,
+        }
+    }
+
+    /// Problems found when opening the file system.
+    pub fn open_errors(&self) -> &[ProcessingError] {
+        match self {
+            FileSystem::Fat(f) => f.open_errors(),
+            FileSystem::Ntfs(n) => n.open_errors(),
+            FileSystem::Unsupported(_) => &[],
+        }
+    }
+}
+
+/// Detects and opens the file system at byte `offset` of `src` in a volume
+/// of `len` bytes. File systems this crate does not parse come back as
+/// [`FileSystem::Unsupported`]; only I/O errors and a FAT/NTFS boot sector
+/// that detection accepted but opening then rejects are errors.
+pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileSystem<R>, FsError> {
+    let kind = detect_filesystem(&src, offset, len)?;
+    Ok(match kind {
+        FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 => {
+            FileSystem::Fat(FatFs::open(src, offset, len)?)
+        }
+        FsKind::Ntfs => FileSystem::Ntfs(NtfsFs::open(src, offset, len)?),
+        other => FileSystem::Unsupported(other),
+    })
+}

@@ -1,0 +1,179 @@
+//! Reading a record's content through its runs, in bounded memory.
+
+use std::io::{self, Read, Seek, SeekFrom};
+
+use crate::read::ReadAt;
+use crate::record::{Content, Run};
+
+/// A reader over one record's [`Content`]: reads go to the source through
+/// the runs (zero runs are produced without reading), resident bytes are
+/// served from the record. Holds no buffer of its own, so memory is the
+/// caller's read buffer whatever the file size.
+///
+/// For [`Content::Encoded`] it yields the stored bytes, not the decoded file.
+#[derive(Debug)]
+pub struct ContentReader<'a, R: ?Sized> {
+    src: &'a R,
+    content: &'a Content,
+    pos: u64,
+    len: u64,
+    /// Index of the run holding `pos`, and the file offset that run starts
+    /// at, so sequential reads do not rescan the run list.
+    run_idx: usize,
+    run_start: u64,
+}
+
+impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
+    /// A reader positioned at the start of `content`.
+    pub fn new(src: &'a R, content: &'a Content) -> Self {
+        Self {
+            src,
+            content,
+            pos: 0,
+            len: content.len(),
+            run_idx: 0,
+            run_start: 0,
+        }
+    }
+
+    /// Total length of the content.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the content is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads from file offset `offset` into `buf`; returns the bytes read
+    /// (fewer only at the end of the content). Fails if the source ends
+    /// before a run does.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut idx = 0;
+        let mut start = 0;
+        self.read_from(buf, offset, &mut idx, &mut start)
+    }
+
+    fn read_from(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        run_idx: &mut usize,
+        run_start: &mut u64,
+    ) -> io::Result<usize> {
+        if offset >= self.len || buf.is_empty() {
+            return Ok(0);
+        }
+        let runs = match self.content {
+            Content::None => return Ok(0),
+            Content::Resident(bytes) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let avail = bytes.get(start..).unwrap_or(&[]);
+                let n = avail.len().min(buf.len());
+                buf[..n].copy_from_slice(&avail[..n]);
+                return Ok(n);
+            }
+            Content::Runs(r) | Content::Encoded { runs: r, .. } => r,
+        };
+        // Restart the scan if asked to go backwards.
+        if offset < *run_start {
+            *run_idx = 0;
+            *run_start = 0;
+        }
+        let mut done = 0usize;
+        let mut off = offset;
+        while done < buf.len() {
+            let Some(run) = runs.get(*run_idx) else {
+                break;
+            };
+            let run_len = run.len();
+            if off >= *run_start + run_len {
+                *run_start += run_len;
+                *run_idx += 1;
+                continue;
+            }
+            let within = off - *run_start;
+            let want = usize::try_from(run_len - within)
+                .unwrap_or(usize::MAX)
+                .min(buf.len() - done);
+            let dst = &mut buf[done..done + want];
+            match *run {
+                Run::Zeros { .. } => dst.fill(0),
+                Run::Data { offset: at, .. } => {
+                    let pos = at.checked_add(within).ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::InvalidData, "run offset overflows")
+                    })?;
+                    crate::read::read_exact_at(self.src, dst, pos)?;
+                }
+            }
+            done += want;
+            off += want as u64;
+        }
+        Ok(done)
+    }
+}
+
+impl<R: ReadAt + ?Sized> Read for ContentReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (mut idx, mut start) = (self.run_idx, self.run_start);
+        let n = self.read_from(buf, self.pos, &mut idx, &mut start)?;
+        self.run_idx = idx;
+        self.run_start = start;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: ReadAt + ?Sized> Seek for ContentReader<'_, R> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let target = match pos {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        let target = target.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "seek before start of content")
+        })?;
+        self.pos = target;
+        Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_follow_runs_and_zero_holes() {
+        let src: Vec<u8> = (0..=255u8).collect();
+        let content = Content::Runs(vec![
+            Run::Data { offset: 10, len: 4 },
+            Run::Zeros { len: 3 },
+            Run::Data {
+                offset: 200,
+                len: 2,
+            },
+        ]);
+        let mut r = ContentReader::new(&src, &content);
+        let mut all = Vec::new();
+        r.read_to_end(&mut all).unwrap();
+        assert_eq!(all, vec![10, 11, 12, 13, 0, 0, 0, 200, 201]);
+        let mut buf = [0u8; 4];
+        assert_eq!(r.read_at(&mut buf, 5).unwrap(), 4);
+        assert_eq!(buf, [0, 0, 200, 201]);
+        r.seek(SeekFrom::Start(2)).unwrap();
+        let mut two = [0u8; 2];
+        r.read_exact(&mut two).unwrap();
+        assert_eq!(two, [12, 13]);
+    }
+
+    #[test]
+    fn a_run_past_the_source_end_is_an_error_not_a_short_file() {
+        let src = vec![1u8; 8];
+        let content = Content::Runs(vec![Run::Data { offset: 4, len: 8 }]);
+        let mut r = ContentReader::new(&src, &content);
+        let mut all = Vec::new();
+        assert!(r.read_to_end(&mut all).is_err());
+    }
+}

@@ -1,0 +1,982 @@
+//! FAT12/16/32, parsed here rather than with the `fatfs` crate: `fatfs` is
+//! a read/write driver for live volumes; it hides deleted entries, raw
+//! cluster extents, slack and broken chains, which are exactly what a
+//! forensic walk must report.
+//!
+//! The walk follows The Sleuth Kit's FAT model so records line up with
+//! `fls`/`icat` output: inode numbers derived from each entry's position,
+//! entries recognised by TSK's validity tests (every slot is tested, not just
+//! those before the first free slot), deleted directories entered when their
+//! first cluster is unallocated, and deleted files recovered as TSK documents
+//! (the unallocated clusters from the first one onwards, skipping allocated
+//! ones, for the file size).
+
+pub mod boot;
+mod dir;
+mod table;
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use crate::detect::FsKind;
+use crate::error::{ErrorKind, FsError, ProcessingError};
+use crate::name::hostile_reason;
+use crate::read::{ReadAt, read_exact_at, read_full};
+use crate::record::{
+    Content, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times,
+};
+use crate::walk::{Sink, WalkSummary};
+
+use self::boot::BootSector;
+use self::dir::{Dentry, Strictness, Verdict};
+use self::table::{ChainStop, FatTable, Link, walk_chain};
+
+/// Largest directory read: the FAT specification's limit of 65,536 entries.
+const MAX_DIR_BYTES: u64 = 65_536 * 32;
+/// Deepest directory nesting followed.
+const MAX_DEPTH: usize = 256;
+/// TSK's first inode number for directory entries (2 is the root).
+const FIRST_NORMAL_INODE: u64 = 3;
+
+/// An opened FAT12/16/32 file system.
+pub struct FatFs<R> {
+    src: R,
+    /// Absolute offset of the volume on the source.
+    base: u64,
+    boot: BootSector,
+    fat: FatTable,
+    /// Last sector (volume-relative) present on the source, as TSK's
+    /// `last_block_act`.
+    last_sector: u64,
+    open_errors: Vec<ProcessingError>,
+}
+
+impl<R: ReadAt> FatFs<R> {
+    /// Opens the FAT file system whose boot sector is at byte `base` of
+    /// `src`, in a volume of `len` bytes (the partition length).
+    pub fn open(src: R, base: u64, len: u64) -> Result<Self, FsError> {
+        let mut sector = [0u8; 512];
+        read_exact_at(&src, &mut sector, base).map_err(|e| FsError::io(base, 512, e))?;
+        let boot = BootSector::parse(&sector).map_err(|r| FsError::not("FAT boot sector", r))?;
+        let bps = u64::from(boot.bytes_per_sector);
+        let avail = len.min(src.len().saturating_sub(base));
+        let mut open_errors = Vec::new();
+        let present = avail / bps;
+        if present < boot.total_sectors {
+            open_errors.push(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                base,
+                format!(
+                    "boot sector claims {} sectors but only {present} are present",
+                    boot.total_sectors
+                ),
+            ));
+        }
+        if boot.fat_too_small {
+            open_errors.push(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                base,
+                format!(
+                    "FAT too small for the data area: cluster count limited to {}",
+                    boot.cluster_count
+                ),
+            ));
+        }
+        let last_sector = boot.total_sectors.min(present).saturating_sub(1);
+        // FAT32 may disable mirroring and name one active FAT (flags bit 7).
+        let ext_flags = u16::from_le_bytes([sector[40], sector[41]]);
+        let active = if boot.kind == FsKind::Fat32 && ext_flags & 0x80 != 0 {
+            u64::from(ext_flags & 0x0f).min(u64::from(boot.fat_count) - 1)
+        } else {
+            0
+        };
+        let fat_bytes = boot.fat_sectors * bps;
+        let fat_offset =
+            base + (u64::from(boot.reserved_sectors) + active * boot.fat_sectors) * bps;
+        let last_cluster = u32::try_from(boot.last_cluster()).unwrap_or(u32::MAX);
+        let fat = FatTable::new(boot.kind, fat_offset, fat_bytes, last_cluster);
+        Ok(Self {
+            src,
+            base,
+            boot,
+            fat,
+            last_sector,
+            open_errors,
+        })
+    }
+
+    /// The validated boot sector.
+    pub fn boot_sector(&self) -> &BootSector {
+        &self.boot
+    }
+
+    /// FAT12, FAT16 or FAT32.
+    pub fn kind(&self) -> FsKind {
+        self.boot.kind
+    }
+
+    /// Problems found when opening (truncated volume, undersized FAT).
+    pub fn open_errors(&self) -> &[ProcessingError] {
+        &self.open_errors
+    }
+
+    /// The source the file system is read from.
+    pub fn source(&self) -> &R {
+        &self.src
+    }
+
+    fn bps(&self) -> u64 {
+        u64::from(self.boot.bytes_per_sector)
+    }
+
+    fn cluster_size(&self) -> u64 {
+        self.boot.cluster_size()
+    }
+
+    /// Volume-relative first sector of a cluster.
+    fn cluster_sector(&self, c: u32) -> u64 {
+        self.boot.first_cluster_sector
+            + u64::from(c.saturating_sub(2)) * u64::from(self.boot.sectors_per_cluster)
+    }
+
+    /// Absolute offset of a cluster on the source.
+    fn cluster_offset(&self, c: u32) -> u64 {
+        self.base + self.cluster_sector(c) * self.bps()
+    }
+
+    /// TSK inode number of entry `idx` in volume-relative sector `sector`.
+    fn inode(&self, sector: u64, idx: u64) -> u64 {
+        sector.saturating_sub(self.boot.first_data_sector) * (self.bps() / 32)
+            + FIRST_NORMAL_INODE
+            + idx
+    }
+
+    /// Bytes in the data area, the limit TSK puts on a file's size.
+    fn data_bytes(&self) -> u64 {
+        self.boot.cluster_count * self.cluster_size()
+    }
+
+    /// Calls `f` with each run of unallocated clusters, as absolute extents
+    /// in cluster order (the carving stage reads these).
+    pub fn unallocated_runs(&self, mut f: impl FnMut(Extent)) -> Result<(), FsError> {
+        let cs = self.cluster_size();
+        let end = self.base + (self.last_sector + 1) * self.bps();
+        self.fat
+            .free_runs(&self.src, |first, count| {
+                let offset = self.cluster_offset(first);
+                let len = (u64::from(count) * cs).min(end.saturating_sub(offset));
+                if len > 0 {
+                    f(Extent { offset, len });
+                }
+            })
+            .map_err(|e| FsError::io(self.fat_offset_for_errors(), 0, e))
+    }
+
+    fn fat_offset_for_errors(&self) -> u64 {
+        self.base + u64::from(self.boot.reserved_sectors) * self.bps()
+    }
+
+    /// Walks the whole file system depth-first, calling `visit` with one
+    /// record per directory entry (and TSK's virtual files last). Returning
+    /// `ControlFlow::Break` from `visit` stops the walk. Memory holds the
+    /// directories on the current path only.
+    pub fn walk<F>(&self, visit: F) -> Result<WalkSummary, FsError>
+    where
+        F: FnMut(FileRecord) -> ControlFlow<()>,
+    {
+        let mut w = Walker {
+            fs: self,
+            sink: Sink::new(visit, &self.open_errors),
+            stack: Vec::new(),
+            walked_allocated: HashSet::new(),
+            budget: self.boot.cluster_count + 1024,
+        };
+        let root: Arc<[String]> = Arc::from(Vec::new());
+        let loc = if self.boot.kind == FsKind::Fat32 {
+            DirLoc::Chain(self.boot.root_cluster)
+        } else {
+            DirLoc::FixedRoot
+        };
+        let mut flow = w.walk_dir(loc, &root, 0);
+        if flow.is_continue() {
+            flow = w.virtual_files(&root);
+        }
+        Ok(w.sink.finish(flow))
+    }
+}
+
+/// Where a directory's entries are.
+#[derive(Clone, Copy, Debug)]
+enum DirLoc {
+    /// The FAT12/16 root directory region.
+    FixedRoot,
+    /// An allocated directory: its cluster chain.
+    Chain(u32),
+    /// A deleted directory: its first cluster only (as TSK reads them).
+    Deleted(u32),
+}
+
+/// A directory's bytes, with the volume-relative sector each 512..4096-byte
+/// piece came from and whether that sector is allocated.
+struct DirBuf {
+    bytes: Vec<u8>,
+    sectors: Vec<u64>,
+    allocated: bool,
+}
+
+struct Walker<'a, R, F> {
+    fs: &'a FatFs<R>,
+    sink: Sink<F>,
+    /// First clusters of the directories on the current path.
+    stack: Vec<u32>,
+    /// First clusters of allocated directories already walked.
+    walked_allocated: HashSet<u32>,
+    /// Directory reads left; bounds the work a hostile tree can cause.
+    budget: u64,
+}
+
+/// Long-name pieces met so far, waiting for their short entry.
+#[derive(Default)]
+struct LfnRun {
+    checksum: u8,
+    deleted: bool,
+    /// Pieces in on-disk order (last name piece first).
+    pieces: Vec<[u16; 13]>,
+    /// Ordinal the next (allocated) piece must have; 0 once complete.
+    next_ordinal: u8,
+    broken: bool,
+    offset: u64,
+}
+
+impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
+    fn error(&mut self, e: ProcessingError) {
+        self.sink.error(e);
+    }
+
+    fn emit(&mut self, rec: FileRecord) -> ControlFlow<()> {
+        self.sink.emit(rec)
+    }
+
+    /// Reads a directory's entries.
+    fn read_dir(&mut self, loc: DirLoc, errors: &mut Vec<ProcessingError>) -> DirBuf {
+        let fs = self.fs;
+        let bps = fs.bps();
+        let mut buf = DirBuf {
+            bytes: Vec::new(),
+            sectors: Vec::new(),
+            allocated: true,
+        };
+        let mut segments: Vec<(u64, u64)> = Vec::new(); // (first sector, count)
+        match loc {
+            DirLoc::FixedRoot => {
+                let first = fs.boot.first_data_sector;
+                let n = fs.boot.first_cluster_sector - first;
+                let n = n.min((fs.last_sector + 1).saturating_sub(first));
+                segments.push((first, n));
+            }
+            DirLoc::Chain(start) => {
+                let max = (MAX_DIR_BYTES / fs.cluster_size()).max(1);
+                let chain = walk_chain(&fs.fat, &fs.src, start, max);
+                let spc = u64::from(fs.boot.sectors_per_cluster);
+                for &(c, n) in &chain.runs {
+                    segments.push((fs.cluster_sector(c), u64::from(n) * spc));
+                }
+                let at = fs.cluster_offset(start);
+                match chain.stop {
+                    ChainStop::Eof => {}
+                    ChainStop::Enough => errors.push(ProcessingError::at(
+                        ErrorKind::WalkLimit,
+                        at,
+                        "directory larger than 65,536 entries; the rest is not read",
+                    )),
+                    other => errors.push(chain_error(fs, at, &other, "directory")),
+                }
+            }
+            DirLoc::Deleted(c) => {
+                buf.allocated = false;
+                segments.push((fs.cluster_sector(c), u64::from(fs.boot.sectors_per_cluster)));
+            }
+        }
+        for (first, count) in segments {
+            let count = count.min((fs.last_sector + 1).saturating_sub(first));
+            let len = usize::try_from(count * bps).unwrap_or(0);
+            let start = buf.bytes.len();
+            buf.bytes.resize(start + len, 0);
+            let at = fs.base + first * bps;
+            match read_full(&fs.src, &mut buf.bytes[start..], at) {
+                Ok(n) if n < len => errors.push(ProcessingError::at(
+                    ErrorKind::Io,
+                    at + n as u64,
+                    "directory runs past the end of the source",
+                )),
+                Ok(_) => {}
+                Err(e) => errors.push(ProcessingError::at(ErrorKind::Io, at, e.to_string())),
+            }
+            buf.sectors.extend(first..first + count);
+        }
+        buf
+    }
+
+    /// Walks one directory: emits a record per entry and descends into
+    /// subdirectories right after emitting them (TSK's order).
+    fn walk_dir(&mut self, loc: DirLoc, path: &Arc<[String]>, depth: usize) -> ControlFlow<()> {
+        let fs = self.fs;
+        let mut dir_errors = Vec::new();
+        let buf = self.read_dir(loc, &mut dir_errors);
+        for e in dir_errors {
+            self.error(e);
+        }
+        let bps = fs.bps();
+        let per_sector = usize::try_from(bps / 32).unwrap_or(16);
+        let fat32 = fs.boot.kind == FsKind::Fat32;
+        let last = fs.fat.last_cluster();
+        let data_bytes = fs.data_bytes();
+        let mut lfn = LfnRun::default();
+        let mut seen = 0u32;
+        let mut invalid = 0u32;
+        let mut corrupt_dir = false;
+        for (si, &sector) in buf.sectors.iter().enumerate() {
+            for idx in 0..per_sector {
+                let off = si * usize::try_from(bps).unwrap_or(512) + idx * 32;
+                let Some(slot) = buf.bytes.get(off..off + 32) else {
+                    break;
+                };
+                let Ok(slot) = <&[u8; 32]>::try_from(slot) else {
+                    break;
+                };
+                let d = Dentry(slot);
+                let abs = fs.base + sector * bps + (idx as u64) * 32;
+                seen += 1;
+                let strict = if buf.allocated && !corrupt_dir {
+                    Strictness::Basic
+                } else {
+                    Strictness::Full
+                };
+                let verdict = dir::test_dentry(&d, strict, fat32, last, data_bytes, |v| {
+                    fs.fat.is_eof_value(v)
+                });
+                if verdict == Verdict::Invalid {
+                    invalid += 1;
+                    // TSK: four invalid entries first means this is probably
+                    // not a directory; test the rest in depth.
+                    if seen == 4 && invalid == 4 {
+                        corrupt_dir = true;
+                    }
+                    continue;
+                }
+                if d.is_lfn() {
+                    self.lfn_piece(&mut lfn, &d, abs);
+                    continue;
+                }
+                let pending = std::mem::take(&mut lfn);
+                if d.is_dot() {
+                    self.orphan_lfn(&pending);
+                    continue;
+                }
+                let inode = fs.inode(sector, idx as u64);
+                let rec = self.entry_record(&d, pending, verdict, buf.allocated, inode, abs, path);
+                let is_dir = rec.kind == FileKind::Directory;
+                let name = rec.name.clone();
+                let allocated = rec.allocated;
+                self.emit(rec)?;
+                if is_dir {
+                    self.descend(&d, allocated, name, path, depth, abs)?;
+                }
+            }
+        }
+        self.orphan_lfn(&lfn);
+        ControlFlow::Continue(())
+    }
+
+    fn lfn_piece(&mut self, lfn: &mut LfnRun, d: &Dentry<'_>, abs: u64) {
+        let seq = d.lfn_seq();
+        let chk = d.lfn_checksum();
+        let deleted = seq == dir::SLOT_DELETED;
+        let starts = !deleted && seq & 0x40 != 0;
+        let continues = !lfn.pieces.is_empty()
+            && lfn.checksum == chk
+            && lfn.deleted == deleted
+            && (deleted || (!starts && seq & 0x3f == lfn.next_ordinal));
+        if !continues {
+            let old = std::mem::take(lfn);
+            self.orphan_lfn(&old);
+            lfn.checksum = chk;
+            lfn.deleted = deleted;
+            lfn.offset = abs;
+            lfn.broken = !deleted && !starts;
+        }
+        if !deleted {
+            lfn.next_ordinal = (seq & 0x3f).saturating_sub(1);
+        }
+        lfn.pieces.push(d.lfn_units());
+    }
+
+    /// Reports allocated long-name pieces that no short entry claimed.
+    fn orphan_lfn(&mut self, lfn: &LfnRun) {
+        if !lfn.pieces.is_empty() && !lfn.deleted {
+            self.error(ProcessingError::at(
+                ErrorKind::LongName,
+                lfn.offset,
+                format!(
+                    "{} orphan long-name piece(s) (checksum {:#04x}) not followed by their short entry",
+                    lfn.pieces.len(),
+                    lfn.checksum
+                ),
+            ));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn entry_record(
+        &mut self,
+        d: &Dentry<'_>,
+        lfn: LfnRun,
+        verdict: Verdict,
+        sector_allocated: bool,
+        inode: u64,
+        abs: u64,
+        path: &Arc<[String]>,
+    ) -> FileRecord {
+        let fs = self.fs;
+        let mut errors = Vec::new();
+        if let Verdict::Suspect(why) = verdict {
+            errors.push(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                abs,
+                format!("damaged directory entry kept: {why}"),
+            ));
+        }
+        let attr = d.attr();
+        let kind = if attr & dir::ATTR_VOLUME != 0 {
+            FileKind::VolumeLabel
+        } else if attr & dir::ATTR_DIRECTORY != 0 {
+            FileKind::Directory
+        } else {
+            FileKind::File
+        };
+        let allocated = sector_allocated && !d.is_deleted();
+        let (name, raw_name, short_name) = if kind == FileKind::VolumeLabel {
+            self.orphan_lfn(&lfn);
+            (dir::label_name(d), d.name_bytes().to_vec(), None)
+        } else {
+            let short = dir::short_name(d);
+            match self.long_name(&lfn, d, &mut errors) {
+                Some((long, raw)) => (long, raw, Some(short)),
+                None => (short, d.name_bytes().to_vec(), None),
+            }
+        };
+        if let Some(why) = hostile_reason(&name) {
+            errors.push(ProcessingError::at(ErrorKind::HostileName, abs, why));
+        }
+        let (modified, accessed, created) = d.times();
+        let times = Times {
+            modified,
+            accessed,
+            changed: None,
+            created,
+        };
+        let fat32 = fs.boot.kind == FsKind::Fat32;
+        let start = d.cluster(fat32);
+        let (size, content, slack, recovery) = match kind {
+            FileKind::Directory => self.dir_content(start, allocated, abs, &mut errors),
+            _ => self.file_content(start, u64::from(d.size()), allocated, abs, &mut errors),
+        };
+        FileRecord {
+            parent: path.clone(),
+            name,
+            raw_name,
+            short_name,
+            stream: None,
+            meta: MetaAddr { inode, attr: None },
+            kind,
+            size,
+            times,
+            name_times: None,
+            time_base: TimeBase::LocalWallClock,
+            allocated,
+            attributes: u32::from(attr),
+            content,
+            slack,
+            recovery,
+            errors,
+        }
+    }
+
+    /// The long name for a short entry from the pieces before it, if they
+    /// belong to it.
+    fn long_name(
+        &mut self,
+        lfn: &LfnRun,
+        d: &Dentry<'_>,
+        errors: &mut Vec<ProcessingError>,
+    ) -> Option<(String, Vec<u8>)> {
+        if lfn.pieces.is_empty() {
+            return None;
+        }
+        if lfn.deleted != d.is_deleted() {
+            self.orphan_lfn(lfn);
+            return None;
+        }
+        let mut pieces = lfn.pieces.clone();
+        pieces.reverse();
+        let assembled = dir::assemble_long_name(&pieces);
+        if !lfn.deleted {
+            let sum = dir::lfn_checksum(d.name_bytes());
+            if lfn.broken || lfn.next_ordinal != 0 || sum != lfn.checksum {
+                errors.push(ProcessingError::at(
+                    ErrorKind::LongName,
+                    lfn.offset,
+                    format!(
+                        "long name `{}` does not belong to this entry (checksum {:#04x}, entry's {:#04x}{}); short name used",
+                        crate::name::escape_component(&assembled.name),
+                        lfn.checksum,
+                        sum,
+                        if lfn.broken || lfn.next_ordinal != 0 {
+                            ", sequence incomplete"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+                return None;
+            }
+        } else {
+            // A deleted entry lost its first byte, so the checksum can only
+            // be checked against the first character the long name implies.
+            let mut short = [0u8; 11];
+            short.copy_from_slice(d.name_bytes());
+            let first = assembled
+                .name
+                .chars()
+                .find(|c| *c != '.' && *c != ' ')
+                .filter(char::is_ascii)
+                .map(|c| c.to_ascii_uppercase() as u8);
+            let verified = first.is_some_and(|f| {
+                short[0] = f;
+                dir::lfn_checksum(&short) == lfn.checksum
+            });
+            if !verified {
+                errors.push(ProcessingError::at(
+                    ErrorKind::LongName,
+                    lfn.offset,
+                    "deleted long name kept without a verifiable checksum (the entry's first byte is lost)",
+                ));
+            }
+        }
+        if pieces.len() > 20 {
+            errors.push(ProcessingError::at(
+                ErrorKind::LongName,
+                lfn.offset,
+                format!("long name spans {} pieces (limit 20)", pieces.len()),
+            ));
+        }
+        for p in assembled.problems {
+            errors.push(ProcessingError::at(ErrorKind::NameEncoding, lfn.offset, p));
+        }
+        Some((assembled.name, assembled.raw))
+    }
+
+    /// Size, content and recovery of a directory entry, as TSK computes them:
+    /// allocated directories span their chain; a deleted one is one cluster
+    /// if that cluster is free, else empty.
+    fn dir_content(
+        &mut self,
+        start: u32,
+        allocated: bool,
+        abs: u64,
+        errors: &mut Vec<ProcessingError>,
+    ) -> (u64, Content, Vec<Extent>, Recovery) {
+        let fs = self.fs;
+        let cs = fs.cluster_size();
+        let last = fs.fat.last_cluster();
+        if start < 2 || start > last {
+            if start != 0 || allocated {
+                errors.push(ProcessingError::at(
+                    ErrorKind::ChainOutOfRange,
+                    abs,
+                    format!("directory start cluster {start} is outside 2..={last}"),
+                ));
+            }
+            return (
+                0,
+                Content::None,
+                Vec::new(),
+                live_or(allocated, Recovery::Unrecoverable),
+            );
+        }
+        if allocated {
+            let max = (MAX_DIR_BYTES / cs).max(1);
+            let chain = walk_chain(&fs.fat, &fs.src, start, max);
+            let runs = self.cluster_runs(&chain.runs, u64::MAX);
+            let size = chain.clusters() * cs;
+            (size, Content::Runs(runs), Vec::new(), Recovery::Allocated)
+        } else {
+            match fs.fat.is_allocated(&fs.src, start) {
+                Ok(false) => {
+                    let runs = self.cluster_runs(&[(start, 1)], u64::MAX);
+                    (cs, Content::Runs(runs), Vec::new(), Recovery::Unallocated)
+                }
+                Ok(true) => (0, Content::None, Vec::new(), Recovery::Overwritten),
+                Err(e) => {
+                    errors.push(ProcessingError::at(ErrorKind::Io, abs, e.to_string()));
+                    (0, Content::None, Vec::new(), Recovery::Unrecoverable)
+                }
+            }
+        }
+    }
+
+    /// Content of a file or label entry of `size` bytes starting at `start`.
+    fn file_content(
+        &mut self,
+        start: u32,
+        size: u64,
+        allocated: bool,
+        abs: u64,
+        errors: &mut Vec<ProcessingError>,
+    ) -> (u64, Content, Vec<Extent>, Recovery) {
+        let fs = self.fs;
+        let cs = fs.cluster_size();
+        let last = fs.fat.last_cluster();
+        if size > fs.data_bytes() {
+            errors.push(ProcessingError::at(
+                ErrorKind::AbsurdSize,
+                abs,
+                format!(
+                    "size {size} exceeds the {} bytes of the data area",
+                    fs.data_bytes()
+                ),
+            ));
+        }
+        if size == 0 {
+            return (
+                0,
+                Content::None,
+                Vec::new(),
+                live_or(allocated, Recovery::Unallocated),
+            );
+        }
+        if start < 2 || start > last {
+            errors.push(ProcessingError::at(
+                ErrorKind::ChainOutOfRange,
+                abs,
+                format!("start cluster {start} is outside 2..={last} for a {size}-byte file"),
+            ));
+            return (
+                size,
+                Content::None,
+                Vec::new(),
+                live_or(allocated, Recovery::Unrecoverable),
+            );
+        }
+        let needed = size.div_ceil(cs).min(fs.boot.cluster_count);
+        let (clusters, recovery) = if allocated {
+            let chain = walk_chain(&fs.fat, &fs.src, start, needed);
+            match &chain.stop {
+                ChainStop::Enough => {}
+                ChainStop::Eof => errors.push(ProcessingError::at(
+                    ErrorKind::ChainTooShort,
+                    abs,
+                    format!(
+                        "cluster chain ends after {} of the {needed} clusters the size needs",
+                        chain.clusters()
+                    ),
+                )),
+                other => errors.push(chain_error(fs, fs.cluster_offset(start), other, "file")),
+            }
+            (chain.runs, Recovery::Allocated)
+        } else {
+            self.recover(start, needed, abs, errors)
+        };
+        let runs = self.cluster_runs(&clusters, size);
+        let slack = self.slack(&clusters, size);
+        (size, Content::Runs(runs), slack, recovery)
+    }
+
+    /// TSK's recovery of a deleted file: if the first cluster is allocated
+    /// the file is overwritten (TSK then shows that one cluster); otherwise
+    /// take unallocated clusters from the first one on, skipping allocated
+    /// ones, until the size is covered.
+    fn recover(
+        &mut self,
+        start: u32,
+        needed: u64,
+        abs: u64,
+        errors: &mut Vec<ProcessingError>,
+    ) -> (Vec<(u32, u32)>, Recovery) {
+        let fs = self.fs;
+        let last = fs.fat.last_cluster();
+        match fs.fat.is_allocated(&fs.src, start) {
+            Err(e) => {
+                errors.push(ProcessingError::at(ErrorKind::Io, abs, e.to_string()));
+                return (Vec::new(), Recovery::Unrecoverable);
+            }
+            Ok(true) => {
+                errors.push(ProcessingError::at(
+                    ErrorKind::Recovery,
+                    abs,
+                    format!(
+                        "first cluster {start} is allocated to another file: content overwritten"
+                    ),
+                ));
+                return (vec![(start, 1)], Recovery::Overwritten);
+            }
+            Ok(false) => {}
+        }
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        let mut got = 0u64;
+        let mut skipped = false;
+        let mut c = start;
+        while got < needed {
+            if c > last {
+                errors.push(ProcessingError::at(
+                    ErrorKind::Recovery,
+                    abs,
+                    format!(
+                        "only {got} of {needed} unallocated clusters follow cluster {start}: not recoverable"
+                    ),
+                ));
+                return (vec![(start, 1)], Recovery::Unrecoverable);
+            }
+            match fs.fat.is_allocated(&fs.src, c) {
+                Ok(true) => skipped = true,
+                Ok(false) => {
+                    match runs.last_mut() {
+                        Some((s, n)) if u64::from(*s) + u64::from(*n) == u64::from(c) => *n += 1,
+                        _ => runs.push((c, 1)),
+                    }
+                    got += 1;
+                }
+                Err(e) => {
+                    errors.push(ProcessingError::at(ErrorKind::Io, abs, e.to_string()));
+                    return (runs, Recovery::Unrecoverable);
+                }
+            }
+            c += 1;
+        }
+        let rec = if skipped {
+            Recovery::SkippedAllocated
+        } else {
+            Recovery::Unallocated
+        };
+        (runs, rec)
+    }
+
+    /// Byte runs for cluster runs, clipped to `size` and to the volume.
+    fn cluster_runs(&self, clusters: &[(u32, u32)], size: u64) -> Vec<Run> {
+        let fs = self.fs;
+        let cs = fs.cluster_size();
+        let end = fs.base + (fs.last_sector + 1) * fs.bps();
+        let mut left = size;
+        let mut runs = Vec::new();
+        for &(c, n) in clusters {
+            if left == 0 {
+                break;
+            }
+            let offset = fs.cluster_offset(c);
+            let len = (u64::from(n) * cs)
+                .min(left)
+                .min(end.saturating_sub(offset));
+            if len == 0 {
+                break;
+            }
+            runs.push(Run::Data { offset, len });
+            left -= len;
+        }
+        runs
+    }
+
+    /// The slack after `size` bytes in the last cluster used.
+    fn slack(&self, clusters: &[(u32, u32)], size: u64) -> Vec<Extent> {
+        let fs = self.fs;
+        let cs = fs.cluster_size();
+        let total: u64 = clusters.iter().map(|&(_, n)| u64::from(n) * cs).sum();
+        if total < size || size.is_multiple_of(cs) {
+            return Vec::new();
+        }
+        let mut pos = 0u64;
+        for &(c, n) in clusters {
+            let run = u64::from(n) * cs;
+            if size < pos + run {
+                let within = size - pos;
+                let end_of_cluster = within.div_ceil(cs) * cs;
+                let end = fs.base + (fs.last_sector + 1) * fs.bps();
+                let offset = fs.cluster_offset(c) + within;
+                let len = (end_of_cluster - within).min(end.saturating_sub(offset));
+                return if len > 0 {
+                    vec![Extent { offset, len }]
+                } else {
+                    Vec::new()
+                };
+            }
+            pos += run;
+        }
+        Vec::new()
+    }
+
+    /// Walks into the subdirectory a just-emitted entry names.
+    fn descend(
+        &mut self,
+        d: &Dentry<'_>,
+        allocated: bool,
+        name: String,
+        path: &Arc<[String]>,
+        depth: usize,
+        abs: u64,
+    ) -> ControlFlow<()> {
+        let fs = self.fs;
+        let start = d.cluster(fs.boot.kind == FsKind::Fat32);
+        if start < 2 || start > fs.fat.last_cluster() {
+            return ControlFlow::Continue(());
+        }
+        let loc = if allocated {
+            DirLoc::Chain(start)
+        } else {
+            // TSK reads a deleted directory only if its first cluster is
+            // still unallocated.
+            match fs.fat.link(&fs.src, start) {
+                Ok(Link::Free) => DirLoc::Deleted(start),
+                _ => return ControlFlow::Continue(()),
+            }
+        };
+        let root_cluster = (fs.boot.kind == FsKind::Fat32).then_some(fs.boot.root_cluster);
+        let refusal = if self.stack.contains(&start) || root_cluster == Some(start) {
+            Some((
+                ErrorKind::DirectoryLoop,
+                "it contains itself or an ancestor",
+            ))
+        } else if allocated && !self.walked_allocated.insert(start) {
+            Some((
+                ErrorKind::DirectoryLoop,
+                "it was already walked through another entry",
+            ))
+        } else if depth + 1 >= MAX_DEPTH || self.budget == 0 {
+            Some((
+                ErrorKind::WalkLimit,
+                "the depth or directory budget is reached",
+            ))
+        } else {
+            None
+        };
+        if let Some((kind, why)) = refusal {
+            self.error(ProcessingError::at(
+                kind,
+                abs,
+                format!(
+                    "directory `{}` (cluster {start}, depth {}) not entered: {why}",
+                    crate::name::escape_component(&name),
+                    depth + 1
+                ),
+            ));
+            return ControlFlow::Continue(());
+        }
+        self.budget -= 1;
+        let mut child: Vec<String> = path.to_vec();
+        child.push(name);
+        let child: Arc<[String]> = Arc::from(child);
+        self.stack.push(start);
+        let flow = self.walk_dir(loc, &child, depth + 1);
+        self.stack.pop();
+        flow
+    }
+
+    /// TSK's virtual files: `$MBR`, `$FAT1`.., `$OrphanFiles`, numbered after
+    /// the last directory-entry inode.
+    fn virtual_files(&mut self, root: &Arc<[String]>) -> ControlFlow<()> {
+        let fs = self.fs;
+        let bps = fs.bps();
+        let nfat = u64::from(fs.boot.fat_count.min(2));
+        let last_entry = fs.inode(fs.last_sector + 1, 0) - 1;
+        let mbr = last_entry + 1;
+        let mut files = vec![("$MBR".to_string(), mbr, fs.base, 512u64, FileKind::Virtual)];
+        for i in 0..nfat {
+            let off =
+                fs.base + (u64::from(fs.boot.reserved_sectors) + i * fs.boot.fat_sectors) * bps;
+            files.push((
+                format!("$FAT{}", i + 1),
+                mbr + 1 + i,
+                off,
+                fs.boot.fat_sectors * bps,
+                FileKind::Virtual,
+            ));
+        }
+        files.push((
+            "$OrphanFiles".to_string(),
+            mbr + 1 + nfat,
+            0,
+            0,
+            FileKind::VirtualDirectory,
+        ));
+        for (name, inode, offset, len, kind) in files {
+            let content = if len > 0 {
+                Content::Runs(vec![Run::Data { offset, len }])
+            } else {
+                Content::None
+            };
+            let rec = FileRecord {
+                parent: root.clone(),
+                raw_name: name.as_bytes().to_vec(),
+                name,
+                short_name: None,
+                stream: None,
+                meta: MetaAddr { inode, attr: None },
+                kind,
+                size: len,
+                times: Times::default(),
+                name_times: None,
+                time_base: TimeBase::LocalWallClock,
+                allocated: true,
+                attributes: 0,
+                content,
+                slack: Vec::new(),
+                recovery: Recovery::Allocated,
+                errors: Vec::new(),
+            };
+            self.emit(rec)?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `Allocated` for a live entry, else the given state of a deleted one.
+fn live_or(allocated: bool, deleted: Recovery) -> Recovery {
+    if allocated {
+        Recovery::Allocated
+    } else {
+        deleted
+    }
+}
+
+fn chain_error<R: ReadAt>(fs: &FatFs<R>, at: u64, stop: &ChainStop, what: &str) -> ProcessingError {
+    let last = fs.fat.last_cluster();
+    match *stop {
+        ChainStop::Loop { at: c, to } => ProcessingError::at(
+            ErrorKind::ChainLoop,
+            at,
+            format!("{what} cluster chain loops: cluster {c} links back to {to}"),
+        ),
+        ChainStop::OutOfRange { at: c, value } => ProcessingError::at(
+            ErrorKind::ChainOutOfRange,
+            at,
+            format!("{what} cluster chain: cluster {c} links to {value}, outside 2..={last}"),
+        ),
+        ChainStop::Broken { at: c, link } => ProcessingError::at(
+            ErrorKind::ChainBroken,
+            at,
+            format!(
+                "{what} cluster chain: cluster {c} is {}",
+                match link {
+                    Link::Free => "free",
+                    Link::Bad => "marked bad",
+                    _ => "invalid",
+                }
+            ),
+        ),
+        ChainStop::Io(ref e) => ProcessingError::at(ErrorKind::Io, at, e.clone()),
+        ChainStop::Eof | ChainStop::Enough => ProcessingError::at(
+            ErrorKind::ChainTooShort,
+            at,
+            format!("{what} chain ended early"),
+        ),
+    }
+}

@@ -1,0 +1,316 @@
+//! The file record a walk yields, one per name (and per NTFS stream).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::ProcessingError;
+use crate::name::escape_component;
+
+/// A point in time as seconds and nanoseconds since 1970-01-01T00:00:00.
+///
+/// NTFS stores UTC. FAT stores a zone-less local wall-clock time; it is
+/// converted exactly as The Sleuth Kit does with `TZ=UTC`, i.e. the wall
+/// clock is read as if it were UTC (see [`TimeBase`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    /// Whole seconds since the Unix epoch (negative before 1970).
+    pub secs: i64,
+    /// Nanoseconds within the second.
+    pub nanos: u32,
+}
+
+/// How a file system's timestamps relate to UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeBase {
+    /// Timestamps are UTC (NTFS).
+    Utc,
+    /// Timestamps are the local wall clock of whatever machine wrote them, in
+    /// an unknown zone (FAT); [`Timestamp`] holds that wall clock read as UTC.
+    LocalWallClock,
+}
+
+/// The four classic timestamps. `None` where the file system has no such
+/// time (FAT has no change time) or stores an invalid one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Times {
+    /// Content last modified.
+    pub modified: Option<Timestamp>,
+    /// Last accessed (FAT: a date only, at midnight).
+    pub accessed: Option<Timestamp>,
+    /// Metadata last changed (NTFS: MFT record modified).
+    pub changed: Option<Timestamp>,
+    /// Created.
+    pub created: Option<Timestamp>,
+}
+
+/// TSK-style metadata address: FAT directory-entry number or NTFS MFT
+/// record number, with the NTFS attribute type and id for streams
+/// (`32-128-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MetaAddr {
+    /// Inode number (FAT: derived from the directory entry's position, as
+    /// TSK numbers them; NTFS: MFT record number).
+    pub inode: u64,
+    /// NTFS attribute type and id (instance), when the record is a stream.
+    pub attr: Option<(u32, u16)>,
+}
+
+impl fmt::Display for MetaAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.attr {
+            Some((ty, id)) => write!(f, "{}-{ty}-{id}", self.inode),
+            None => write!(f, "{}", self.inode),
+        }
+    }
+}
+
+/// What a record names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A regular file or an NTFS stream of one.
+    File,
+    /// A directory.
+    Directory,
+    /// A FAT volume-label directory entry (it can own clusters).
+    VolumeLabel,
+    /// A virtual file TSK also lists (`$MBR`, `$FAT1`, `$FAT2`): file-system
+    /// structures exposed as files.
+    Virtual,
+    /// A virtual directory (`$OrphanFiles`).
+    VirtualDirectory,
+}
+
+/// One piece of a file's content, in file order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Run {
+    /// `len` bytes stored at absolute byte `offset` on the source.
+    Data {
+        /// Absolute byte offset on the source (disk image), not the partition.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// `len` bytes that read as zeros and are stored nowhere: an NTFS sparse
+    /// hole, or the part of a stream past its valid-data (initialized) length.
+    Zeros {
+        /// Length in bytes.
+        len: u64,
+    },
+}
+
+impl Run {
+    /// Length of the run in bytes.
+    pub fn len(&self) -> u64 {
+        match *self {
+            Run::Data { len, .. } | Run::Zeros { len } => len,
+        }
+    }
+
+    /// Whether the run is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A byte range on the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Extent {
+    /// Absolute byte offset on the source.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Where a record's content is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Content {
+    /// No content (empty file, directory without data, virtual directory).
+    #[default]
+    None,
+    /// Content stored inside the metadata itself (NTFS resident data): the
+    /// bytes themselves.
+    Resident(Vec<u8>),
+    /// Content stored in runs, in file order, clipped to the file size.
+    Runs(Vec<Run>),
+    /// Runs holding content in a form this crate does not decode (NTFS
+    /// compressed or EFS-encrypted streams). Reading them gives the stored
+    /// bytes, not the file's bytes.
+    Encoded {
+        /// Why the bytes are not the file's content.
+        encoding: Encoding,
+        /// The stored runs, in file order, up to the allocated size.
+        runs: Vec<Run>,
+    },
+}
+
+/// Storage forms whose bytes are not the file's plain content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// NTFS LZNT1 compression.
+    NtfsCompressed,
+    /// NTFS EFS encryption.
+    NtfsEncrypted,
+}
+
+impl Content {
+    /// Total length of the content this describes (runs summed; resident
+    /// length).
+    pub fn len(&self) -> u64 {
+        match self {
+            Content::None => 0,
+            Content::Resident(b) => b.len() as u64,
+            Content::Runs(r) | Content::Encoded { runs: r, .. } => r.iter().map(Run::len).sum(),
+        }
+    }
+
+    /// Whether the content is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stored extents (zero runs omitted), in file order.
+    pub fn extents(&self) -> Vec<Extent> {
+        match self {
+            Content::Runs(r) | Content::Encoded { runs: r, .. } => r
+                .iter()
+                .filter_map(|run| match *run {
+                    Run::Data { offset, len } => Some(Extent { offset, len }),
+                    Run::Zeros { .. } => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// How a record's content was located, and how far it can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Recovery {
+    /// A live file: the content comes from the file system's own map.
+    Allocated,
+    /// A deleted file whose content was located and every cluster of which is
+    /// currently unallocated. For FAT this is TSK's recovery of consecutive
+    /// clusters from the first one, which is right for contiguous files and
+    /// silently wrong for fragmented ones (DFTT #6).
+    Unallocated,
+    /// A deleted FAT file recovered by TSK's rule after skipping clusters now
+    /// allocated to other files.
+    SkippedAllocated,
+    /// A deleted file some of whose clusters now belong to other files: the
+    /// content is at least partly overwritten.
+    Overwritten,
+    /// A deleted file whose content cannot be located at all.
+    Unrecoverable,
+}
+
+impl Recovery {
+    /// Whether the content described is (as far as the metadata tells) the
+    /// file's own.
+    pub fn is_recoverable(self) -> bool {
+        matches!(
+            self,
+            Recovery::Allocated | Recovery::Unallocated | Recovery::SkippedAllocated
+        )
+    }
+}
+
+/// One name in a file system, as a walk yields it.
+///
+/// Names are kept verbatim (they may contain `/`, NUL, control characters or
+/// be `..`); use [`FileRecord::display_path`] or
+/// [`crate::name::escape_component`] before showing one or building anything
+/// from it. This crate never uses a name as a path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRecord {
+    /// Names of the directories above this record, from the root down.
+    pub parent: Arc<[String]>,
+    /// The name: the long name where there is one, else the short one; for a
+    /// FAT volume label the raw 11 label characters.
+    pub name: String,
+    /// The name's bytes as stored (UTF-16LE for NTFS names and FAT long
+    /// names; the OEM bytes of a FAT short name or label).
+    pub raw_name: Vec<u8>,
+    /// The FAT 8.3 name (or NTFS DOS name) when the record also has a long
+    /// one.
+    pub short_name: Option<String>,
+    /// NTFS alternate data stream (or named index) the record stands for.
+    pub stream: Option<String>,
+    /// TSK-style metadata address.
+    pub meta: MetaAddr,
+    /// What the record names.
+    pub kind: FileKind,
+    /// Size in bytes as TSK reports it (FAT directories: their clusters;
+    /// NTFS directories: the `$I30` index root).
+    pub size: u64,
+    /// Timestamps (NTFS: from `$STANDARD_INFORMATION`).
+    pub times: Times,
+    /// NTFS `$FILE_NAME` timestamps of the name this record is for.
+    pub name_times: Option<Times>,
+    /// How the timestamps relate to UTC.
+    pub time_base: TimeBase,
+    /// Whether the name is allocated (not deleted).
+    pub allocated: bool,
+    /// File-system attribute bits (FAT attribute byte; NTFS file attributes).
+    pub attributes: u32,
+    /// Where the content is.
+    pub content: Content,
+    /// File slack: stored bytes after the end of the content up to the end
+    /// of its last allocation unit, as absolute extents.
+    pub slack: Vec<Extent>,
+    /// How the content was located.
+    pub recovery: Recovery,
+    /// Problems met while building this record.
+    pub errors: Vec<ProcessingError>,
+}
+
+impl FileRecord {
+    /// Whether the name is deleted.
+    pub fn deleted(&self) -> bool {
+        !self.allocated
+    }
+
+    /// Whether the content described is (as far as the metadata tells) the
+    /// file's own.
+    pub fn recoverable(&self) -> bool {
+        self.recovery.is_recoverable()
+    }
+
+    /// The name as TSK's `fls` prints it: streams as `name:stream`, FAT
+    /// labels with ` (Volume Label Entry)` appended. Not escaped.
+    pub fn tsk_name(&self) -> String {
+        let mut s = self.name.clone();
+        if let Some(stream) = &self.stream {
+            s.push(':');
+            s.push_str(stream);
+        }
+        if self.kind == FileKind::VolumeLabel {
+            s.push_str(" (Volume Label Entry)");
+        }
+        s
+    }
+
+    /// The full path as `fls -r -p` prints it (`dir/sub/name`, no leading
+    /// slash). Not escaped: a name holding `/` makes it ambiguous; use
+    /// [`FileRecord::display_path`] for anything shown or stored as a path.
+    pub fn path(&self) -> String {
+        let mut s = String::new();
+        for p in self.parent.iter() {
+            s.push_str(p);
+            s.push('/');
+        }
+        s.push_str(&self.tsk_name());
+        s
+    }
+
+    /// The full path with every component escaped (see
+    /// [`crate::name::escape_component`]): unambiguous and safe to show.
+    pub fn display_path(&self) -> String {
+        let mut s = String::new();
+        for p in self.parent.iter() {
+            s.push_str(&escape_component(p));
+            s.push('/');
+        }
+        s.push_str(&escape_component(&self.tsk_name()));
+        s
+    }
+}
