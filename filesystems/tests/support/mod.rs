@@ -1,0 +1,337 @@
+//! Helpers for caseload-fs's integration tests: the optional real-image
+//! folder, optional oracle tools, an E01 adapter, TSK bodyfile parsing and
+//! hashing through the crate's content reader.
+
+#![allow(dead_code)]
+
+pub mod synth;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use caseload_fs::{ContentReader, FileRecord, FileSystem, ReadAt};
+use md5::{Digest, Md5};
+
+/// `../shared/real-images` beside the checkout (or `CASELOAD_REAL_IMAGES`),
+/// or `None` with a printed notice.
+pub fn real_images(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("CASELOAD_REAL_IMAGES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("..")
+                .join("shared")
+                .join("real-images")
+        });
+    if dir.join("README.md").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED {test}: real images not found at {} (set CASELOAD_REAL_IMAGES)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Whether an oracle tool is on `PATH`; prints a skip notice if not.
+pub fn have_tool(test: &str, tool: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|p| p.join(tool).is_file()))
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIPPED {test}: external tool `{tool}` is not installed");
+    }
+    found
+}
+
+/// An E01 image as a [`ReadAt`], through the `ewf` crate.
+pub struct Ewf(pub ewf::EwfReader);
+
+impl ReadAt for Ewf {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.0
+            .read_at(buf, offset)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    fn len(&self) -> u64 {
+        self.0.total_size()
+    }
+}
+
+/// Opens a raw image (`std::fs::File`) or an E01 set (`ewf`).
+pub fn open_image(path: &Path) -> Box<dyn ReadAt> {
+    let is_ewf = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("e01"));
+    if is_ewf {
+        Box::new(Ewf(ewf::EwfReader::open(path).expect("open E01")))
+    } else {
+        Box::new(std::fs::File::open(path).expect("open raw image"))
+    }
+}
+
+/// Hex MD5 of a record's content read through its runs.
+pub fn md5_of<R: ReadAt + ?Sized>(src: &R, rec: &FileRecord) -> String {
+    let mut r = ContentReader::new(src, &rec.content);
+    let mut h = Md5::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = r.read(&mut buf).expect("read content");
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    hex(&h.finalize())
+}
+
+pub fn md5_bytes(b: &[u8]) -> String {
+    hex(&Md5::digest(b))
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Every record of a walk, in walk order.
+pub fn walk_all<R: ReadAt>(fs: &FileSystem<R>) -> (Vec<FileRecord>, caseload_fs::WalkSummary) {
+    let mut out = Vec::new();
+    let summary = fs
+        .walk(|r| {
+            out.push(r);
+            ControlFlow::Continue(())
+        })
+        .expect("walk");
+    (out, summary)
+}
+
+/// One line of a TSK bodyfile (`fls -m` with the MD5 column filled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyLine {
+    pub md5: String,
+    /// Path without the leading `/` and without ` (deleted)`.
+    pub path: String,
+    pub deleted: bool,
+    pub file_name_attr: bool,
+    pub inode: String,
+    pub mode: String,
+    pub size: u64,
+    pub atime: i64,
+    pub mtime: i64,
+    pub ctime: i64,
+    pub crtime: i64,
+}
+
+impl BodyLine {
+    /// Whether the metadata type is a regular file (`r/r`, `-/r`).
+    pub fn regular(&self) -> bool {
+        self.mode
+            .split('/')
+            .nth(1)
+            .is_some_and(|m| m.starts_with('r'))
+    }
+}
+
+pub fn parse_bodyfile(text: &str) -> Vec<BodyLine> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let n = f.len();
+            assert!(n >= 11, "bodyfile line {l}");
+            let mut name = f[1..n - 9].join("|");
+            let deleted = name.ends_with(" (deleted)");
+            if deleted {
+                name.truncate(name.len() - " (deleted)".len());
+            }
+            let file_name_attr = name.ends_with(" ($FILE_NAME)");
+            if file_name_attr {
+                name.truncate(name.len() - " ($FILE_NAME)".len());
+            }
+            let num = |s: &str| s.parse::<i64>().expect("number");
+            BodyLine {
+                md5: f[0].to_string(),
+                path: name.trim_start_matches('/').to_string(),
+                deleted,
+                file_name_attr,
+                inode: f[n - 9].to_string(),
+                mode: f[n - 8].to_string(),
+                size: f[n - 5].parse().expect("size"),
+                atime: num(f[n - 4]),
+                mtime: num(f[n - 3]),
+                ctime: num(f[n - 2]),
+                crtime: num(f[n - 1]),
+            }
+        })
+        .collect()
+}
+
+/// Records keyed by (TSK path, meta address); several records can share a
+/// key (TSK lists some files twice), so values are lists.
+pub fn by_key(records: &[FileRecord]) -> BTreeMap<(String, String), Vec<&FileRecord>> {
+    let mut m: BTreeMap<(String, String), Vec<&FileRecord>> = BTreeMap::new();
+    for r in records {
+        m.entry((r.path(), r.meta.to_string())).or_default().push(r);
+    }
+    m
+}
+
+/// MD5 of `icat -o <sector> <image> <addr>`, if icat runs.
+pub fn icat_md5(image: &Path, sector: u64, addr: &str) -> Option<String> {
+    let out = Command::new("icat")
+        .arg("-o")
+        .arg(sector.to_string())
+        .arg(image)
+        .arg(addr)
+        .output()
+        .ok()?;
+    out.status.success().then(|| md5_bytes(&out.stdout))
+}
+
+/// Seconds of an optional timestamp, 0 when absent (as TSK prints it).
+pub fn secs(t: Option<caseload_fs::Timestamp>) -> i64 {
+    t.map_or(0, |t| t.secs)
+}
+
+const ZERO_MD5: &str = "00000000000000000000000000000000";
+
+/// What TSK prints for an NTFS timestamp of 0 ("not set"): it subtracts the
+/// 1601-to-1970 offset in unsigned arithmetic and truncates to 32 bits. This
+/// crate reports such a time as absent (0 in a bodyfile).
+pub const TSK_ZERO_NT_TIME: i64 = 3_373_865_674;
+
+fn tsk_time(t: i64) -> i64 {
+    if t == TSK_ZERO_NT_TIME { 0 } else { t }
+}
+
+/// Checks records against TSK bodyfile lines: every regular-file line must
+/// be a record with the same path, meta address, deleted state, size,
+/// timestamps and MD5 (named streams and lines TSK could not hash are
+/// checked against `icat` of their own address when `can_icat`), and every
+/// regular-file record must be listed. Returns the differences.
+pub fn compare_with_bodyfile<R: ReadAt + ?Sized>(
+    src: &R,
+    image: &Path,
+    sector: u64,
+    records: &[FileRecord],
+    lines: &[BodyLine],
+    can_icat: bool,
+) -> Vec<String> {
+    let index = by_key(records);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut oracle_keys = std::collections::BTreeSet::new();
+    for l in lines.iter().filter(|l| l.regular() && !l.file_name_attr) {
+        oracle_keys.insert((l.path.clone(), l.inode.clone()));
+        let Some(recs) = index.get(&(l.path.clone(), l.inode.clone())) else {
+            failures.push(format!("missing: {} [{}]", l.path, l.inode));
+            continue;
+        };
+        let r = recs[0];
+        checked += 1;
+        if r.size != l.size {
+            failures.push(format!("{}: size {} vs TSK {}", l.path, r.size, l.size));
+        }
+        if r.deleted() != l.deleted {
+            failures.push(format!(
+                "{}: deleted {} vs TSK {}",
+                l.path,
+                r.deleted(),
+                l.deleted
+            ));
+        }
+        let t = &r.times;
+        let got = (
+            secs(t.accessed),
+            secs(t.modified),
+            secs(t.changed),
+            secs(t.created),
+        );
+        let want = (
+            tsk_time(l.atime),
+            tsk_time(l.mtime),
+            tsk_time(l.ctime),
+            tsk_time(l.crtime),
+        );
+        if got != want {
+            failures.push(format!(
+                "{}: times a/m/c/cr {got:?} vs TSK {want:?}",
+                l.path
+            ));
+        }
+        if l.path == "$BadClus:$Bad" {
+            // TSK reads a stream only up to its initialized size, which is 0
+            // for $Bad, so its MD5 is that of no bytes. This crate gives the
+            // stream's real length with the uninitialized part as zero runs
+            // (what NTFS returns); check that nothing but bad clusters is
+            // stored, so hashing it reads nothing from the disk.
+            let stored: u64 = r.content.extents().iter().map(|e| e.len).sum();
+            if stored != 0 {
+                failures.push(format!("$BadClus:$Bad maps {stored} stored bytes"));
+            }
+            continue;
+        }
+        // TSK's bodyfile MD5 column is `icat <inode>`: the default stream.
+        // Named streams are checked against icat of their own address.
+        let expected = if r.stream.is_some() || l.md5 == ZERO_MD5 {
+            if !can_icat {
+                continue;
+            }
+            match icat_md5(image, sector, &l.inode) {
+                Some(m) => m,
+                None => continue,
+            }
+        } else {
+            l.md5.clone()
+        };
+        let md5 = md5_of(src, r);
+        if md5 != expected {
+            failures.push(format!("{} [{}]: md5 {md5} vs {expected}", l.path, l.inode));
+        }
+    }
+    for r in records {
+        let regular = matches!(
+            r.kind,
+            caseload_fs::FileKind::File | caseload_fs::FileKind::VolumeLabel
+        );
+        if regular && !oracle_keys.contains(&(r.path(), r.meta.to_string())) {
+            failures.push(format!(
+                "extra record not in TSK's listing: {} [{}]",
+                r.path(),
+                r.meta
+            ));
+        }
+    }
+    if checked == 0 {
+        failures.push("no regular-file line checked".to_string());
+    }
+    failures
+}
+
+/// TSK's bodyfile for the file system at `sector` of `image`, with the MD5
+/// column filled from `icat` (as the real-image oracles were made), or
+/// `None` if fls/icat cannot run.
+pub fn live_bodyfile(image: &Path, sector: u64) -> Option<Vec<BodyLine>> {
+    let out = Command::new("fls")
+        .args(["-r", "-m", "/", "-o", &sector.to_string()])
+        .arg(image)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = parse_bodyfile(&text);
+    for l in &mut lines {
+        let inode = l.inode.split('-').next().unwrap_or("0").to_string();
+        l.md5 = icat_md5(image, sector, &inode).unwrap_or_else(|| ZERO_MD5.to_string());
+    }
+    Some(lines)
+}
