@@ -1,1 +1,29 @@
-//! corpus-gen: deterministic synthetic evidence disks with exact ground truth.
+//! corpus-gen: deterministic synthetic evidence disks with exact ground
+//! truth.
+//!
+//! [`generate`] writes `image.dd` (an MBR or GPT disk holding one FAT
+//! partition shaped like a Windows user's disk), `manifest.json` (every
+//! file, deleted entry, carvable item and planted keyword, schema in
+//! `docs/manifest.md`, types in [`manifest`]) and the known/notable hash
+//! sets. The same seed and options always give byte-identical output,
+//! whatever the thread count, and memory stays bounded whatever the size.
+
+pub mod boot;
+pub mod content;
+pub mod error;
+pub mod fat;
+pub mod generate;
+pub mod geometry;
+pub mod hashsets;
+pub mod manifest;
+pub mod plan;
+pub mod profile;
+pub mod rng;
+pub mod words;
+
+pub use error::CorpusError;
+pub use fat::FatType;
+pub use generate::{IMAGE, MANIFEST, NoProgress, Options, Progress, Report, generate};
+pub use geometry::TableKind;
+pub use manifest::Manifest;
+pub use profile::Profile;

@@ -1,0 +1,275 @@
+//! Content generators. Each takes a [`Spec`] (kind, exact size, content
+//! key, planted keywords) and returns exactly `size` bytes that the standard
+//! tool for the type opens. Sizes are fixed at plan time, before any byte
+//! exists, because directory entries and cluster chains are written first;
+//! each generator therefore pads in a way its format allows (comment
+//! segments and chunks, archive comments, PDF comment lines, ID3 padding).
+//!
+//! Encoded media come from a small per-run [`Pool`] encoded once with real
+//! encoders; each file is a pool member varied validly and cheaply (a JPEG
+//! COM segment, a PNG tEXt chunk, a GIF comment extension, SQLite
+//! placeholder cells) so that every file's hash is its own.
+
+mod binary;
+mod image;
+mod mail;
+mod pdf;
+mod sqlite;
+mod text;
+mod zip;
+
+pub use image::Pool;
+
+use crate::rng::Rng;
+use serde::{Deserialize, Serialize};
+
+/// Content types the generator produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Plain text document.
+    Text,
+    /// Application log.
+    Log,
+    /// HTML page.
+    Html,
+    /// RFC 5322 message with MIME attachments.
+    Eml,
+    /// Mailbox of several messages (mboxrd).
+    Mbox,
+    /// JPEG image.
+    Jpeg,
+    /// PNG image.
+    Png,
+    /// GIF image.
+    Gif,
+    /// PDF document with extractable text.
+    Pdf,
+    /// ZIP archive.
+    Zip,
+    /// Word document (OOXML).
+    Docx,
+    /// Excel workbook (OOXML).
+    Xlsx,
+    /// SQLite database shaped like browser history.
+    Sqlite,
+    /// MPEG audio (compressed media: incompressible payload).
+    Mp3,
+    /// Encrypted container (random bytes).
+    Container,
+    /// Windows executable.
+    Exe,
+}
+
+impl Kind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [Kind; 16] = [
+        Kind::Text,
+        Kind::Log,
+        Kind::Html,
+        Kind::Eml,
+        Kind::Mbox,
+        Kind::Jpeg,
+        Kind::Png,
+        Kind::Gif,
+        Kind::Pdf,
+        Kind::Zip,
+        Kind::Docx,
+        Kind::Xlsx,
+        Kind::Sqlite,
+        Kind::Mp3,
+        Kind::Container,
+        Kind::Exe,
+    ];
+
+    /// Usual file-name extension.
+    pub fn ext(self) -> &'static str {
+        match self {
+            Kind::Text => "txt",
+            Kind::Log => "log",
+            Kind::Html => "html",
+            Kind::Eml => "eml",
+            Kind::Mbox => "",
+            Kind::Jpeg => "jpg",
+            Kind::Png => "png",
+            Kind::Gif => "gif",
+            Kind::Pdf => "pdf",
+            Kind::Zip => "zip",
+            Kind::Docx => "docx",
+            Kind::Xlsx => "xlsx",
+            Kind::Sqlite => "",
+            Kind::Mp3 => "mp3",
+            Kind::Container => "tc",
+            Kind::Exe => "exe",
+        }
+    }
+
+    /// MIME type.
+    pub fn mime(self) -> &'static str {
+        match self {
+            Kind::Text => "text/plain",
+            Kind::Log => "text/plain",
+            Kind::Html => "text/html",
+            Kind::Eml => "message/rfc822",
+            Kind::Mbox => "application/mbox",
+            Kind::Jpeg => "image/jpeg",
+            Kind::Png => "image/png",
+            Kind::Gif => "image/gif",
+            Kind::Pdf => "application/pdf",
+            Kind::Zip => "application/zip",
+            Kind::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            Kind::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            Kind::Sqlite => "application/vnd.sqlite3",
+            Kind::Mp3 => "audio/mpeg",
+            Kind::Container => "application/octet-stream",
+            Kind::Exe => "application/vnd.microsoft.portable-executable",
+        }
+    }
+
+    /// Whether a carver can find this type by header (and footer or
+    /// length): the types listed as carvable items when intact.
+    pub fn carvable(self) -> bool {
+        matches!(
+            self,
+            Kind::Jpeg
+                | Kind::Png
+                | Kind::Gif
+                | Kind::Pdf
+                | Kind::Zip
+                | Kind::Docx
+                | Kind::Xlsx
+                | Kind::Sqlite
+                | Kind::Eml
+                | Kind::Html
+        )
+    }
+
+    /// Whether the bytes are essentially incompressible (they set the E01
+    /// compression ratio together with random free space).
+    pub fn incompressible(self) -> bool {
+        matches!(self, Kind::Jpeg | Kind::Mp3 | Kind::Container)
+    }
+
+    /// Smallest size this kind can be generated at for the given pool.
+    pub fn min_size(self, pool: &Pool) -> u64 {
+        match self {
+            Kind::Text | Kind::Log | Kind::Container => 0,
+            Kind::Html => 256,
+            Kind::Eml => 1024,
+            Kind::Mbox => 2048,
+            Kind::Jpeg => pool.jpeg_min() + 64,
+            Kind::Png => pool.png_min() + 64,
+            Kind::Gif => pool.gif_min() + 64,
+            Kind::Pdf => 2048,
+            Kind::Zip | Kind::Docx | Kind::Xlsx => 4096,
+            Kind::Sqlite => pool.sqlite_min(),
+            Kind::Mp3 => 4096,
+            Kind::Exe => 4096,
+        }
+    }
+}
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Content type.
+    pub kind: Kind,
+    /// Exact size in bytes.
+    pub size: u64,
+    /// Key of this content's random stream (equal keys and specs give
+    /// equal bytes: that is how planted duplicates are made).
+    pub key: u64,
+    /// Planted keywords to embed.
+    pub keywords: Vec<String>,
+    /// File offsets at which a keyword must straddle (text and log only):
+    /// the generator centres keyword `i` on `straddle[i]` when given.
+    pub straddle: Vec<u64>,
+    /// Pool member to vary (images, SQLite) or other variant selector.
+    pub variant: u32,
+    /// A time the content speaks of (mail dates, log times), seconds since
+    /// 1980-01-01.
+    pub when: u64,
+}
+
+/// One decoded attachment of a message, for the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// Index of the message within the file (0 for .eml).
+    pub message: u32,
+    /// The attachment's file name.
+    pub name: String,
+    /// Its MIME type.
+    pub mime: String,
+    /// Decoded size in bytes.
+    pub size: u64,
+    /// MD5 of the decoded bytes.
+    pub md5: String,
+    /// SHA-1 of the decoded bytes.
+    pub sha1: String,
+    /// SHA-256 of the decoded bytes.
+    pub sha256: String,
+}
+
+/// Generated bytes plus facts only generation knows.
+#[derive(Debug, Clone, Default)]
+pub struct Generated {
+    /// Exactly `Spec::size` bytes.
+    pub bytes: Vec<u8>,
+    /// Attachments of e-mail content.
+    pub attachments: Vec<Attachment>,
+}
+
+/// Produce the content for `spec`.
+pub fn generate(spec: &Spec, pool: &Pool) -> Result<Generated, crate::CorpusError> {
+    let mut rng = Rng::new(spec.key);
+    let size = spec.size as usize;
+    let mut out = Generated::default();
+    out.bytes = match spec.kind {
+        Kind::Text => text::plain(&mut rng, size, &spec.keywords, &spec.straddle),
+        Kind::Log => text::log(&mut rng, size, &spec.keywords, &spec.straddle, spec.when),
+        Kind::Html => text::html(&mut rng, size, &spec.keywords),
+        Kind::Pdf => pdf::pdf(&mut rng, size, &spec.keywords, spec.when),
+        Kind::Jpeg => pool.jpeg(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
+        Kind::Png => pool.png(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
+        Kind::Gif => pool.gif(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
+        Kind::Sqlite => pool.sqlite(spec.variant, size, &spec.keywords, spec.key)?,
+        Kind::Zip => zip::archive(&mut rng, size, &spec.keywords, pool, spec.when)?,
+        Kind::Docx => zip::docx(&mut rng, size, &spec.keywords, pool, spec.when)?,
+        Kind::Xlsx => zip::xlsx(&mut rng, size, &spec.keywords, pool, spec.when)?,
+        Kind::Eml => {
+            let (b, a) = mail::eml(&mut rng, size, &spec.keywords, pool, spec.when)?;
+            out.attachments = a;
+            b
+        }
+        Kind::Mbox => {
+            let (b, a) = mail::mbox(&mut rng, size, &spec.keywords, pool, spec.when)?;
+            out.attachments = a;
+            b
+        }
+        Kind::Mp3 => binary::mp3(&mut rng, size),
+        Kind::Container => binary::container(&mut rng, size),
+        Kind::Exe => binary::exe(&mut rng, size, spec.when),
+    };
+    if out.bytes.len() != size {
+        return Err(crate::CorpusError::Encode {
+            what: "content",
+            detail: format!(
+                "{:?} generator produced {} bytes instead of {size}",
+                spec.kind,
+                out.bytes.len()
+            ),
+        });
+    }
+    Ok(out)
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(H[(b >> 4) as usize] as char);
+        s.push(H[(b & 15) as usize] as char);
+    }
+    s
+}

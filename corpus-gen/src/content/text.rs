@@ -1,0 +1,163 @@
+//! Plain text, logs and HTML, sized exactly.
+
+use crate::fat::Stamp;
+use crate::rng::Rng;
+use crate::words;
+
+/// Overwrite `buf[at..]` with ` token ` so the token stands as its own word;
+/// positions are clamped to stay inside the buffer.
+fn put_token(buf: &mut [u8], at: usize, token: &str) {
+    let t = token.as_bytes();
+    if buf.len() < t.len() + 2 {
+        return;
+    }
+    let at = at.clamp(1, buf.len() - t.len() - 1);
+    buf[at - 1] = b' ';
+    buf[at..at + t.len()].copy_from_slice(t);
+    buf[at + t.len()] = b' ';
+}
+
+/// Place keywords: keyword `i` centred on `straddle[i]` when given (so it
+/// crosses that offset, typically a cluster boundary), otherwise at a
+/// random offset; `lo` keeps them clear of a header.
+fn place(rng: &mut Rng, buf: &mut [u8], lo: usize, keywords: &[String], straddle: &[u64]) {
+    for (i, k) in keywords.iter().enumerate() {
+        let at = match straddle.get(i) {
+            Some(&s) => (s as usize).saturating_sub(k.len() / 2),
+            None => {
+                let hi = buf.len().saturating_sub(k.len() + 2);
+                rng.range(lo as u64 + 1, hi.max(lo + 1) as u64) as usize
+            }
+        };
+        put_token(buf, at.max(lo + 1), k);
+    }
+}
+
+/// A plain-text document of exactly `size` bytes.
+pub fn plain(rng: &mut Rng, size: usize, keywords: &[String], straddle: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size);
+    words::fill_text(rng, &mut out, size);
+    place(rng, &mut out, 0, keywords, straddle);
+    out
+}
+
+const LEVELS: &[&str] = &["INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"];
+const MODULES: &[&str] = &[
+    "updater",
+    "sync",
+    "net.http",
+    "auth",
+    "scheduler",
+    "db.pool",
+    "ui.main",
+    "spooler",
+    "backup",
+];
+
+/// An application log of exactly `size` bytes: timestamped lines.
+pub fn log(
+    rng: &mut Rng,
+    size: usize,
+    keywords: &[String],
+    straddle: &[u64],
+    when: u64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 256);
+    let mut t = when.saturating_sub(86_400 * 30);
+    while out.len() < size {
+        t += rng.range(0, 900);
+        let s = Stamp { secs: t, centis: 0 };
+        let iso = s.iso();
+        out.extend_from_slice(iso.replacen('T', " ", 1).as_bytes());
+        out.extend_from_slice(format!(".{:03} ", rng.below(1000)).as_bytes());
+        out.extend_from_slice(rng.pick(LEVELS).as_bytes());
+        out.extend_from_slice(b" [");
+        out.extend_from_slice(rng.pick(MODULES).as_bytes());
+        out.extend_from_slice(b"] ");
+        words::push_sentence(rng, &mut out);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.truncate(size);
+    if size > 0 {
+        out[size - 1] = b'\n';
+    }
+    place(rng, &mut out, 0, keywords, straddle);
+    out
+}
+
+/// An HTML page of exactly `size` bytes (`size` ≥ 256).
+pub fn html(rng: &mut Rng, size: usize, keywords: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 512);
+    out.extend_from_slice(
+        b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>",
+    );
+    let mut title = Vec::new();
+    words::push_sentence(rng, &mut title);
+    title.retain(|c| *c != b'<' && *c != b'>' && *c != b'&');
+    title.truncate(60);
+    out.extend_from_slice(&title);
+    out.extend_from_slice(b"</title>\n</head>\n<body>\n");
+    let footer = b"</body>\n</html>\n";
+    let mut pending: Vec<&String> = keywords.iter().collect();
+    let mut para = Vec::new();
+    loop {
+        para.clear();
+        para.extend_from_slice(b"<p>");
+        let mut sentence = Vec::new();
+        words::push_sentence(rng, &mut sentence);
+        sentence.retain(|c| *c != b'<' && *c != b'>' && *c != b'&');
+        para.extend_from_slice(&sentence);
+        if let Some(k) = pending.pop() {
+            para.push(b' ');
+            para.extend_from_slice(k.as_bytes());
+            para.push(b'.');
+        }
+        if rng.below(3) == 0 {
+            para.extend_from_slice(b" <a href=\"");
+            words::push_url(rng, &mut para);
+            para.extend_from_slice(b"\">");
+            para.extend_from_slice(words::zipf_word(rng).as_bytes());
+            para.extend_from_slice(b"</a>");
+        }
+        para.extend_from_slice(b"</p>\n");
+        if out.len() + para.len() + footer.len() > size {
+            break;
+        }
+        out.extend_from_slice(&para);
+    }
+    // Whitespace between elements is insignificant in HTML.
+    while out.len() + footer.len() < size {
+        out.push(if out.len() % 80 == 0 { b'\n' } else { b' ' });
+    }
+    out.extend_from_slice(footer);
+    out.truncate(size);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_exact_and_keywords_present() {
+        let kw = vec!["qzbcdfghjk".to_string(), "qzlmnpstvw".to_string()];
+        for size in [0usize, 1, 30, 511, 512, 4096, 100_000] {
+            let mut r = Rng::new(size as u64);
+            let t = plain(&mut r, size, &kw, &[]);
+            assert_eq!(t.len(), size);
+            let l = log(&mut r, size, &kw, &[], 1_000_000_000);
+            assert_eq!(l.len(), size);
+        }
+        let mut r = Rng::new(3);
+        let t = plain(&mut r, 4096, &kw, &[2048, 1024]);
+        let at = t.windows(10).position(|w| w == b"qzbcdfghjk").unwrap();
+        assert!(at < 2048 && at + 10 > 2048);
+        for size in [256usize, 300, 5000, 80_000] {
+            let h = html(&mut r, size, &kw);
+            assert_eq!(h.len(), size);
+            assert!(h.ends_with(b"</html>\n"));
+        }
+        let h = html(&mut r, 20_000, &kw);
+        assert!(h.windows(10).any(|w| w == b"qzlmnpstvw"));
+    }
+}

@@ -1,0 +1,385 @@
+//! The manifest: ground truth of a corpus, versioned and documented in
+//! `docs/manifest.md`. These types are public so other crates' tests can
+//! load a manifest (`serde_json::from_reader`) and compare against it.
+
+use crate::content::{Attachment, Kind};
+use crate::fat::FatType;
+use crate::geometry::TableKind;
+use crate::profile::Profile;
+use serde::{Deserialize, Serialize};
+
+/// Value of [`Manifest::schema`].
+pub const SCHEMA: &str = "caseload-corpus-manifest";
+/// Current schema version. Bumped on any incompatible change.
+pub const VERSION: u32 = 1;
+
+/// The whole manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Schema version ([`VERSION`]).
+    pub version: u32,
+    /// What made the corpus.
+    pub generator: Generator,
+    /// The options that determine the bytes (same options, same corpus).
+    pub options: OptionsRecord,
+    /// Partition table.
+    pub partition_table: PartitionTable,
+    /// The FAT file system.
+    pub filesystem: FileSystem,
+    /// Where the hash-set files are and what they hold.
+    pub hash_sets: HashSets,
+    /// Every directory and file: live, deleted, and those inside deleted
+    /// directories. Residue (no entry) is under `carvable`.
+    pub files: Vec<FileEntry>,
+    /// Intact content a carver can find: residue in free space and intact
+    /// deleted files of carvable types; plus fragmented deleted files of
+    /// carvable types marked `contiguous: false`.
+    pub carvable: Vec<Carvable>,
+    /// Free-space areas outside any content: zeroed or random.
+    pub unallocated: Vec<Area>,
+    /// The raw image.
+    pub image: ImageInfo,
+    /// Counts and shares.
+    pub summary: Summary,
+}
+
+/// Generator identity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generator {
+    /// Crate name.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+/// The options that shaped the corpus (thread count is absent on purpose:
+/// it never changes the output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptionsRecord {
+    /// Seed.
+    pub seed: u64,
+    /// Requested disk size in bytes.
+    pub requested_size: u64,
+    /// Profile and its knobs as used.
+    pub profile: Profile,
+    /// Requested partition table (`null` = automatic).
+    pub partition_table: Option<TableKind>,
+    /// Requested FAT type (`null` = automatic).
+    pub fat: Option<FatType>,
+    /// Decoy entries per hash set.
+    pub decoys: u64,
+}
+
+/// Partition table facts, as `mmls` reports them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionTable {
+    /// `mbr` or `gpt`.
+    pub kind: TableKind,
+    /// Why this kind: `requested` or `automatic` (GPT above 2 TiB).
+    pub chosen: String,
+    /// MBR disk signature (hex).
+    pub disk_signature: String,
+    /// GPT disk GUID (GPT only).
+    pub disk_guid: Option<String>,
+    /// The partitions (one).
+    pub partitions: Vec<Partition>,
+}
+
+/// One partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    /// Start in 512-byte sectors (what `fls -o` takes).
+    pub start_sector: u64,
+    /// Length in 512-byte sectors.
+    pub sectors: u64,
+    /// Start in bytes.
+    pub offset: u64,
+    /// MBR type byte (hex, e.g. `0x0c`) or GPT type GUID.
+    pub type_id: String,
+    /// GPT partition GUID (GPT only).
+    pub guid: Option<String>,
+}
+
+/// File-system geometry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSystem {
+    /// FAT12, FAT16 or FAT32.
+    #[serde(rename = "type")]
+    pub fat: FatType,
+    /// Byte offset of the boot sector on the disk.
+    pub offset: u64,
+    /// Logical bytes per sector.
+    pub bytes_per_sector: u32,
+    /// Sectors per cluster.
+    pub sectors_per_cluster: u32,
+    /// Cluster size in bytes.
+    pub cluster_size: u64,
+    /// Reserved sectors.
+    pub reserved_sectors: u32,
+    /// Sectors per FAT.
+    pub fat_sectors: u32,
+    /// Number of FATs.
+    pub fats: u32,
+    /// Root entries (FAT12/16).
+    pub root_entries: u32,
+    /// Total logical sectors.
+    pub total_sectors: u64,
+    /// Data clusters.
+    pub clusters: u32,
+    /// Byte offset of cluster 2 on the disk.
+    pub data_offset: u64,
+    /// Clusters free in the FAT.
+    pub free_clusters: u64,
+    /// Volume serial number (hex).
+    pub volume_id: String,
+    /// Allocation group size in clusters (generator internals, useful for
+    /// locating content).
+    pub group_clusters: u32,
+    /// Number of allocation groups.
+    pub groups: u32,
+}
+
+/// Hash-set files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashSets {
+    /// Known set, NSRL RDS 2.x `NSRLFile.txt` form (file name in the
+    /// output directory).
+    pub nsrl_rds2: String,
+    /// Known set as an RDS v3-compatible SQLite database.
+    pub rds3_sqlite: String,
+    /// Notable set, md5sum style.
+    pub notable_md5: String,
+    /// Notable set, sha1sum style.
+    pub notable_sha1: String,
+    /// Decoy entries in each set.
+    pub decoys: u64,
+    /// Planted known entries (distinct hashes of known files).
+    pub known_planted: u64,
+    /// Planted notable entries (distinct hashes of notable files).
+    pub notable_planted: u64,
+}
+
+/// Directory or file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+}
+
+/// A byte range on the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extent {
+    /// Byte offset from the start of the disk image.
+    pub offset: u64,
+    /// Length in bytes (whole clusters).
+    pub length: u64,
+}
+
+/// One occurrence of a planted keyword in a file's raw bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occurrence {
+    /// Offset within the file.
+    pub file_offset: u64,
+    /// Offset on the disk when the token lies in one run (`null` when it is
+    /// split across fragments).
+    pub disk_offset: Option<u64>,
+    /// The token crosses a cluster boundary of the file.
+    pub crosses_cluster_boundary: bool,
+    /// The token is split between two fragments (not contiguous on disk).
+    pub crosses_fragment_boundary: bool,
+    /// Part of the token's bytes were overwritten by another file.
+    pub overwritten: bool,
+}
+
+/// A planted keyword in one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Keyword {
+    /// The token (never produced by the text model).
+    pub token: String,
+    /// Occurrences in the raw bytes; empty when the token is only inside
+    /// compressed or encoded data (DOCX/XLSX/ZIP parts), where text
+    /// extraction finds it but a raw search does not.
+    pub raw: Vec<Occurrence>,
+}
+
+/// A directory or file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// Path from the root with the real (long) names, `/`-separated.
+    pub path: String,
+    /// The path as `fls -r -p` prints it (deleted 8.3-only names show `_`
+    /// for their first character).
+    pub tsk_path: String,
+    /// Directory or file.
+    pub kind: EntryKind,
+    /// Long name (or the 8.3 name when there is no long name).
+    pub name: String,
+    /// Stored 8.3 name, e.g. `QUARTE~1.DOC`.
+    pub short_name: String,
+    /// Whether a long-name (LFN) record exists.
+    pub has_long_name: bool,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+    /// Allocated (not deleted).
+    pub allocated: bool,
+    /// Entry marked deleted.
+    pub deleted: bool,
+    /// Inside a deleted directory.
+    pub in_deleted_dir: bool,
+    /// Creation time (local, ISO 8601, hundredths when non-zero).
+    pub created: String,
+    /// Last modification (local, 2 s resolution).
+    pub modified: String,
+    /// Last access date.
+    pub accessed: String,
+    /// First cluster as the entry records it (0 for empty files).
+    pub first_cluster: u32,
+    /// Byte extents on the disk, in file order (whole clusters; for a
+    /// deleted file, where its clusters were).
+    pub extents: Vec<Extent>,
+    /// Content type (files only).
+    #[serde(rename = "type")]
+    pub content_type: Option<Kind>,
+    /// MIME type (files only).
+    pub mime: Option<String>,
+    /// MD5 of the content (files only).
+    pub md5: Option<String>,
+    /// SHA-1 of the content.
+    pub sha1: Option<String>,
+    /// SHA-256 of the content.
+    pub sha256: Option<String>,
+    /// Planted keywords.
+    pub keywords: Vec<Keyword>,
+    /// Hash is in the known set.
+    pub known: bool,
+    /// Hash is in the notable set.
+    pub notable: bool,
+    /// Planted duplicate group (files sharing it have identical content).
+    pub duplicate_group: Option<u64>,
+    /// Stored in more than one run.
+    pub fragmented: bool,
+    /// Some clusters were reused by another file (deleted files only).
+    pub overwritten: bool,
+    /// Content is recoverable exactly from the disk: always for allocated
+    /// files; for deleted ones when contiguous and not overwritten, so that
+    /// TSK-style recovery of consecutive clusters returns it.
+    pub intact: bool,
+    /// Bytes of non-zero slack after the end of the file in its last
+    /// cluster.
+    pub slack_bytes: u64,
+    /// Decoded attachments of e-mail content.
+    pub attachments: Vec<Attachment>,
+    /// Allocation group.
+    pub group: u32,
+}
+
+/// Where a carvable item comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CarveSource {
+    /// An older file's content left in free space, with no entry.
+    Residue,
+    /// A deleted file's content.
+    Deleted,
+}
+
+/// Content a carver should (or, when `contiguous` is false, cannot) find
+/// whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carvable {
+    /// Byte offset on the disk of the first byte.
+    pub offset: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// Content type.
+    #[serde(rename = "type")]
+    pub content_type: Kind,
+    /// MIME type.
+    pub mime: String,
+    /// MD5.
+    pub md5: String,
+    /// SHA-1.
+    pub sha1: String,
+    /// SHA-256.
+    pub sha256: String,
+    /// Planted keywords.
+    pub keywords: Vec<String>,
+    /// Residue or deleted file.
+    pub source: CarveSource,
+    /// Path of the deleted file (`null` for residue).
+    pub path: Option<String>,
+    /// Whole and contiguous at `offset` (false: fragmented, so carving
+    /// from the header does not return the file).
+    pub contiguous: bool,
+    /// Further runs in file order when not contiguous.
+    pub extents: Vec<Extent>,
+}
+
+/// A free-space area not holding any content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Area {
+    /// Byte offset on the disk.
+    pub offset: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// `zero` or `random`.
+    pub fill: String,
+}
+
+/// The raw image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// File name in the output directory (`null` when the bytes were
+    /// discarded with the hidden benchmarking option).
+    pub file: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Sector size of the partition table.
+    pub sector_size: u64,
+    /// MD5 of the image.
+    pub md5: String,
+    /// SHA-1 of the image.
+    pub sha1: String,
+    /// SHA-256 of the image.
+    pub sha256: String,
+}
+
+/// Counts and shares.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Live directories (skeleton included, root excluded).
+    pub directories: u64,
+    /// Deleted directories.
+    pub deleted_directories: u64,
+    /// Live files.
+    pub files: u64,
+    /// Deleted files (including those in deleted directories).
+    pub deleted_files: u64,
+    /// Deleted files that are intact.
+    pub deleted_intact: u64,
+    /// Fragmented files (live or deleted).
+    pub fragmented_files: u64,
+    /// Residue items in free space.
+    pub residue_items: u64,
+    /// Entries in `carvable`.
+    pub carvable_items: u64,
+    /// Distinct planted keyword tokens.
+    pub keywords: u64,
+    /// Files in the known set.
+    pub known_files: u64,
+    /// Files in the notable set.
+    pub notable_files: u64,
+    /// Planted duplicate groups.
+    pub duplicate_groups: u64,
+    /// Bytes of content written (files, deleted files and residue).
+    pub content_bytes: u64,
+    /// Share of content bytes of incompressible kinds.
+    pub incompressible_share: f64,
+    /// Bytes of random free space.
+    pub random_free_bytes: u64,
+}
