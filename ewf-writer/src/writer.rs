@@ -1,0 +1,532 @@
+//! The streaming writer: media bytes in, segment files out.
+//!
+//! Three kinds of thread cooperate:
+//! - the caller's thread cuts the incoming bytes into chunks, each in a
+//!   buffer taken from a fixed pool (so at most `pool` chunks are ever in
+//!   flight and memory is bounded whatever the media size);
+//! - worker threads compress chunks independently;
+//! - one output thread puts the results back in media order, hashes the raw
+//!   chunks (MD5 and SHA-1) and hands them to the [`Sink`], then returns the
+//!   buffers to the pool.
+//!
+//! Each chunk's stored bytes depend only on its content and the options, and
+//! the output thread writes strictly in chunk order, so the files are
+//! byte-identical whatever the number of workers and however they are
+//! scheduled.
+
+use crate::chunk::ChunkEncoder;
+use crate::error::EwfWriteError;
+use crate::options::{Compression, WriterOptions};
+use crate::plan::Plan;
+use crate::sink::{Sink, SinkResult};
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Memory allowed for chunk buffers in flight (raw and stored copies).
+const IN_FLIGHT_BYTES: u64 = 64 << 20;
+
+/// One segment file of a finished image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// What a finished image holds.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The segment files, in order (`.E01` first).
+    pub segments: Vec<SegmentFile>,
+    /// MD5 of the media as stored (including any sector padding).
+    pub md5: [u8; 16],
+    /// SHA-1 of the media as stored.
+    pub sha1: [u8; 20],
+    /// Bytes the caller supplied.
+    pub source_size: u64,
+    /// Media size recorded in the image: the source rounded up to whole
+    /// 512-byte sectors.
+    pub media_size: u64,
+    /// Zero bytes appended to reach whole sectors (0 when the source was a
+    /// whole number of sectors). When non-zero the stored hashes cover the
+    /// padded media, not the source alone.
+    pub padding_bytes: u64,
+    /// Bytes per chunk.
+    pub chunk_size: u64,
+    /// Chunks in the image.
+    pub chunks: u64,
+    /// Chunks stored compressed.
+    pub compressed_chunks: u64,
+    /// Total size of the segment files.
+    pub stored_bytes: u64,
+    /// The segment set identifier written in the volume and data sections.
+    pub guid: [u8; 16],
+    /// Compression used.
+    pub compression: Compression,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Summary {
+    /// MD5 as lowercase hex.
+    pub fn md5_hex(&self) -> String {
+        hex(&self.md5)
+    }
+
+    /// SHA-1 as lowercase hex.
+    pub fn sha1_hex(&self) -> String {
+        hex(&self.sha1)
+    }
+
+    /// The GUID in 8-4-4-4-12 text form as `ewfinfo` prints it: EWF stores
+    /// it in the Windows layout, whose first three fields are little-endian.
+    pub fn guid_string(&self) -> String {
+        let g = &self.guid;
+        let rev = |b: &[u8]| hex(&b.iter().rev().copied().collect::<Vec<u8>>());
+        format!(
+            "{}-{}-{}-{}-{}",
+            rev(&g[0..4]),
+            rev(&g[4..6]),
+            rev(&g[6..8]),
+            hex(&g[8..10]),
+            hex(&g[10..16])
+        )
+    }
+
+    /// Whether the source had to be padded to whole sectors.
+    pub fn padded(&self) -> bool {
+        self.padding_bytes > 0
+    }
+}
+
+struct Job {
+    index: u64,
+    raw: Vec<u8>,
+    force_compressed: bool,
+}
+
+struct Done {
+    index: u64,
+    raw: Vec<u8>,
+    stored: Vec<u8>,
+    compressed: bool,
+    ok: bool,
+}
+
+/// State shared between the caller and the output thread.
+#[derive(Default)]
+struct Shared {
+    failed: AtomicBool,
+    abort: AtomicBool,
+    error: Mutex<Option<EwfWriteError>>,
+}
+
+impl Shared {
+    fn fail(&self, e: EwfWriteError) {
+        let mut slot = self
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
+    fn take_error(&self) -> EwfWriteError {
+        self.error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or(EwfWriteError::Stopped)
+    }
+
+    fn stopped(&self) -> bool {
+        self.failed.load(Ordering::SeqCst) || self.abort.load(Ordering::SeqCst)
+    }
+}
+
+/// A streaming EWF v1 writer.
+///
+/// Give it the media size up front, then the media bytes strictly in order
+/// through [`write_media`](Self::write_media) or [`std::io::Write`], then
+/// call [`finish`](Self::finish). It never holds more than a bounded number
+/// of chunks in memory. Dropping a writer that has not finished removes the
+/// segment files it created.
+///
+/// ```no_run
+/// use caseload_ewf_writer::{EwfWriter, WriterOptions};
+/// use std::io::Write;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let media = vec![0u8; 1 << 20];
+/// let mut w = EwfWriter::create("/tmp/disk", media.len() as u64, WriterOptions::default())?;
+/// w.write_all(&media)?;
+/// let summary = w.finish()?;
+/// println!("{} segments, MD5 {}", summary.segments.len(), summary.md5_hex());
+/// # Ok(()) }
+/// ```
+pub struct EwfWriter {
+    plan: Arc<Plan>,
+    shared: Arc<Shared>,
+    current: Option<Vec<u8>>,
+    next_index: u64,
+    received: u64,
+    free: Receiver<Vec<u8>>,
+    jobs: Option<Sender<Job>>,
+    workers: Vec<JoinHandle<()>>,
+    output: Option<JoinHandle<Option<SinkResult>>>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for EwfWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EwfWriter")
+            .field("prefix", &self.plan.prefix)
+            .field("media_size", &self.plan.source_size)
+            .field("received", &self.received)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EwfWriter {
+    /// Start an image of `media_size` bytes at `prefix` (`prefix.E01`, ...).
+    ///
+    /// Everything that can be refused without data is refused here, before
+    /// any file is created: an empty media, unsupported chunk size, a chunk
+    /// count over 32 bits, a segment size too small for one chunk, more
+    /// segments (if nothing compressed) than `.E01`..`.ZZZ` can name, and
+    /// (unless `overwrite`) existing segment files.
+    pub fn create(
+        prefix: impl AsRef<Path>,
+        media_size: u64,
+        options: WriterOptions,
+    ) -> Result<EwfWriter, EwfWriteError> {
+        let plan = Arc::new(Plan::new(prefix.as_ref(), media_size, &options)?);
+        if !options.overwrite {
+            for n in 1..=plan.worst_case_segments {
+                let path = u32::try_from(n).ok().and_then(|n| plan.segment_path(n));
+                if let Some(path) = path
+                    && std::fs::symlink_metadata(&path).is_ok()
+                {
+                    return Err(EwfWriteError::SegmentExists { path });
+                }
+            }
+        }
+        let sink = Sink::new(Arc::clone(&plan))?;
+
+        let threads = options.worker_threads().max(1);
+        // Raw and stored copies of each chunk in flight share the budget.
+        let by_memory = IN_FLIGHT_BYTES / (2 * plan.chunk_size);
+        let pool = ((threads as u64) * 4).clamp(4, by_memory.clamp(4, 1024)) as usize;
+        let chunk_size = plan.chunk_size as usize;
+        let (free_tx, free_rx) = bounded::<Vec<u8>>(pool);
+        for _ in 0..pool {
+            // The channel was made with exactly this capacity.
+            let _ = free_tx.send(Vec::with_capacity(chunk_size));
+        }
+        let (job_tx, job_rx) = unbounded::<Job>();
+        let (done_tx, done_rx) = unbounded::<Done>();
+        let (spare_tx, spare_rx) = unbounded::<Vec<u8>>();
+        let shared = Arc::new(Shared::default());
+
+        let mut workers = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let jobs = job_rx.clone();
+            let done = done_tx.clone();
+            let spare = spare_rx.clone();
+            let compression = options.compression;
+            let spawned = std::thread::Builder::new()
+                .name(format!("ewf-compress-{i}"))
+                .spawn(move || compress_worker(compression, &jobs, &done, &spare));
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(_) => break,
+            }
+        }
+        drop(done_tx);
+        let out_shared = Arc::clone(&shared);
+        let chunk_count = plan.chunk_count;
+        let output = std::thread::Builder::new()
+            .name("ewf-output".into())
+            .spawn(move || {
+                output_loop(
+                    sink,
+                    chunk_count,
+                    &done_rx,
+                    &free_tx,
+                    &spare_tx,
+                    &out_shared,
+                )
+            });
+        let output = match output {
+            Ok(h) if !workers.is_empty() => Some(h),
+            _ => return Err(EwfWriteError::ThreadFailed),
+        };
+        Ok(EwfWriter {
+            plan,
+            shared,
+            current: None,
+            next_index: 0,
+            received: 0,
+            free: free_rx,
+            jobs: Some(job_tx),
+            workers,
+            output,
+            finished: false,
+        })
+    }
+
+    /// Bytes of media received so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.received
+    }
+
+    /// The number of bytes declared at creation.
+    pub fn declared_size(&self) -> u64 {
+        self.plan.source_size
+    }
+
+    /// Append media bytes. The first error stops the writer: it is returned
+    /// once, later calls return [`EwfWriteError::Stopped`], and the segment
+    /// files are removed when the writer is dropped.
+    pub fn write_media(&mut self, mut data: &[u8]) -> Result<(), EwfWriteError> {
+        if self.shared.stopped() {
+            return Err(self.shared.take_error());
+        }
+        let remaining = self.plan.source_size - self.received;
+        if data.len() as u64 > remaining {
+            return Err(EwfWriteError::TooMuchData {
+                expected: self.plan.source_size,
+            });
+        }
+        let chunk_size = self.plan.chunk_size as usize;
+        while !data.is_empty() {
+            let buf = match self.current.as_mut() {
+                Some(buf) => buf,
+                None => {
+                    let mut buf = self.take_buffer()?;
+                    buf.clear();
+                    self.current.insert(buf)
+                }
+            };
+            let n = (chunk_size - buf.len()).min(data.len());
+            buf.extend_from_slice(&data[..n]);
+            data = &data[n..];
+            self.received += n as u64;
+            if buf.len() == chunk_size {
+                self.submit(false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for a free chunk buffer; the output thread returns them.
+    fn take_buffer(&mut self) -> Result<Vec<u8>, EwfWriteError> {
+        match self.free.recv() {
+            Ok(buf) if !self.shared.stopped() => Ok(buf),
+            Ok(_) => Err(self.shared.take_error()),
+            Err(_) => {
+                self.shared.fail(EwfWriteError::ThreadFailed);
+                Err(self.shared.take_error())
+            }
+        }
+    }
+
+    fn submit(&mut self, force_compressed: bool) -> Result<(), EwfWriteError> {
+        let Some(raw) = self.current.take() else {
+            return Ok(());
+        };
+        let job = Job {
+            index: self.next_index,
+            raw,
+            force_compressed,
+        };
+        self.next_index += 1;
+        let sent = self.jobs.as_ref().map(|j| j.send(job).is_ok());
+        if sent != Some(true) {
+            self.shared.fail(EwfWriteError::ThreadFailed);
+        }
+        if self.shared.stopped() {
+            return Err(self.shared.take_error());
+        }
+        Ok(())
+    }
+
+    /// Write the closing sections and return what was written.
+    ///
+    /// Fails (and removes the segments) if fewer bytes than the declared
+    /// media size were written. A source that is not a whole number of
+    /// 512-byte sectors is padded with zeros here; the summary records it.
+    pub fn finish(mut self) -> Result<Summary, EwfWriteError> {
+        if self.shared.stopped() {
+            return Err(self.shared.take_error());
+        }
+        if self.received < self.plan.source_size {
+            return Err(EwfWriteError::ShortMedia {
+                expected: self.plan.source_size,
+                got: self.received,
+            });
+        }
+        if let Some(buf) = self.current.as_mut() {
+            let last_len = self.plan.chunk_len(self.next_index) as usize;
+            buf.resize(last_len, 0);
+            let short = last_len < self.plan.chunk_size as usize;
+            self.submit(short)?;
+        }
+        let result = self.join();
+        self.finished = true;
+        let Some(done) = result else {
+            return Err(self.shared.take_error());
+        };
+        let segments: Vec<SegmentFile> = done
+            .segments
+            .iter()
+            .map(|s| SegmentFile {
+                path: s.path.clone(),
+                size: s.size,
+            })
+            .collect();
+        Ok(Summary {
+            stored_bytes: segments.iter().map(|s| s.size).sum(),
+            segments,
+            md5: done.md5,
+            sha1: done.sha1,
+            source_size: self.plan.source_size,
+            media_size: self.plan.media_size,
+            padding_bytes: self.plan.media_size - self.plan.source_size,
+            chunk_size: self.plan.chunk_size,
+            chunks: self.plan.chunk_count,
+            compressed_chunks: done.compressed_chunks,
+            guid: done.guid,
+            compression: self.plan.options.compression,
+        })
+    }
+
+    /// Stop the workers and the output thread and collect the output.
+    fn join(&mut self) -> Option<SinkResult> {
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            if w.join().is_err() {
+                self.shared.fail(EwfWriteError::ThreadFailed);
+            }
+        }
+        match self.output.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => {
+                self.shared.fail(EwfWriteError::ThreadFailed);
+                None
+            }
+        }
+    }
+
+    /// Give up: stop the threads and remove the segment files written.
+    pub fn abort(mut self) {
+        self.shared.abort.store(true, Ordering::SeqCst);
+        let _ = self.join();
+        self.finished = true;
+    }
+}
+
+impl Drop for EwfWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared.abort.store(true, Ordering::SeqCst);
+            let _ = self.join();
+        }
+    }
+}
+
+impl io::Write for EwfWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_media(buf).map_err(io::Error::other)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn compress_worker(
+    compression: Compression,
+    jobs: &Receiver<Job>,
+    done: &Sender<Done>,
+    spare: &Receiver<Vec<u8>>,
+) {
+    let mut encoder = ChunkEncoder::new(compression);
+    for job in jobs.iter() {
+        let mut stored = spare.try_recv().unwrap_or_default();
+        let raw = job.raw;
+        // A panic inside the compressor must not strand the chunk's buffer:
+        // the output thread waits for every index in order.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            encoder.encode(&raw, job.force_compressed, &mut stored)
+        }));
+        let (compressed, ok) = match outcome {
+            Ok(c) => (c, true),
+            Err(_) => {
+                encoder = ChunkEncoder::new(compression);
+                (false, false)
+            }
+        };
+        let result = Done {
+            index: job.index,
+            raw,
+            stored,
+            compressed,
+            ok,
+        };
+        if done.send(result).is_err() {
+            break;
+        }
+    }
+}
+
+fn output_loop(
+    mut sink: Sink,
+    chunk_count: u64,
+    done: &Receiver<Done>,
+    free: &Sender<Vec<u8>>,
+    spare: &Sender<Vec<u8>>,
+    shared: &Shared,
+) -> Option<SinkResult> {
+    let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
+    let mut next = 0u64;
+    for d in done.iter() {
+        pending.insert(d.index, d);
+        while let Some(d) = pending.remove(&next) {
+            if !shared.stopped() {
+                if !d.ok {
+                    shared.fail(EwfWriteError::ThreadFailed);
+                } else if let Err(e) = sink.put(&d.raw, &d.stored, d.compressed) {
+                    shared.fail(e);
+                }
+            }
+            let _ = free.try_send(d.raw);
+            let _ = spare.send(d.stored);
+            next += 1;
+        }
+    }
+    if shared.stopped() || next != chunk_count {
+        sink.remove_files();
+        if !shared.stopped() {
+            shared.fail(EwfWriteError::ThreadFailed);
+        }
+        return None;
+    }
+    match sink.finish() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            shared.fail(e);
+            None
+        }
+    }
+}
