@@ -335,3 +335,68 @@ pub fn live_bodyfile(image: &Path, sector: u64) -> Option<Vec<BodyLine>> {
     }
     Some(lines)
 }
+
+/// Rows of `mmls` output: (slot, start, length, description).
+pub fn parse_mmls(text: &str) -> Vec<(String, u64, u64, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.len() < 6 || !t[0].ends_with(':') {
+                return None;
+            }
+            let start = t[2].parse().ok()?;
+            let len = t[4].parse().ok()?;
+            Some((t[1].to_string(), start, len, t[5..].join(" ")))
+        })
+        .collect()
+}
+
+/// Reduces a description to what both tools share: the type code when there
+/// is one (`... (0x07)`), else the text.
+pub fn type_key(desc: &str) -> String {
+    match desc.rfind("(0x") {
+        Some(i) => desc[i..].to_lowercase(),
+        None => desc.to_string(),
+    }
+}
+
+/// Compares a volume system with `mmls` rows: partitions, tables and
+/// containers, and unallocated areas.
+pub fn assert_mmls_agrees(
+    vs: &caseload_fs::VolumeSystem,
+    rows: &[(String, u64, u64, String)],
+    what: &str,
+) {
+    use std::collections::BTreeSet;
+    let mut want_parts = BTreeSet::new();
+    let mut want_meta = BTreeSet::new();
+    let mut want_free = BTreeSet::new();
+    for (slot, start, len, desc) in rows {
+        match slot.as_str() {
+            "Meta" => want_meta.insert((*start, *len, type_key(desc))),
+            "-------" => want_free.insert((*start, *len)),
+            _ => want_parts.insert((slot.clone(), *start, *len, type_key(desc))),
+        };
+    }
+    let parts: BTreeSet<_> = vs
+        .partitions
+        .iter()
+        .map(|p| {
+            (
+                p.mmls_slot(),
+                p.start_sector,
+                p.sector_count,
+                type_key(&p.description),
+            )
+        })
+        .collect();
+    let meta: BTreeSet<_> = vs
+        .tables
+        .iter()
+        .map(|t| (t.start_sector, t.sector_count, type_key(&t.description)))
+        .collect();
+    let free: BTreeSet<_> = vs.unallocated().into_iter().collect();
+    assert_eq!(parts, want_parts, "{what}: partitions");
+    assert_eq!(meta, want_meta, "{what}: tables");
+    assert_eq!(free, want_free, "{what}: unallocated");
+}
