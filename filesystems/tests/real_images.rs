@@ -210,6 +210,31 @@ fn ground_truth(root: &Path, image: &str) -> serde_json::Value {
     v["images"][image].clone()
 }
 
+/// A DFTT image's source, its records and the answer-key entries checked.
+type DfttCase = (
+    Box<dyn caseload_fs::ReadAt>,
+    Vec<FileRecord>,
+    Vec<serde_json::Value>,
+);
+
+/// For a DFTT test: the image's walk and the `list` of its answer-key
+/// entries (asserted to hold `count` items), or `None` when the real images
+/// are absent.
+fn dftt_case(
+    test: &str,
+    key_name: &str,
+    image: &str,
+    list: &str,
+    count: usize,
+) -> Option<DfttCase> {
+    let root = real_images(test)?;
+    let key = ground_truth(&root, key_name);
+    let (src, records) = walk_image(&root, image, 0);
+    let items = key[list].as_array().expect("answer-key list").clone();
+    assert_eq!(items.len(), count, "{key_name}: {list}");
+    Some((src, records, items))
+}
+
 #[test]
 fn ntfs_sample_e01_and_raw_twin_give_identical_records() {
     let Some(root) = real_images("ntfs_sample_e01_and_raw_twin_give_identical_records") else {
@@ -234,14 +259,16 @@ fn ntfs_sample_e01_and_raw_twin_give_identical_records() {
 /// asserted, so a change in either direction is caught.
 #[test]
 fn dftt6_deleted_fat_files_follow_the_answer_key() {
-    let Some(root) = real_images("dftt6_deleted_fat_files_follow_the_answer_key") else {
+    let Some((src, records, files)) = dftt_case(
+        "dftt6_deleted_fat_files_follow_the_answer_key",
+        "6-fat-undel.dd",
+        "dftt/6-undel-fat/6-fat-undel.dd",
+        "deleted_files",
+        6,
+    ) else {
         return;
     };
-    let key = ground_truth(&root, "6-fat-undel.dd");
-    let (src, records) = walk_image(&root, "dftt/6-undel-fat/6-fat-undel.dd", 0);
-    let files = key["deleted_files"].as_array().expect("files");
-    assert_eq!(files.len(), 6);
-    for f in files {
+    for f in &files {
         let inode = f["tsk_inode"].as_u64().expect("inode");
         let want_name = f["path"]
             .as_str()
@@ -292,15 +319,16 @@ fn dftt6_deleted_fat_files_follow_the_answer_key() {
 /// deleted directories and the orphan whose parent record was reused.
 #[test]
 fn dftt7_deleted_ntfs_files_and_streams_match_published_md5s() {
-    let Some(root) = real_images("dftt7_deleted_ntfs_files_and_streams_match_published_md5s")
-    else {
+    let Some((src, records, files)) = dftt_case(
+        "dftt7_deleted_ntfs_files_and_streams_match_published_md5s",
+        "7-ntfs-undel.dd",
+        "dftt/7-undel-ntfs/7-ntfs-undel.dd",
+        "deleted_files",
+        9,
+    ) else {
         return;
     };
-    let key = ground_truth(&root, "7-ntfs-undel.dd");
-    let (src, records) = walk_image(&root, "dftt/7-undel-ntfs/7-ntfs-undel.dd", 0);
-    let files = key["deleted_files"].as_array().expect("files");
-    assert_eq!(files.len(), 9);
-    for f in files {
+    for f in &files {
         let entry = f["mft_entry"].as_str().expect("entry");
         let mut parts = entry.split('-').map(|p| p.parse::<u64>().expect("number"));
         let inode = parts.next().expect("inode");
@@ -342,14 +370,16 @@ fn dftt7_deleted_ntfs_files_and_streams_match_published_md5s() {
 /// MD5 and size.
 #[test]
 fn dftt8_files_match_published_md5s() {
-    let Some(root) = real_images("dftt8_files_match_published_md5s") else {
+    let Some((src, records, files)) = dftt_case(
+        "dftt8_files_match_published_md5s",
+        "8-jpeg-search.dd",
+        "dftt/8-jpeg-search/8-jpeg-search.dd",
+        "files",
+        13,
+    ) else {
         return;
     };
-    let key = ground_truth(&root, "8-jpeg-search.dd");
-    let (src, records) = walk_image(&root, "dftt/8-jpeg-search/8-jpeg-search.dd", 0);
-    let files = key["files"].as_array().expect("files");
-    assert_eq!(files.len(), 13);
-    for f in files {
+    for f in &files {
         let path = f["path"].as_str().expect("path").replace('\\', "/");
         let r = records
             .iter()
