@@ -344,8 +344,13 @@ pub(crate) fn assemble_long_name(pieces: &[[u16; 13]]) -> LongName {
     } else {
         name_units
     };
+    // Raw units: everything stored, less the padding and the final
+    // terminator.
     let mut raw_units = units.clone();
     while matches!(raw_units.last(), Some(0xFFFF)) {
+        raw_units.pop();
+    }
+    if raw_units.last() == Some(&0) {
         raw_units.pop();
     }
     if let Some(e) = end {
