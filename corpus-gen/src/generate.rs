@@ -220,7 +220,6 @@ struct Facts {
     md5: String,
     sha1: String,
     sha256: String,
-    crc32: String,
     attachments: Vec<Attachment>,
     kw_offsets: Vec<Vec<u64>>,
 }
@@ -236,7 +235,7 @@ fn hash_all(bytes: &[u8]) -> (String, String, String, String) {
 
 fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
     let g = content::generate(&it.spec, pool)?;
-    let (md5, sha1, sha256, crc32) = hash_all(&g.bytes);
+    let (md5, sha1, sha256, _) = hash_all(&g.bytes);
     let kw_offsets = it
         .spec
         .keywords
@@ -253,7 +252,6 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
             md5,
             sha1,
             sha256,
-            crc32,
             attachments: g.attachments,
             kw_offsets,
         },
@@ -1060,12 +1058,11 @@ impl ManifestOut {
             self.entry(&e)?;
         }
         let empty = {
-            let (md5, sha1, sha256, crc32) = hash_all(b"");
+            let (md5, sha1, sha256, _) = hash_all(b"");
             Facts {
                 md5,
                 sha1,
                 sha256,
-                crc32,
                 attachments: Vec::new(),
                 kw_offsets: Vec::new(),
             }

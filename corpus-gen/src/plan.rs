@@ -721,16 +721,16 @@ fn size_range(kind: Kind) -> (u64, u64) {
         Kind::Html => (1 << 10, 200 << 10),
         Kind::Eml => (2 << 10, 2 << 20),
         Kind::Mbox => (100 << 10, 8 << 20),
-        Kind::Jpeg => (30 << 10, 4 << 20),
+        Kind::Jpeg => (30 << 10, 3 << 20),
         Kind::Png => (5 << 10, 1 << 20),
         Kind::Gif => (1 << 10, 300 << 10),
-        Kind::Pdf => (4 << 10, 4 << 20),
-        Kind::Zip => (8 << 10, 8 << 20),
+        Kind::Pdf => (4 << 10, 2 << 20),
+        Kind::Zip => (8 << 10, 4 << 20),
         Kind::Docx => (8 << 10, 2 << 20),
         Kind::Xlsx => (8 << 10, 1 << 20),
         Kind::Sqlite => (0, 0),
         Kind::Mp3 => (1 << 20, 8 << 20),
-        Kind::Container => (256 << 10, 16 << 20),
+        Kind::Container => (256 << 10, 12 << 20),
         Kind::Exe => (16 << 10, 4 << 20),
     }
 }
@@ -956,7 +956,7 @@ impl<'a> GroupBuilder<'a> {
 
     fn pick_size(&mut self, kind: Kind, room: u64) -> Option<(u64, u32)> {
         let sizes = &self.vol.pool_sizes;
-        let max = MAX_FILE.min(self.n as u64 * self.cluster / 6).min(room);
+        let max = MAX_FILE.min(self.n as u64 * self.cluster / 12).min(room);
         if kind == Kind::Sqlite {
             let fitting: Vec<(usize, u64)> = sizes
                 .sqlite
@@ -1218,6 +1218,7 @@ impl<'a> GroupBuilder<'a> {
             self.items[i].name = "New Text Document.txt".into();
         }
 
+        self.guarantee();
         self.plant_keywords();
         self.finish_names();
         self.trim_deleted_dirs();
@@ -1233,12 +1234,83 @@ impl<'a> GroupBuilder<'a> {
         }
     }
 
+    /// Make sure every group, however small, has at least one of each
+    /// planted case: a notable file, a known file outside the program
+    /// folder, and a duplicate pair (so tests on small corpora always see
+    /// them).
+    fn guarantee(&mut self) {
+        let live: Vec<usize> = (0..self.items.len())
+            .filter(|&i| {
+                let it = &self.items[i];
+                !it.residue
+                    && !it.deleted
+                    && it.spec.size > 0
+                    && it.leaf != Leaf::Programs
+                    && it.dup_group.is_none()
+            })
+            .collect();
+        if live.len() < 4 {
+            return;
+        }
+        if !self.items.iter().any(|i| i.notable) {
+            let i = live[self.rng.below(live.len() as u64) as usize];
+            self.items[i].notable = true;
+            self.items[i].known = false;
+        }
+        if !self
+            .items
+            .iter()
+            .any(|i| i.known && i.leaf != Leaf::Programs)
+        {
+            if let Some(&i) = live.iter().find(|&&i| !self.items[i].notable) {
+                self.items[i].known = true;
+            }
+        }
+        if !self.items.iter().any(|i| i.dup_group.is_some()) {
+            if let Some(&j) = live
+                .iter()
+                .find(|&&i| self.items[i].spec.size < self.n as u64 * self.cluster / 40)
+            {
+                let g = ((self.k as u64) << 20) | self.dup_next;
+                self.dup_next += 1;
+                self.items[j].dup_group = Some(g);
+                let src = self.items[j].clone();
+                let leaf = if src.leaf == Leaf::Documents {
+                    Leaf::Downloads
+                } else {
+                    Leaf::Documents
+                };
+                let leaf = self.leaf_for(leaf);
+                let parent = self.home(leaf);
+                let i = self.new_item(
+                    leaf,
+                    src.spec.kind,
+                    src.spec.size,
+                    src.spec.variant,
+                    Some(parent),
+                );
+                let ext = src.spec.kind.ext();
+                self.items[i].name = if ext.is_empty() {
+                    format!("{} copy", src.name)
+                } else {
+                    format!("Copy of {}", src.name)
+                };
+                self.items[i].spec = src.spec.clone();
+                self.items[i].dup_group = Some(g);
+                self.items[i].known = src.known;
+                self.items[i].notable = src.notable;
+            }
+        }
+    }
+
     /// Choose files to carry planted keywords: some deleted, some
     /// fragmented (decided later, so any file may be), some straddling a
     /// cluster boundary (text and logs, where the offset is exact).
     fn plant_keywords(&mut self) {
         let share = self.vol.profile.keyword_share;
         let cluster = self.cluster;
+        let mut have_deleted = false;
+        let mut have_straddle = false;
         for i in 0..self.items.len() {
             let it = &self.items[i];
             if it.spec.size < 1024 || it.dup_group.is_some() || it.known {
@@ -1246,9 +1318,14 @@ impl<'a> GroupBuilder<'a> {
             }
             let wanted = it.deleted || it.residue;
             let p = if wanted { share * 2.0 } else { share };
-            if !self.rng.chance(p) || self.kw_next + 3 > KW_PER_GROUP {
+            let text_like =
+                matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * cluster;
+            let force = (wanted && !have_deleted) || (text_like && !have_straddle);
+            if !(force || self.rng.chance(p)) || self.kw_next + 3 > KW_PER_GROUP {
                 continue;
             }
+            have_deleted |= wanted;
+            have_straddle |= text_like;
             let n = self.rng.range(1, 3) as u32;
             let mut kws = Vec::new();
             for _ in 0..n {
