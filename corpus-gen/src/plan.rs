@@ -1311,16 +1311,23 @@ impl<'a> GroupBuilder<'a> {
         let cluster = self.cluster;
         let mut have_deleted = false;
         let mut have_straddle = false;
+        let mut kinds_done: HashSet<Kind> = HashSet::new();
         for i in 0..self.items.len() {
             let it = &self.items[i];
-            if it.spec.size < 1024 || it.dup_group.is_some() || it.known {
+            // Audio, containers and executables hold no text to plant in.
+            let holds_text = !matches!(it.spec.kind, Kind::Mp3 | Kind::Container | Kind::Exe);
+            if it.spec.size < 1024 || it.dup_group.is_some() || it.known || !holds_text {
                 continue;
             }
             let wanted = it.deleted || it.residue;
             let p = if wanted { share * 2.0 } else { share };
             let text_like =
                 matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * cluster;
-            let force = (wanted && !have_deleted) || (text_like && !have_straddle);
+            // The first file of each searchable kind always carries one, so
+            // every extraction path (PDF text, OOXML, ZIP, mail, SQLite,
+            // image comments) is exercised even on the smallest disk.
+            let first_of_kind = !it.deleted && !it.residue && kinds_done.insert(it.spec.kind);
+            let force = (wanted && !have_deleted) || (text_like && !have_straddle) || first_of_kind;
             if !(force || self.rng.chance(p)) || self.kw_next + 3 > KW_PER_GROUP {
                 continue;
             }
