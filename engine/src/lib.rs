@@ -9,10 +9,12 @@
 pub mod cache;
 pub mod casedb;
 pub mod channel;
+pub mod export;
 pub mod layout;
 pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod signature;
 pub mod source;
 pub mod stage;
 pub mod stages;

@@ -1,6 +1,8 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
+pub mod convert;
 pub mod corpus;
+pub mod export;
 pub mod run;
 pub mod util;
 
@@ -19,15 +21,21 @@ pub struct Cli {
 enum Command {
     /// Generate a synthetic evidence corpus with exact ground truth.
     Corpus(corpus::Args),
+    /// Convert a raw image (single or split .001) to E01.
+    Convert(convert::Args),
     /// Run forensic stages over evidence on a storage layout, timing each
     /// stage and I/O channel.
     Run(run::Args),
+    /// Export a case's file listing as a TSK bodyfile, DFXML or CSV.
+    Export(export::Args),
 }
 
 /// Run the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Corpus(args) => corpus::run(args),
+        Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
+        Command::Export(args) => export::run(args),
     }
 }

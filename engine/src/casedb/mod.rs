@@ -218,6 +218,8 @@ impl CaseDb {
         .map_err(sqlite(&self.path))?;
         conn.execute_batch("PRAGMA mmap_size = 0; PRAGMA query_only = 1;")
             .map_err(sqlite(&self.path))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(sqlite(&self.path))?;
         Ok(conn)
     }
 
@@ -227,9 +229,13 @@ impl CaseDb {
     }
 }
 
+/// How long a connection waits for another's lock before failing.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 fn configure(conn: &Connection, options: &DbOptions) -> rusqlite::Result<()> {
     // mmap would bypass the counting VFS's xRead.
     conn.execute_batch("PRAGMA mmap_size = 0; PRAGMA foreign_keys = ON;")?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     let _mode: String = conn.query_row(
         &format!("PRAGMA journal_mode = {}", options.journal_mode.as_str()),
         [],

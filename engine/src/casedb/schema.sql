@@ -71,17 +71,27 @@ CREATE TABLE files (
     meta_addr          TEXT,
     path               TEXT NOT NULL,
     name               TEXT NOT NULL,
+    raw_name           BLOB,
     short_name         TEXT,
     kind               TEXT NOT NULL,
     size               INTEGER NOT NULL,
     allocated          INTEGER NOT NULL,
+    recovery           TEXT NOT NULL,
     recoverable        INTEGER NOT NULL DEFAULT 1,
+    attributes         INTEGER,
     mtime              INTEGER,
     atime              INTEGER,
     ctime              INTEGER,
     crtime             INTEGER,
+    fn_mtime           INTEGER,
+    fn_atime           INTEGER,
+    fn_ctime           INTEGER,
+    fn_crtime          INTEGER,
     extents            TEXT,
-    resident           INTEGER NOT NULL DEFAULT 0,
+    encoding           TEXT,
+    first_offset       INTEGER,
+    resident_data      BLOB,
+    slack              TEXT,
     md5                TEXT,
     sha1               TEXT,
     sha256             TEXT,
@@ -92,6 +102,7 @@ CREATE TABLE files (
     kff                TEXT
 );
 CREATE INDEX files_by_volume ON files(volume_id);
+CREATE INDEX files_by_offset ON files(coalesce(first_offset, -1), id);
 
 CREATE TABLE carved_items (
     id          INTEGER PRIMARY KEY,

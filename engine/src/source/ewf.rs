@@ -26,6 +26,8 @@ use std::sync::Arc;
 
 /// An E01/Ex01 set.
 pub struct EwfSource {
+    /// Distinguishes sources in the per-thread chunk cache.
+    id: u64,
     reader: EwfReader,
     segments: Vec<Arc<CountedSegment>>,
     chunk_size: u64,
@@ -164,7 +166,9 @@ impl EwfSource {
             metadata,
             notes,
         };
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(EwfSource {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             reader,
             segments,
             chunk_size,
@@ -325,9 +329,19 @@ impl EwfSource {
     }
 }
 
+/// The last chunk a thread decoded for a partial read: small files read in
+/// disk order often share a chunk, and inflating it once per file would
+/// multiply the CPU cost (libewf keeps a chunk cache for the same reason).
+struct ChunkCache {
+    source: u64,
+    chunk: u64,
+    valid: bool,
+    data: Vec<u8>,
+}
+
 thread_local! {
     static RAW: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    static CHUNK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static CHUNK: RefCell<ChunkCache> = const { RefCell::new(ChunkCache { source: 0, chunk: 0, valid: false, data: Vec::new() }) };
     static INFLATE: RefCell<Decompress> = RefCell::new(Decompress::new(true));
 }
 
@@ -357,11 +371,17 @@ impl EvidenceSource for EwfSource {
                 // Whole chunk: inflate straight into the caller's buffer.
                 self.decode_chunk(chunk, &mut buf[done..done + take])?;
             } else {
-                CHUNK.with(|scratch| -> Result<(), SourceError> {
-                    let mut scratch = scratch.borrow_mut();
-                    scratch.resize(logical, 0);
-                    self.decode_chunk(chunk, &mut scratch[..logical])?;
-                    buf[done..done + take].copy_from_slice(&scratch[within..within + take]);
+                CHUNK.with(|cache| -> Result<(), SourceError> {
+                    let mut cache = cache.borrow_mut();
+                    if !(cache.valid && cache.source == self.id && cache.chunk == chunk) {
+                        cache.valid = false;
+                        cache.data.resize(logical, 0);
+                        self.decode_chunk(chunk, &mut cache.data[..logical])?;
+                        cache.source = self.id;
+                        cache.chunk = chunk;
+                        cache.valid = true;
+                    }
+                    buf[done..done + take].copy_from_slice(&cache.data[within..within + take]);
                     Ok(())
                 })?;
             }

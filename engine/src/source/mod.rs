@@ -154,6 +154,22 @@ pub trait EvidenceSource: Send + Sync {
     }
 }
 
+/// The evidence as the file-system parsers' positioned-read trait. Damaged
+/// data surfaces as an I/O error whose message names the sectors, which the
+/// parsers record against the structure they were reading.
+#[derive(Clone)]
+pub struct EvidenceReader(pub std::sync::Arc<dyn EvidenceSource>);
+
+impl caseload_fs::ReadAt for EvidenceReader {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.0.read_at(buf, offset).map_err(std::io::Error::other)
+    }
+
+    fn len(&self) -> u64 {
+        self.0.size()
+    }
+}
+
 /// Open evidence by path, choosing the format from the file's content
 /// (EWF signature) and name (`.001` split parts). Reads count on `channel`.
 pub fn open_evidence(

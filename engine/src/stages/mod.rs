@@ -3,6 +3,8 @@
 //! Adding a stage: write its module (implementing [`Stage`]) and add one
 //! [`StageSpec`] line to [`REGISTRY`]. Nothing else changes.
 
+mod file_hash;
+mod filesystem;
 mod image_hash;
 
 use crate::stage::{Stage, StageError, StageOptions};
@@ -18,7 +20,7 @@ pub struct StageSpec {
 }
 
 /// Every stage this build has, in pipeline order.
-pub const REGISTRY: &[StageSpec] = &[image_hash::SPEC];
+pub const REGISTRY: &[StageSpec] = &[image_hash::SPEC, filesystem::SPEC, file_hash::SPEC];
 
 /// Every stage name of the design, built or not, in pipeline order.
 pub const DESIGN_STAGES: &[&str] = &[

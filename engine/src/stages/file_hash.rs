@@ -1,0 +1,443 @@
+//! `file-hash`: read every file's content from the evidence through its
+//! extents and compute content hashes (MD5/SHA-1/SHA-256, selectable), the
+//! type from its signature (flagging extensions that contradict it), its
+//! entropy, and then duplicate groups by hash. Each part is switchable.
+//!
+//! Files are read in disk order of their first extent (as a suite sorts its
+//! work to limit seeking); the reads that follow extents are the evidence
+//! channel's real, mostly non-sequential, pattern. Workers on all threads
+//! each take whole files, so results do not depend on the thread count; each
+//! file's results are one queued UPDATE on the database channel.
+
+use super::StageSpec;
+use super::image_hash::Algorithm;
+use crate::signature;
+use crate::source::{SourceError, hex};
+use crate::stage::{
+    Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
+    parse_options,
+};
+use crossbeam_channel::bounded;
+use md5::Digest;
+use serde::Deserialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(super) const SPEC: StageSpec = StageSpec {
+    name: "file-hash",
+    about: "content hashes, signature analysis, entropy and duplicate flagging for every file",
+    build,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    #[serde(default = "default_algorithms")]
+    algorithms: Vec<Algorithm>,
+    #[serde(default = "yes")]
+    signature: bool,
+    #[serde(default = "yes")]
+    entropy: bool,
+    #[serde(default = "yes")]
+    duplicates: bool,
+}
+
+fn default_algorithms() -> Vec<Algorithm> {
+    vec![Algorithm::Md5, Algorithm::Sha1]
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
+    let o: Options = parse_options("file-hash", options)?;
+    if o.duplicates && o.algorithms.is_empty() {
+        return Err(StageError::Config {
+            stage: "file-hash".into(),
+            message: "`duplicates = true` needs at least one hash in `algorithms`".into(),
+        });
+    }
+    Ok(Box::new(FileHash {
+        md5: o.algorithms.contains(&Algorithm::Md5),
+        sha1: o.algorithms.contains(&Algorithm::Sha1),
+        sha256: o.algorithms.contains(&Algorithm::Sha256),
+        signature: o.signature,
+        entropy: o.entropy,
+        duplicates: o.duplicates,
+    }))
+}
+
+/// The file-hash stage.
+#[derive(Debug)]
+pub struct FileHash {
+    md5: bool,
+    sha1: bool,
+    sha256: bool,
+    signature: bool,
+    entropy: bool,
+    duplicates: bool,
+}
+
+/// One file to process, as read from the files table.
+struct Job {
+    id: i64,
+    path: String,
+    name: String,
+    size: u64,
+    runs: Vec<(Option<u64>, u64)>,
+    encoding: Option<String>,
+    resident: Option<Vec<u8>>,
+    /// Signature analysis applies to files only (not directories).
+    is_file: bool,
+}
+
+/// What was computed for one file.
+#[derive(Default)]
+struct Outcome {
+    md5: Option<String>,
+    sha1: Option<String>,
+    sha256: Option<String>,
+    signature: Option<&'static str>,
+    mismatch: Option<bool>,
+    entropy: Option<f64>,
+}
+
+struct Hashers {
+    md5: Option<md5::Md5>,
+    sha1: Option<sha1::Sha1>,
+    sha256: Option<sha2::Sha256>,
+    histogram: Option<Box<[u64; 256]>>,
+    head: Vec<u8>,
+    want_head: bool,
+}
+
+impl Hashers {
+    fn new(stage: &FileHash, is_file: bool) -> Self {
+        Hashers {
+            md5: stage.md5.then(md5::Md5::new),
+            sha1: stage.sha1.then(sha1::Sha1::new),
+            sha256: stage.sha256.then(sha2::Sha256::new),
+            histogram: stage.entropy.then(|| Box::new([0u64; 256])),
+            head: Vec::new(),
+            want_head: stage.signature && is_file,
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.md5 {
+            h.update(data);
+        }
+        if let Some(h) = &mut self.sha1 {
+            h.update(data);
+        }
+        if let Some(h) = &mut self.sha256 {
+            h.update(data);
+        }
+        if let Some(hist) = &mut self.histogram {
+            for &b in data {
+                hist[usize::from(b)] += 1;
+            }
+        }
+        if self.want_head && self.head.len() < signature::HEAD_LEN {
+            let take = (signature::HEAD_LEN - self.head.len()).min(data.len());
+            self.head.extend_from_slice(&data[..take]);
+        }
+    }
+
+    fn finish(self, name: &str, size: u64) -> Outcome {
+        let identified = self
+            .want_head
+            .then(|| signature::identify(&self.head))
+            .flatten();
+        Outcome {
+            md5: self.md5.map(|h| hex(&h.finalize())),
+            sha1: self.sha1.map(|h| hex(&h.finalize())),
+            sha256: self.sha256.map(|h| hex(&h.finalize())),
+            signature: identified,
+            mismatch: if self.want_head {
+                signature::extension_mismatch(name, identified, size)
+            } else {
+                None
+            },
+            entropy: self.histogram.map(|h| signature::entropy(&h)),
+        }
+    }
+}
+
+const READ_SIZE: usize = 1 << 20;
+
+impl FileHash {
+    /// Read a job's content through the evidence and compute its outcome.
+    fn process(
+        &self,
+        ctx: &StageContext<'_>,
+        job: &Job,
+        buf: &mut [u8],
+    ) -> Result<Outcome, SourceError> {
+        let mut hashers = Hashers::new(self, job.is_file);
+        if let Some(bytes) = &job.resident {
+            hashers.update(bytes);
+        } else {
+            for &(offset, len) in &job.runs {
+                let mut done = 0u64;
+                while done < len {
+                    let n =
+                        usize::try_from((len - done).min(buf.len() as u64)).unwrap_or(buf.len());
+                    match offset {
+                        Some(o) => {
+                            let got = ctx.evidence.read_at(&mut buf[..n], o + done)?;
+                            if got < n {
+                                return Err(SourceError::Corrupt {
+                                    first_sector: (o + done + got as u64) / 512,
+                                    last_sector: (o + len).div_ceil(512).saturating_sub(1),
+                                    reason: "file extent runs past the end of the evidence".into(),
+                                });
+                            }
+                        }
+                        None => buf[..n].fill(0),
+                    }
+                    hashers.update(&buf[..n]);
+                    done += n as u64;
+                    ctx.progress.advance(n as u64);
+                }
+            }
+        }
+        Ok(hashers.finish(&job.name, job.size))
+    }
+}
+
+type PageRow = (
+    i64,
+    i64,
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<Vec<u8>>,
+    String,
+);
+
+/// The next page of files to hash after `after` = (order key, id).
+fn read_page(reader: &rusqlite::Connection, after: (i64, i64)) -> rusqlite::Result<Vec<PageRow>> {
+    let mut stmt = reader.prepare_cached(
+        "SELECT coalesce(first_offset, -1), id, path, name, size, extents, encoding, resident_data, kind
+         FROM files WHERE (recoverable = 1 OR size = 0)
+           AND (coalesce(first_offset, -1), id) > (?1, ?2)
+         ORDER BY coalesce(first_offset, -1), id LIMIT 1000",
+    )?;
+    let rows = stmt.query_map(rusqlite::params![after.0, after.1], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+        ))
+    })?;
+    rows.collect()
+}
+
+fn parse_runs(text: Option<&str>) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
+    match text {
+        Some(t) => serde_json::from_str(t),
+        None => Ok(Vec::new()),
+    }
+}
+
+impl Stage for FileHash {
+    fn name(&self) -> &'static str {
+        "file-hash"
+    }
+
+    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
+        // Every record with locatable content, directories and labels too:
+        // TSK's bodyfile hashes them, and a listing should agree with it.
+        const SELECTION: &str = "FROM files WHERE (recoverable = 1 OR size = 0)";
+        let reader = ctx.db.reader()?;
+        let sql_err =
+            |e: rusqlite::Error| StageError::Other(format!("reading the files table: {e}"));
+        let (files, total): (i64, i64) = reader
+            .query_row(
+                &format!("SELECT count(*), coalesce(sum(size), 0) {SELECTION}"),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(sql_err)?;
+        if files == 0 {
+            ctx.record(
+                Severity::Warning,
+                Problem {
+                    message: "no files to hash: run the filesystem stage first (or the evidence has no parsed file system)".into(),
+                    ..Problem::default()
+                },
+            )?;
+        }
+        ctx.progress.set_total(total as u64, ProgressUnit::Bytes);
+        let hashed = AtomicU64::new(0);
+        let bytes = AtomicU64::new(0);
+        let mismatches = AtomicU64::new(0);
+        let failed = AtomicU64::new(0);
+        let (tx, rx) = bounded::<Job>(256);
+        let workers = ctx.threads.max(1);
+        let feed_result: Result<(), StageError> = std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let rx = rx.clone();
+                let (hashed, bytes, mismatches, failed) = (&hashed, &bytes, &mismatches, &failed);
+                scope.spawn(move || {
+                    let mut buf = vec![0u8; READ_SIZE];
+                    for job in rx {
+                        if ctx.cancel.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        if let Some(encoding) = &job.encoding {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                            let _ = ctx.record(
+                                Severity::Warning,
+                                Problem {
+                                    item_kind: Some("file"),
+                                    item_id: Some(job.id),
+                                    path: Some(job.path.clone()),
+                                    message: format!("content is stored {encoding}; not decoded, so not hashed"),
+                                    ..Problem::default()
+                                },
+                            );
+                            continue;
+                        }
+                        match self.process(ctx, &job, &mut buf) {
+                            Ok(o) => {
+                                hashed.fetch_add(1, Ordering::Relaxed);
+                                bytes.fetch_add(job.size, Ordering::Relaxed);
+                                if o.mismatch == Some(true) {
+                                    mismatches.fetch_add(1, Ordering::Relaxed);
+                                }
+                                let id = job.id;
+                                let _ = ctx.db.writer().exec(move |c| {
+                                    c.prepare_cached(
+                                        "UPDATE files SET md5 = ?1, sha1 = ?2, sha256 = ?3, signature = ?4, extension_mismatch = ?5, entropy = ?6 WHERE id = ?7",
+                                    )?
+                                    .execute(rusqlite::params![o.md5, o.sha1, o.sha256, o.signature, o.mismatch, o.entropy, id])?;
+                                    Ok(())
+                                });
+                            }
+                            Err(e) => {
+                                failed.fetch_add(1, Ordering::Relaxed);
+                                let _ = ctx.record(
+                                    Severity::Error,
+                                    Problem {
+                                        item_kind: Some("file"),
+                                        item_id: Some(job.id),
+                                        path: Some(job.path.clone()),
+                                        sectors: e.sector_range(),
+                                        message: format!("content could not be read: {e}"),
+                                    },
+                                );
+                            }
+                        }
+                    }
+                });
+            }
+            drop(rx);
+            // Disk order of the first extent; resident (no extent) first.
+            // Read in short pages so no read transaction stays open while
+            // the writer commits (a rollback-journal database would block).
+            let mut after: (i64, i64) = (i64::MIN, i64::MIN);
+            'pages: loop {
+                let page = read_page(&reader, after).map_err(sql_err)?;
+                let Some(last) = page.last() else { break };
+                after = (last.0, last.1);
+                for (_, id, path, name, size, extents, encoding, resident, kind) in page {
+                    if ctx.cancel.load(Ordering::Relaxed) {
+                        break 'pages;
+                    }
+                    let runs = match parse_runs(extents.as_deref()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            ctx.record(
+                                Severity::Error,
+                                Problem {
+                                    item_kind: Some("file"),
+                                    item_id: Some(id),
+                                    path: Some(path),
+                                    message: format!("unreadable extents in the files table: {e}"),
+                                    ..Problem::default()
+                                },
+                            )?;
+                            continue;
+                        }
+                    };
+                    let job = Job {
+                        id,
+                        path,
+                        name,
+                        size: u64::try_from(size).unwrap_or(0),
+                        runs,
+                        encoding,
+                        resident,
+                        is_file: kind == "file",
+                    };
+                    if tx.send(job).is_err() {
+                        break 'pages;
+                    }
+                }
+            }
+            drop(tx);
+            Ok(())
+        });
+        feed_result?;
+        ctx.check_cancel()?;
+
+        let mut summary = StageSummary {
+            items: hashed.load(Ordering::Relaxed),
+            bytes: bytes.load(Ordering::Relaxed),
+            ..StageSummary::default()
+        };
+        if self.duplicates {
+            let column = if self.sha256 {
+                "sha256"
+            } else if self.sha1 {
+                "sha1"
+            } else {
+                "md5"
+            };
+            // The group id is the smallest file id in the group, so it does
+            // not depend on the order workers finished in.
+            let (groups, dup_files) = ctx.db.writer().call(move |c| {
+                c.execute_batch(&format!(
+                    "UPDATE files SET duplicate_group = NULL;
+                     CREATE TEMP TABLE dup AS
+                        SELECT {column} AS h, min(id) AS g, count(*) AS n FROM files
+                        WHERE {column} IS NOT NULL AND size > 0 AND kind = 'file'
+                        GROUP BY {column} HAVING count(*) > 1;
+                     UPDATE files SET duplicate_group = (SELECT g FROM dup WHERE dup.h = files.{column})
+                        WHERE size > 0 AND kind = 'file' AND {column} IN (SELECT h FROM dup);"
+                ))?;
+                let counts: (i64, i64) = c.query_row("SELECT count(*), coalesce(sum(n), 0) FROM dup", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                c.execute_batch("DROP TABLE dup;")?;
+                Ok(counts)
+            })?;
+            summary
+                .details
+                .insert("duplicate_groups".into(), groups.into());
+            summary
+                .details
+                .insert("duplicate_files".into(), dup_files.into());
+        }
+        summary
+            .details
+            .insert("files_hashed".into(), summary.items.into());
+        summary.details.insert(
+            "files_not_hashed".into(),
+            failed.load(Ordering::Relaxed).into(),
+        );
+        summary.details.insert(
+            "extension_mismatches".into(),
+            mismatches.load(Ordering::Relaxed).into(),
+        );
+        Ok(summary)
+    }
+}

@@ -1,0 +1,77 @@
+//! `caseload export`: file listings from a case, as bodyfile, DFXML or CSV.
+
+use anyhow::Context;
+use caseload_engine::export::{ExportFormat, export};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `caseload export`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The case directory (where run.json is).
+    #[arg(long)]
+    pub case: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: FormatArg,
+    /// Write to this file instead of stdout.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FormatArg {
+    /// The Sleuth Kit bodyfile (mactime input), MD5 first.
+    Bodyfile,
+    /// Digital Forensics XML in fiwalk's shape.
+    Dfxml,
+    /// CSV with a header row.
+    Csv,
+}
+
+/// Open the case database that a case directory's run.json names.
+pub fn open_case(case: &std::path::Path) -> anyhow::Result<rusqlite::Connection> {
+    let report = caseload_engine::run::load_run_json(case)
+        .with_context(|| format!("`{}` does not hold a caseload case", case.display()))?;
+    Ok(caseload_engine::casedb::open_read_only(
+        &report.database.path,
+    )?)
+}
+
+/// Export it.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let conn = open_case(&args.case)?;
+    let format = match args.format {
+        FormatArg::Bodyfile => ExportFormat::Bodyfile,
+        FormatArg::Dfxml => ExportFormat::Dfxml,
+        FormatArg::Csv => ExportFormat::Csv,
+    };
+    match &args.out {
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            export(&conn, format, &mut out)?;
+            out.flush()?;
+        }
+        Some(path) => {
+            // A partial export never sits under the final name.
+            let tmp = path.with_extension("partial");
+            let file = std::fs::File::create(&tmp)
+                .with_context(|| format!("creating `{}`", tmp.display()))?;
+            let mut out = std::io::BufWriter::new(file);
+            let result = export(&conn, format, &mut out)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| out.flush().map_err(anyhow::Error::from));
+            if let Err(e) = result {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+            drop(out);
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("renaming to `{}`", path.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
