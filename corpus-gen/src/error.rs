@@ -9,7 +9,7 @@ pub enum CorpusError {
     #[error("invalid option: {0}")]
     Invalid(String),
     /// The output directory cannot be created or written.
-    #[error("cannot write to output directory {path}: {source}")]
+    #[error("cannot write to output directory {path}")]
     OutputDir {
         /// The directory.
         path: PathBuf,
@@ -17,7 +17,7 @@ pub enum CorpusError {
         source: std::io::Error,
     },
     /// Writing one of the output files failed (disk full, file too large...).
-    #[error("writing {path} failed: {source}")]
+    #[error("writing {path} failed")]
     Write {
         /// The file being written.
         path: PathBuf,

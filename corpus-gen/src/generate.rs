@@ -157,6 +157,11 @@ const SINK_CHUNK: usize = 8 << 20;
 
 impl<'a> ImageSink<'a> {
     fn write(&mut self, mut data: &[u8]) -> Result<(), CorpusError> {
+        // Large slices are hashed and written in place, not copied.
+        while self.buf.is_empty() && data.len() >= SINK_CHUNK {
+            self.process(&data[..SINK_CHUNK])?;
+            data = &data[SINK_CHUNK..];
+        }
         while !data.is_empty() {
             let room = SINK_CHUNK - self.buf.len();
             let take = room.min(data.len());
@@ -183,7 +188,14 @@ impl<'a> ImageSink<'a> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let buf = &self.buf;
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.process(&buf);
+        self.buf = buf;
+        self.buf.clear();
+        r
+    }
+
+    fn process(&mut self, buf: &[u8]) -> Result<(), CorpusError> {
         let (md5, sha1, sha256) = (&mut self.md5, &mut self.sha1, &mut self.sha256);
         let file = &mut self.out;
         let res: std::io::Result<()> = std::thread::scope(|s| {
@@ -202,9 +214,8 @@ impl<'a> ImageSink<'a> {
             path: self.path.clone(),
             source,
         })?;
-        self.written += self.buf.len() as u64;
-        self.progress.advance(self.buf.len() as u64);
-        self.buf.clear();
+        self.written += buf.len() as u64;
+        self.progress.advance(buf.len() as u64);
         Ok(())
     }
 }
