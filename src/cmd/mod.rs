@@ -1,8 +1,8 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
-pub mod convert;
 pub mod corpus;
 pub mod export;
+pub mod quickstart;
 pub mod run;
 pub mod util;
 
@@ -19,10 +19,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Generate a small corpus in a scratch directory, run the default
+    /// stages on a temp-dir layout and print the per-stage table.
+    Quickstart(quickstart::Args),
     /// Generate a synthetic evidence corpus with exact ground truth.
     Corpus(corpus::Args),
-    /// Convert a raw image (single or split .001) to E01.
-    Convert(convert::Args),
     /// Run forensic stages over evidence on a storage layout, timing each
     /// stage and I/O channel.
     Run(run::Args),
@@ -33,8 +34,8 @@ enum Command {
 /// Run the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Quickstart(args) => quickstart::run(args),
         Command::Corpus(args) => corpus::run(args),
-        Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
         Command::Export(args) => export::run(args),
     }
