@@ -34,6 +34,8 @@ use self::table::{ChainStop, FatTable, Link, walk_chain};
 
 /// Largest directory read: the FAT specification's limit of 65,536 entries.
 const MAX_DIR_BYTES: u64 = 65_536 * 32;
+/// Directories are read in chunks of this many bytes (rounded to sectors).
+const DIR_CHUNK: u64 = 64 * 1024;
 /// Deepest directory nesting followed.
 const MAX_DEPTH: usize = 256;
 /// TSK's first inode number for directory entries (2 is the root).
@@ -217,14 +219,6 @@ enum DirLoc {
     Deleted(u32),
 }
 
-/// A directory's bytes, with the volume-relative sector each 512..4096-byte
-/// piece came from and whether that sector is allocated.
-struct DirBuf {
-    bytes: Vec<u8>,
-    sectors: Vec<u64>,
-    allocated: bool,
-}
-
 struct Walker<'a, R, F> {
     fs: &'a FatFs<R>,
     sink: Sink<F>,
@@ -258,77 +252,55 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         self.sink.emit(rec)
     }
 
-    /// Reads a directory's entries.
-    fn read_dir(&mut self, loc: DirLoc, errors: &mut Vec<ProcessingError>) -> DirBuf {
+    /// Where a directory's entries are: runs of sectors `(first, count)`
+    /// and whether those sectors are allocated.
+    fn dir_segments(&mut self, loc: DirLoc) -> (Vec<(u64, u64)>, bool) {
         let fs = self.fs;
-        let bps = fs.bps();
-        let mut buf = DirBuf {
-            bytes: Vec::new(),
-            sectors: Vec::new(),
-            allocated: true,
-        };
-        let mut segments: Vec<(u64, u64)> = Vec::new(); // (first sector, count)
         match loc {
             DirLoc::FixedRoot => {
                 let first = fs.boot.first_data_sector;
                 let n = fs.boot.first_cluster_sector - first;
-                let n = n.min((fs.last_sector + 1).saturating_sub(first));
-                segments.push((first, n));
+                (vec![(first, n)], true)
             }
             DirLoc::Chain(start) => {
                 let max = (MAX_DIR_BYTES / fs.cluster_size()).max(1);
                 let chain = walk_chain(&fs.fat, &fs.src, start, max);
                 let spc = u64::from(fs.boot.sectors_per_cluster);
-                for &(c, n) in &chain.runs {
-                    segments.push((fs.cluster_sector(c), u64::from(n) * spc));
-                }
                 let at = fs.cluster_offset(start);
                 match chain.stop {
                     ChainStop::Eof => {}
-                    ChainStop::Enough => errors.push(ProcessingError::at(
+                    ChainStop::Enough => self.error(ProcessingError::at(
                         ErrorKind::WalkLimit,
                         at,
                         "directory larger than 65,536 entries; the rest is not read",
                     )),
-                    other => errors.push(chain_error(fs, at, &other, "directory")),
+                    ref other => self.error(chain_error(fs, at, other, "directory")),
                 }
+                let segments = chain
+                    .runs
+                    .iter()
+                    .map(|&(c, n)| (fs.cluster_sector(c), u64::from(n) * spc))
+                    .collect();
+                (segments, true)
             }
-            DirLoc::Deleted(c) => {
-                buf.allocated = false;
-                segments.push((fs.cluster_sector(c), u64::from(fs.boot.sectors_per_cluster)));
-            }
+            DirLoc::Deleted(c) => (
+                vec![(fs.cluster_sector(c), u64::from(fs.boot.sectors_per_cluster))],
+                false,
+            ),
         }
-        for (first, count) in segments {
-            let count = count.min((fs.last_sector + 1).saturating_sub(first));
-            let len = usize::try_from(count * bps).unwrap_or(0);
-            let start = buf.bytes.len();
-            buf.bytes.resize(start + len, 0);
-            let at = fs.base + first * bps;
-            match read_full(&fs.src, &mut buf.bytes[start..], at) {
-                Ok(n) if n < len => errors.push(ProcessingError::at(
-                    ErrorKind::Io,
-                    at + n as u64,
-                    "directory runs past the end of the source",
-                )),
-                Ok(_) => {}
-                Err(e) => errors.push(ProcessingError::at(ErrorKind::Io, at, e.to_string())),
-            }
-            buf.sectors.extend(first..first + count);
-        }
-        buf
     }
 
     /// Walks one directory: emits a record per entry and descends into
-    /// subdirectories right after emitting them (TSK's order).
+    /// subdirectories right after emitting them (TSK's order). The
+    /// directory is read in chunks of at most [`DIR_CHUNK`] bytes, so each
+    /// level of the tree holds one chunk whatever the directory's size.
     fn walk_dir(&mut self, loc: DirLoc, path: &Arc<[String]>, depth: usize) -> ControlFlow<()> {
         let fs = self.fs;
-        let mut dir_errors = Vec::new();
-        let buf = self.read_dir(loc, &mut dir_errors);
-        for e in dir_errors {
-            self.error(e);
-        }
+        let (segments, allocated) = self.dir_segments(loc);
         let bps = fs.bps();
-        let per_sector = usize::try_from(bps / 32).unwrap_or(16);
+        let bps_usize = usize::try_from(bps).unwrap_or(512);
+        let per_sector = bps_usize / 32;
+        let chunk_sectors = (DIR_CHUNK / bps).max(1);
         let fat32 = fs.boot.kind == FsKind::Fat32;
         let last = fs.fat.last_cluster();
         let data_bytes = fs.data_bytes();
@@ -336,53 +308,72 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         let mut seen = 0u32;
         let mut invalid = 0u32;
         let mut corrupt_dir = false;
-        for (si, &sector) in buf.sectors.iter().enumerate() {
-            for idx in 0..per_sector {
-                let off = si * usize::try_from(bps).unwrap_or(512) + idx * 32;
-                let Some(slot) = buf.bytes.get(off..off + 32) else {
-                    break;
-                };
-                let Ok(slot) = <&[u8; 32]>::try_from(slot) else {
-                    break;
-                };
-                let d = Dentry(slot);
-                let abs = fs.base + sector * bps + (idx as u64) * 32;
-                seen += 1;
-                let strict = if buf.allocated && !corrupt_dir {
-                    Strictness::Basic
-                } else {
-                    Strictness::Full
-                };
-                let verdict = dir::test_dentry(&d, strict, fat32, last, data_bytes, |v| {
-                    fs.fat.is_eof_value(v)
-                });
-                if verdict == Verdict::Invalid {
-                    invalid += 1;
-                    // TSK: four invalid entries first means this is probably
-                    // not a directory; test the rest in depth.
-                    if seen == 4 && invalid == 4 {
-                        corrupt_dir = true;
+        let mut buf = Vec::new();
+        for (first, count) in segments {
+            let count = count.min((fs.last_sector + 1).saturating_sub(first));
+            let mut sector0 = first;
+            while sector0 < first + count {
+                let n = chunk_sectors.min(first + count - sector0);
+                buf.clear();
+                buf.resize(usize::try_from(n * bps).unwrap_or(0), 0);
+                let at = fs.base + sector0 * bps;
+                match read_full(&fs.src, &mut buf, at) {
+                    Ok(got) if got < buf.len() => self.error(ProcessingError::at(
+                        ErrorKind::Io,
+                        at + got as u64,
+                        "directory runs past the end of the source",
+                    )),
+                    Ok(_) => {}
+                    Err(e) => self.error(ProcessingError::at(ErrorKind::Io, at, e.to_string())),
+                }
+                for (si, slot_bytes) in buf.chunks_exact(bps_usize).enumerate() {
+                    let sector = sector0 + si as u64;
+                    for (idx, slot) in slot_bytes.chunks_exact(32).take(per_sector).enumerate() {
+                        let Ok(slot) = <&[u8; 32]>::try_from(slot) else {
+                            break;
+                        };
+                        let d = Dentry(slot);
+                        let abs = fs.base + sector * bps + (idx as u64) * 32;
+                        seen += 1;
+                        let strict = if allocated && !corrupt_dir {
+                            Strictness::Basic
+                        } else {
+                            Strictness::Full
+                        };
+                        let verdict = dir::test_dentry(&d, strict, fat32, last, data_bytes, |v| {
+                            fs.fat.is_eof_value(v)
+                        });
+                        if verdict == Verdict::Invalid {
+                            invalid += 1;
+                            // TSK: four invalid entries first means this is
+                            // probably not a directory; test the rest in depth.
+                            if seen == 4 && invalid == 4 {
+                                corrupt_dir = true;
+                            }
+                            continue;
+                        }
+                        if d.is_lfn() {
+                            self.lfn_piece(&mut lfn, &d, abs);
+                            continue;
+                        }
+                        let pending = std::mem::take(&mut lfn);
+                        if d.is_dot() {
+                            self.orphan_lfn(&pending);
+                            continue;
+                        }
+                        let inode = fs.inode(sector, idx as u64);
+                        let rec =
+                            self.entry_record(&d, pending, verdict, allocated, inode, abs, path);
+                        let is_dir = rec.kind == FileKind::Directory;
+                        let name = rec.name.clone();
+                        let live = rec.allocated;
+                        self.emit(rec)?;
+                        if is_dir {
+                            self.descend(&d, live, name, path, depth, abs)?;
+                        }
                     }
-                    continue;
                 }
-                if d.is_lfn() {
-                    self.lfn_piece(&mut lfn, &d, abs);
-                    continue;
-                }
-                let pending = std::mem::take(&mut lfn);
-                if d.is_dot() {
-                    self.orphan_lfn(&pending);
-                    continue;
-                }
-                let inode = fs.inode(sector, idx as u64);
-                let rec = self.entry_record(&d, pending, verdict, buf.allocated, inode, abs, path);
-                let is_dir = rec.kind == FileKind::Directory;
-                let name = rec.name.clone();
-                let allocated = rec.allocated;
-                self.emit(rec)?;
-                if is_dir {
-                    self.descend(&d, allocated, name, path, depth, abs)?;
-                }
+                sector0 += n;
             }
         }
         self.orphan_lfn(&lfn);

@@ -33,167 +33,206 @@ fn is_i30(a: &Attribute) -> bool {
     a.name_is("$I30")
 }
 
-/// The live entries of a directory's `$I30` index, in node order.
-pub(crate) fn entries<R: ReadAt>(
-    fs: &NtfsFs<R>,
-    dir: &Loaded,
-    errors: &mut Vec<ProcessingError>,
-) -> Vec<IndexEntry> {
-    let at = fs.record_offset(dir.record).unwrap_or(0);
-    let mut out = Vec::new();
-    let Some(root) = dir
-        .attrs
-        .iter()
-        .find(|a| a.ty == ATTR_INDEX_ROOT && is_i30(a))
-        .and_then(Attribute::resident)
-    else {
-        errors.push(ProcessingError::at(
-            ErrorKind::CorruptIndex,
+/// A directory's `$I30` index, read one node at a time (the index root,
+/// then each in-use index block in VCN order) so a walk holds one node per
+/// level of the tree, whatever the directory's size.
+pub(crate) struct IndexNodes {
+    record: u64,
+    at: u64,
+    root: Option<Vec<u8>>,
+    block_size: u64,
+    runs: Vec<mft::DataRun>,
+    bitmap: Option<Vec<u8>>,
+    blocks: u64,
+    next_block: u64,
+    listed: usize,
+}
+
+impl IndexNodes {
+    /// Prepares the listing of `dir`'s index; problems found are pushed to
+    /// `errors` (a directory without a usable index lists nothing).
+    pub(crate) fn new<R: ReadAt>(
+        fs: &NtfsFs<R>,
+        dir: &Loaded,
+        errors: &mut Vec<ProcessingError>,
+    ) -> Self {
+        let at = fs.record_offset(dir.record).unwrap_or(0);
+        let mut nodes = IndexNodes {
+            record: dir.record,
             at,
-            format!(
-                "directory record {} has no resident $I30 index root",
-                dir.record
-            ),
-        ));
-        return out;
-    };
-    let Some(block_size) = u32_at(root, 8) else {
-        errors.push(ProcessingError::at(
-            ErrorKind::CorruptIndex,
-            at,
-            format!("directory record {}: index root too short", dir.record),
-        ));
-        return out;
-    };
-    let node = node_bounds(root, 16);
-    match node {
-        Some((s, e)) => parse_node(root, s, e, at, &mut out, errors),
-        None => errors.push(ProcessingError::at(
-            ErrorKind::CorruptIndex,
-            at,
-            format!(
-                "directory record {}: index root node header invalid",
-                dir.record
-            ),
-        )),
-    }
-    let Some(alloc) = dir
-        .attrs
-        .iter()
-        .find(|a| a.ty == ATTR_INDEX_ALLOCATION && is_i30(a))
-    else {
-        return out;
-    };
-    let block_size = u64::from(block_size);
-    if !block_size.is_power_of_two() || !(512..=65536).contains(&block_size) {
-        errors.push(ProcessingError::at(
-            ErrorKind::CorruptIndex,
-            at,
-            format!(
-                "directory record {}: index block size {block_size}",
-                dir.record
-            ),
-        ));
-        return out;
-    }
-    let Body::NonResident(nr) = &alloc.body else {
-        errors.push(ProcessingError::at(
-            ErrorKind::CorruptIndex,
-            at,
-            format!(
-                "directory record {}: resident $INDEX_ALLOCATION",
-                dir.record
-            ),
-        ));
-        return out;
-    };
-    // Pieces of the allocation may sit in extension records.
-    let mut runs = Vec::new();
-    let mut pieces: Vec<&mft::NonResident> = dir
-        .attrs
-        .iter()
-        .filter(|a| a.ty == ATTR_INDEX_ALLOCATION && is_i30(a))
-        .filter_map(|a| match &a.body {
-            Body::NonResident(p) => Some(p),
-            Body::Resident(_) => None,
-        })
-        .collect();
-    pieces.sort_by_key(|p| p.start_vcn);
-    for p in pieces {
-        let (r, err) = mft::decode_runs(&p.runs, p.start_vcn, fs.info.total_clusters);
-        if let Some(e) = err {
+            root: None,
+            block_size: 0,
+            runs: Vec::new(),
+            bitmap: None,
+            blocks: 0,
+            next_block: 0,
+            listed: 0,
+        };
+        let Some(root) = dir
+            .attrs
+            .iter()
+            .find(|a| a.ty == ATTR_INDEX_ROOT && is_i30(a))
+            .and_then(Attribute::resident)
+        else {
             errors.push(ProcessingError::at(
                 ErrorKind::CorruptIndex,
                 at,
-                format!("directory record {} index allocation runs: {e}", dir.record),
+                format!(
+                    "directory record {} has no resident $I30 index root",
+                    dir.record
+                ),
             ));
+            return nodes;
+        };
+        nodes.root = Some(root.to_vec());
+        let block_size = u64::from(u32_at(root, 8).unwrap_or(0));
+        let Some(alloc) = dir
+            .attrs
+            .iter()
+            .find(|a| a.ty == ATTR_INDEX_ALLOCATION && is_i30(a))
+        else {
+            return nodes;
+        };
+        if !block_size.is_power_of_two() || !(512..=65536).contains(&block_size) {
+            errors.push(ProcessingError::at(
+                ErrorKind::CorruptIndex,
+                at,
+                format!(
+                    "directory record {}: index block size {block_size}",
+                    dir.record
+                ),
+            ));
+            return nodes;
         }
-        runs.extend(r);
-    }
-    let bitmap: Option<Vec<u8>> = dir
-        .attrs
-        .iter()
-        .find(|a| a.ty == ATTR_BITMAP && is_i30(a))
-        .and_then(|a| match &a.body {
-            Body::Resident(v) => Some(v.clone()),
-            Body::NonResident(b) => {
-                let (r, _) = mft::decode_runs(&b.runs, 0, fs.info.total_clusters);
-                let len = usize::try_from(b.data_size.min(MAX_BLOCKS / 8)).unwrap_or(0);
-                let mut v = vec![0u8; len];
-                fs.read_runs(&r, 0, &mut v, false).ok().map(|()| v)
+        let Body::NonResident(nr) = &alloc.body else {
+            errors.push(ProcessingError::at(
+                ErrorKind::CorruptIndex,
+                at,
+                format!(
+                    "directory record {}: resident $INDEX_ALLOCATION",
+                    dir.record
+                ),
+            ));
+            return nodes;
+        };
+        // Pieces of the allocation may sit in extension records.
+        let mut pieces: Vec<&mft::NonResident> = dir
+            .attrs
+            .iter()
+            .filter(|a| a.ty == ATTR_INDEX_ALLOCATION && is_i30(a))
+            .filter_map(|a| match &a.body {
+                Body::NonResident(p) => Some(p),
+                Body::Resident(_) => None,
+            })
+            .collect();
+        pieces.sort_by_key(|p| p.start_vcn);
+        for p in pieces {
+            let (r, err) = mft::decode_runs(&p.runs, p.start_vcn, fs.info.total_clusters);
+            if let Some(e) = err {
+                errors.push(ProcessingError::at(
+                    ErrorKind::CorruptIndex,
+                    at,
+                    format!("directory record {} index allocation runs: {e}", dir.record),
+                ));
             }
-        });
-    let blocks = (nr.data_size / block_size).min(MAX_BLOCKS);
-    let mut block = vec![0u8; usize::try_from(block_size).unwrap_or(4096)];
-    for i in 0..blocks {
-        if let Some(bm) = &bitmap {
-            let byte = usize::try_from(i / 8).unwrap_or(usize::MAX);
-            if bm.get(byte).is_none_or(|b| b & (1 << (i % 8)) == 0) {
+            nodes.runs.extend(r);
+        }
+        nodes.bitmap = dir
+            .attrs
+            .iter()
+            .find(|a| a.ty == ATTR_BITMAP && is_i30(a))
+            .and_then(|a| match &a.body {
+                Body::Resident(v) => Some(v.clone()),
+                Body::NonResident(b) => {
+                    let (r, _) = mft::decode_runs(&b.runs, 0, fs.info.total_clusters);
+                    let len = usize::try_from(b.data_size.min(MAX_BLOCKS / 8)).unwrap_or(0);
+                    let mut v = vec![0u8; len];
+                    fs.read_runs(&r, 0, &mut v, false).ok().map(|()| v)
+                }
+            });
+        nodes.block_size = block_size;
+        nodes.blocks = (nr.data_size / block_size).min(MAX_BLOCKS);
+        nodes
+    }
+
+    /// The live entries of the next node, or `None` when all are read.
+    pub(crate) fn next_node<R: ReadAt>(
+        &mut self,
+        fs: &NtfsFs<R>,
+        errors: &mut Vec<ProcessingError>,
+    ) -> Option<Vec<IndexEntry>> {
+        let mut out = Vec::new();
+        if let Some(root) = self.root.take() {
+            match node_bounds(&root, 16) {
+                Some((s, e)) => parse_node(&root, s, e, self.at, &mut out, errors),
+                None => errors.push(ProcessingError::at(
+                    ErrorKind::CorruptIndex,
+                    self.at,
+                    format!(
+                        "directory record {}: index root node header invalid",
+                        self.record
+                    ),
+                )),
+            }
+            self.listed += out.len();
+            return Some(out);
+        }
+        while self.next_block < self.blocks {
+            let i = self.next_block;
+            self.next_block += 1;
+            if let Some(bm) = &self.bitmap {
+                let byte = usize::try_from(i / 8).unwrap_or(usize::MAX);
+                if bm.get(byte).is_none_or(|b| b & (1 << (i % 8)) == 0) {
+                    continue;
+                }
+            }
+            if self.listed >= MAX_ENTRIES {
+                errors.push(ProcessingError::at(
+                    ErrorKind::WalkLimit,
+                    self.at,
+                    format!(
+                        "directory record {} lists more than {MAX_ENTRIES} entries; the rest is not read",
+                        self.record
+                    ),
+                ));
+                self.next_block = self.blocks;
+                return None;
+            }
+            let pos = i * self.block_size;
+            let abs = block_offset(fs, &self.runs, pos).unwrap_or(self.at);
+            let mut block = vec![0u8; usize::try_from(self.block_size).unwrap_or(4096)];
+            if let Err(e) = fs.read_runs(&self.runs, pos, &mut block, false) {
+                errors.push(ProcessingError::at(
+                    ErrorKind::Io,
+                    abs,
+                    format!("directory record {} index block {i}: {e}", self.record),
+                ));
                 continue;
             }
+            if let Err(e) = mft::apply_fixups(&mut block, b"INDX") {
+                errors.push(ProcessingError::at(
+                    ErrorKind::CorruptIndex,
+                    abs,
+                    format!("directory record {} index block {i}: {e}", self.record),
+                ));
+                continue;
+            }
+            match node_bounds(&block, 24) {
+                Some((s, e)) => parse_node(&block, s, e, abs, &mut out, errors),
+                None => errors.push(ProcessingError::at(
+                    ErrorKind::CorruptIndex,
+                    abs,
+                    format!(
+                        "directory record {} index block {i}: node header invalid",
+                        self.record
+                    ),
+                )),
+            }
+            self.listed += out.len();
+            return Some(out);
         }
-        if out.len() >= MAX_ENTRIES {
-            errors.push(ProcessingError::at(
-                ErrorKind::WalkLimit,
-                at,
-                format!(
-                    "directory record {} lists more than {MAX_ENTRIES} entries; the rest is not read",
-                    dir.record
-                ),
-            ));
-            break;
-        }
-        let pos = i * block_size;
-        let abs = block_offset(fs, &runs, pos).unwrap_or(at);
-        if let Err(e) = fs.read_runs(&runs, pos, &mut block, false) {
-            errors.push(ProcessingError::at(
-                ErrorKind::Io,
-                abs,
-                format!("directory record {} index block {i}: {e}", dir.record),
-            ));
-            continue;
-        }
-        if let Err(e) = mft::apply_fixups(&mut block, b"INDX") {
-            errors.push(ProcessingError::at(
-                ErrorKind::CorruptIndex,
-                abs,
-                format!("directory record {} index block {i}: {e}", dir.record),
-            ));
-            continue;
-        }
-        match node_bounds(&block, 24) {
-            Some((s, e)) => parse_node(&block, s, e, abs, &mut out, errors),
-            None => errors.push(ProcessingError::at(
-                ErrorKind::CorruptIndex,
-                abs,
-                format!(
-                    "directory record {} index block {i}: node header invalid",
-                    dir.record
-                ),
-            )),
-        }
+        None
     }
-    out
 }
 
 fn block_offset<R: ReadAt>(fs: &NtfsFs<R>, runs: &[mft::DataRun], pos: u64) -> Option<u64> {

@@ -940,10 +940,29 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
     fn walk_dir(&mut self, dir: &Loaded, path: &Arc<[String]>, depth: usize) -> ControlFlow<()> {
         let fs = self.fs;
         let mut errors = Vec::new();
-        let entries = index::entries(fs, dir, &mut errors);
-        for e in errors {
-            self.sink.error(e);
+        let mut nodes = index::IndexNodes::new(fs, dir, &mut errors);
+        loop {
+            let node = nodes.next_node(fs, &mut errors);
+            for e in errors.drain(..) {
+                self.sink.error(e);
+            }
+            let Some(entries) = node else {
+                break;
+            };
+            self.walk_entries(dir, entries, path, depth)?;
         }
+        ControlFlow::Continue(())
+    }
+
+    /// Emits one index node's entries, descending into subdirectories.
+    fn walk_entries(
+        &mut self,
+        dir: &Loaded,
+        entries: Vec<index::IndexEntry>,
+        path: &Arc<[String]>,
+        depth: usize,
+    ) -> ControlFlow<()> {
+        let fs = self.fs;
         for entry in entries {
             if entry.name.namespace == NAMESPACE_DOS {
                 continue;
