@@ -160,19 +160,47 @@ impl<R: ReadAt> FatFs<R> {
     }
 
     /// Calls `f` with each run of unallocated clusters, as absolute extents
-    /// in cluster order (the carving stage reads these).
+    /// in disk order (the carving stage reads these), followed by the
+    /// sectors after the last whole cluster, which no file can own (TSK's
+    /// `blkls` lists them as unallocated too).
     pub fn unallocated_runs(&self, mut f: impl FnMut(Extent)) -> Result<(), FsError> {
         let cs = self.cluster_size();
         let end = self.base + (self.last_sector + 1) * self.bps();
+        let tail = self.base
+            + (self.boot.first_cluster_sector
+                + self.boot.cluster_count * u64::from(self.boot.sectors_per_cluster))
+                * self.bps();
+        // The last free run is held back so the tail can be joined to it.
+        let mut pending: Option<Extent> = None;
         self.fat
             .free_runs(&self.src, |first, count| {
                 let offset = self.cluster_offset(first);
                 let len = (u64::from(count) * cs).min(end.saturating_sub(offset));
-                if len > 0 {
-                    f(Extent { offset, len });
+                if len > 0
+                    && let Some(p) = pending.replace(Extent { offset, len })
+                {
+                    f(p);
                 }
             })
-            .map_err(|e| FsError::io(self.fat_offset_for_errors(), 0, e))
+            .map_err(|e| FsError::io(self.fat_offset_for_errors(), 0, e))?;
+        if tail < end {
+            match pending.as_mut() {
+                Some(p) if p.offset + p.len == tail => p.len += end - tail,
+                _ => {
+                    if let Some(p) = pending.take() {
+                        f(p);
+                    }
+                    pending = Some(Extent {
+                        offset: tail,
+                        len: end - tail,
+                    });
+                }
+            }
+        }
+        if let Some(p) = pending {
+            f(p);
+        }
+        Ok(())
     }
 
     fn fat_offset_for_errors(&self) -> u64 {
