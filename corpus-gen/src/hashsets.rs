@@ -48,9 +48,10 @@ struct Row {
 }
 
 fn hexn(r: &mut Rng, bytes: usize) -> String {
-    let mut b = vec![0u8; bytes];
-    r.fill(&mut b);
-    crate::content::hex(&b)
+    let mut b = [0u8; 32];
+    let b = &mut b[..bytes.min(32)];
+    r.fill(b);
+    crate::content::hex(b)
 }
 
 /// Streams `decoys` rows with the planted ones at seeded positions.
@@ -145,37 +146,17 @@ pub fn write_all(
     notable: &[Planted],
     tmp: &dyn Fn(&str) -> PathBuf,
 ) -> Result<(), CorpusError> {
-    // NSRL RDS 2.x text: quoted CSV, upper-case hex, CRLF, header line.
-    let path = tmp(NSRL_TXT);
-    let f = std::fs::File::create(&path).map_err(io_err(&path))?;
+    // Known set: NSRL RDS 2.x text (quoted CSV, upper-case hex, CRLF,
+    // header line) and RDS v3 SQLite, filled from one pass over the rows.
+    let nsrl_path = tmp(NSRL_TXT);
+    let f = std::fs::File::create(&nsrl_path).map_err(io_err(&nsrl_path))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
     w.write_all(b"\"SHA-1\",\"MD5\",\"CRC32\",\"FileName\",\"FileSize\",\"ProductCode\",\"OpSystemCode\",\"SpecialCode\"\r\n")
-        .map_err(io_err(&path))?;
-    for r in Rows::new(seed, 1, known, decoys) {
-        write!(
-            w,
-            "\"{}\",\"{}\",\"{}\",\"{}\",{},{},\"{}\",\"\"\r\n",
-            r.sha1.to_ascii_uppercase(),
-            r.md5.to_ascii_uppercase(),
-            r.crc32.to_ascii_uppercase(),
-            r.name,
-            r.size,
-            r.package,
-            if r.package == 900_001 { "WIN10" } else { "362" }
-        )
-        .map_err(io_err(&path))?;
-    }
-    w.into_inner()
-        .map_err(|e| io_err(&path)(e.into_error()))?
-        .sync_all()
-        .map_err(io_err(&path))?;
-
-    // RDS v3: a FILE table with sha256, sha1, md5, crc32, file_name,
-    // file_size, package_id (upper-case hex), plus PKG and VERSION.
-    let path = tmp(RDS3_DB);
-    let _ = std::fs::remove_file(&path);
+        .map_err(io_err(&nsrl_path))?;
+    let db_path = tmp(RDS3_DB);
+    let _ = std::fs::remove_file(&db_path);
     {
-        let mut db = rusqlite::Connection::open(&path)?;
+        let mut db = rusqlite::Connection::open(&db_path)?;
         db.execute_batch(
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=4096;
              CREATE TABLE VERSION (version VARCHAR UNIQUE NOT NULL, build_set VARCHAR NOT NULL,
@@ -195,12 +176,28 @@ pub fn write_all(
             let mut st = tx.prepare(
                 "INSERT INTO FILE (sha256, sha1, md5, crc32, file_name, file_size, package_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
-            for r in Rows::new(seed, 1, known, decoys) {
+            for mut r in Rows::new(seed, 1, known, decoys) {
+                r.sha1.make_ascii_uppercase();
+                r.md5.make_ascii_uppercase();
+                r.crc32.make_ascii_uppercase();
+                r.sha256.make_ascii_uppercase();
+                write!(
+                    w,
+                    "\"{}\",\"{}\",\"{}\",\"{}\",{},{},\"{}\",\"\"\r\n",
+                    r.sha1,
+                    r.md5,
+                    r.crc32,
+                    r.name,
+                    r.size,
+                    r.package,
+                    if r.package == 900_001 { "WIN10" } else { "362" }
+                )
+                .map_err(io_err(&nsrl_path))?;
                 st.execute(rusqlite::params![
-                    r.sha256.to_ascii_uppercase(),
-                    r.sha1.to_ascii_uppercase(),
-                    r.md5.to_ascii_uppercase(),
-                    r.crc32.to_ascii_uppercase(),
+                    r.sha256,
+                    r.sha1,
+                    r.md5,
+                    r.crc32,
                     r.name,
                     r.size as i64,
                     r.package as i64
@@ -209,20 +206,28 @@ pub fn write_all(
         }
         tx.commit()?;
     }
+    w.into_inner()
+        .map_err(|e| io_err(&nsrl_path)(e.into_error()))?
+        .sync_all()
+        .map_err(io_err(&nsrl_path))?;
 
-    // Notable lists.
-    for (name, sha) in [(NOTABLE_MD5, false), (NOTABLE_SHA1, true)] {
-        let path = tmp(name);
-        let f = std::fs::File::create(&path).map_err(io_err(&path))?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
-        for r in Rows::new(seed, 2, notable, decoys) {
-            let h = if sha { &r.sha1 } else { &r.md5 };
-            write!(w, "{h}  {}\n", r.name).map_err(io_err(&path))?;
-        }
+    // Notable set: md5sum- and sha1sum-style lists from one pass.
+    let md5_path = tmp(NOTABLE_MD5);
+    let sha1_path = tmp(NOTABLE_SHA1);
+    let open = |p: &Path| -> Result<BufWriter<std::fs::File>, CorpusError> {
+        Ok(BufWriter::with_capacity(1 << 20, std::fs::File::create(p).map_err(io_err(p))?))
+    };
+    let mut wm = open(&md5_path)?;
+    let mut ws = open(&sha1_path)?;
+    for r in Rows::new(seed, 2, notable, decoys) {
+        writeln!(wm, "{}  {}", r.md5, r.name).map_err(io_err(&md5_path))?;
+        writeln!(ws, "{}  {}", r.sha1, r.name).map_err(io_err(&sha1_path))?;
+    }
+    for (w, p) in [(wm, &md5_path), (ws, &sha1_path)] {
         w.into_inner()
-            .map_err(|e| io_err(&path)(e.into_error()))?
+            .map_err(|e| io_err(p)(e.into_error()))?
             .sync_all()
-            .map_err(io_err(&path))?;
+            .map_err(io_err(p))?;
     }
     Ok(())
 }
