@@ -88,8 +88,8 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
                 break;
             };
             let run_len = run.len();
-            if off >= *run_start + run_len {
-                *run_start += run_len;
+            if off >= run_start.saturating_add(run_len) {
+                *run_start = run_start.saturating_add(run_len);
                 *run_idx += 1;
                 continue;
             }

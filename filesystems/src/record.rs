@@ -159,7 +159,9 @@ impl Content {
         match self {
             Content::None => 0,
             Content::Resident(b) => b.len() as u64,
-            Content::Runs(r) | Content::Encoded { runs: r, .. } => r.iter().map(Run::len).sum(),
+            Content::Runs(r) | Content::Encoded { runs: r, .. } => {
+                r.iter().fold(0u64, |t, run| t.saturating_add(run.len()))
+            }
         }
     }
 

@@ -308,7 +308,10 @@ impl<R: ReadAt> NtfsFs<R> {
                     Err(e) => self.open_errors.push(e),
                 }
             }
-            let mapped: u64 = self.mft.iter().map(|r| r.clusters * self.cs()).sum();
+            let mapped = self
+                .mft
+                .iter()
+                .fold(0u64, |t, r| t.saturating_add(r.clusters * self.cs()));
             self.info.record_count = size.min(mapped) / self.info.record_size;
             return Ok(());
         }
@@ -736,7 +739,9 @@ impl<R: ReadAt> NtfsFs<R> {
                 Vec::new(),
             );
         }
-        let total: u64 = byte_runs.iter().map(Run::len).sum();
+        let total = byte_runs
+            .iter()
+            .fold(0u64, |t, r| t.saturating_add(r.len()));
         if total < size {
             errors.push(ProcessingError::at(
                 ErrorKind::ChainTooShort,
@@ -854,11 +859,11 @@ fn push_run(runs: &mut Vec<Run>, r: Run) {
     }
     match (runs.last_mut(), r) {
         (Some(Run::Data { offset, len }), Run::Data { offset: o, len: l })
-            if *offset + *len == o =>
+            if offset.checked_add(*len) == Some(o) =>
         {
-            *len += l;
+            *len = len.saturating_add(l);
         }
-        (Some(Run::Zeros { len }), Run::Zeros { len: l }) => *len += l,
+        (Some(Run::Zeros { len }), Run::Zeros { len: l }) => *len = len.saturating_add(l),
         _ => runs.push(r),
     }
 }
@@ -869,21 +874,22 @@ fn clip_runs(runs: &[Run], from: u64, to: u64) -> Vec<Run> {
     let mut pos = 0u64;
     for r in runs {
         let len = r.len();
-        let (s, e) = (pos.max(from), (pos + len).min(to));
+        let end = pos.saturating_add(len);
+        let (s, e) = (pos.max(from), end.min(to));
         if s < e {
             let skip = s - pos;
             push_run(
                 &mut out,
                 match *r {
                     Run::Data { offset, .. } => Run::Data {
-                        offset: offset + skip,
+                        offset: offset.saturating_add(skip),
                         len: e - s,
                     },
                     Run::Zeros { .. } => Run::Zeros { len: e - s },
                 },
             );
         }
-        pos += len;
+        pos = end;
         if pos >= to {
             break;
         }
