@@ -53,13 +53,13 @@ pub enum EwfWriteError {
         suggested: u64,
     },
     /// A segment file of the same name exists and overwriting was not asked.
-    #[error("`{}` already exists; refusing to overwrite it (use --force to replace it)", path.display())]
+    #[error("`{}` already exists; refusing to overwrite it (pass --force, or set `overwrite`, to replace it)", path.display())]
     SegmentExists {
         /// The existing file.
         path: PathBuf,
     },
     /// A segment file could not be created.
-    #[error("cannot create segment `{}`: {source}", path.display())]
+    #[error("cannot create segment `{}`", path.display())]
     Create {
         /// The segment file.
         path: PathBuf,
@@ -67,7 +67,7 @@ pub enum EwfWriteError {
         source: io::Error,
     },
     /// Writing a segment file failed (out of space, file size limit, I/O).
-    #[error("writing `{}` failed: {source}", path.display())]
+    #[error("writing `{}` failed", path.display())]
     Write {
         /// The segment file.
         path: PathBuf,
@@ -89,7 +89,7 @@ pub enum EwfWriteError {
         got: u64,
     },
     /// The source could not be opened or measured.
-    #[error("cannot open source `{}`: {source}", path.display())]
+    #[error("cannot open source `{}`", path.display())]
     SourceOpen {
         /// The source file.
         path: PathBuf,
@@ -97,7 +97,7 @@ pub enum EwfWriteError {
         source: io::Error,
     },
     /// Reading the source failed.
-    #[error("reading the source at byte {offset} failed: {source}")]
+    #[error("reading the source at byte {offset} failed")]
     SourceRead {
         /// Media offset of the failed read.
         offset: u64,

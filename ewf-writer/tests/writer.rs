@@ -12,49 +12,10 @@ use sha1::Sha1;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Media with the three kinds of content a disk holds: text-like runs
-/// (compressible), noise (incompressible) and zero runs, in irregular
-/// lengths so chunk boundaries fall everywhere.
-fn mixed_media(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let words: [&[u8]; 8] = [
-        b"evidence ",
-        b"sector ",
-        b"cluster ",
-        b"the ",
-        b"case ",
-        b"file ",
-        b"deleted ",
-        b"\n",
-    ];
-    let mut out = Vec::with_capacity(len);
-    while out.len() < len {
-        let run = 1000 + (next() % 70_000) as usize;
-        let end = (out.len() + run).min(len);
-        match next() % 3 {
-            0 => {
-                while out.len() < end {
-                    let w = words[(next() % 8) as usize];
-                    let take = w.len().min(end - out.len());
-                    out.extend_from_slice(&w[..take]);
-                }
-            }
-            1 => {
-                while out.len() < end {
-                    out.push((next() >> 32) as u8);
-                }
-            }
-            _ => out.resize(end, 0),
-        }
-    }
-    out
-}
+#[path = "support/shared.rs"]
+#[allow(dead_code)]
+mod shared;
+use shared::mixed_media;
 
 fn md5_of(data: &[u8]) -> [u8; 16] {
     Md5::digest(data).into()

@@ -1,5 +1,6 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
+pub mod convert;
 pub mod corpus;
 pub mod export;
 pub mod quickstart;
@@ -24,6 +25,8 @@ enum Command {
     Quickstart(quickstart::Args),
     /// Generate a synthetic evidence corpus with exact ground truth.
     Corpus(corpus::Args),
+    /// Convert a raw image (single or split .001) to E01.
+    Convert(convert::Args),
     /// Run forensic stages over evidence on a storage layout, timing each
     /// stage and I/O channel.
     Run(run::Args),
@@ -36,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Quickstart(args) => quickstart::run(args),
         Command::Corpus(args) => corpus::run(args),
+        Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
         Command::Export(args) => export::run(args),
     }
