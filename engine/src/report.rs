@@ -166,8 +166,12 @@ impl ChannelFigures {
 pub struct Totals {
     /// Sum of stage wall times.
     pub wall_seconds: f64,
-    /// Per-channel sums.
+    /// Per-channel I/O of the whole run: the stages plus `outside_stages`
+    /// (everything but the writing of `run.json` itself).
     pub channels: BTreeMap<ChannelKind, ChannelSnapshot>,
+    /// Per-channel I/O outside any stage: creating the case database and
+    /// its bookkeeping rows, and the final commit and checkpoint.
+    pub outside_stages: BTreeMap<ChannelKind, ChannelSnapshot>,
     /// Recorded problems.
     pub recorded: Recorded,
 }

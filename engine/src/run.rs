@@ -270,6 +270,7 @@ fn run_stages(
     ch: RunChannels<'_>,
     started_at: &str,
 ) -> Result<RunReport, RunError> {
+    let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
     let db = CaseDb::create(ch.database, spec.db)?;
     let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let run_id = insert_run(&db, spec, &names, started_at)?;
@@ -405,19 +406,31 @@ fn run_stages(
     // Bookkeeping after the last stage, so its I/O is charged to no stage.
     record_stage_runs(&db, run_id, &stage_reports, status, &finished_at)?;
     db.close()?;
+    let run_totals: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = ch
+        .all()
+        .iter()
+        .zip(&run_start)
+        .map(|(c, start)| (c.kind(), c.snapshot().since(start)))
+        .collect();
 
     let stages: Vec<StageReport> = stage_reports.into_iter().map(|(_, _, r)| r).collect();
     let mut totals = Totals::default();
+    let mut in_stages: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = BTreeMap::new();
     for s in &stages {
         totals.wall_seconds += s.wall_seconds;
         totals.recorded.errors += s.recorded.errors;
         totals.recorded.warnings += s.recorded.warnings;
         totals.recorded.findings += s.recorded.findings;
         for (k, f) in &s.channels {
-            let e = totals.channels.entry(*k).or_default();
+            let e = in_stages.entry(*k).or_default();
             *e = e.plus(&f.counters);
         }
     }
+    for (k, whole) in &run_totals {
+        let staged = in_stages.get(k).copied().unwrap_or_default();
+        totals.outside_stages.insert(*k, whole.since(&staged));
+    }
+    totals.channels = run_totals;
     Ok(RunReport {
         schema: report::RUN_SCHEMA.into(),
         schema_version: report::RUN_SCHEMA_VERSION,
