@@ -7,7 +7,7 @@ use crate::rng::Rng;
 
 /// Volume serial number and GUIDs come from the seed.
 fn ids(seed: u64) -> Rng {
-    Rng::derive(seed, &[0x4944_53])
+    Rng::derive(seed, &[0x0049_4453])
 }
 
 /// A GUID from the seed's id stream (version-4 shape).
@@ -149,7 +149,7 @@ fn gpt(geo: &Geometry, ids: &Ids, primary: bool) -> (Vec<u8>, Vec<u8>) {
     h[40..48].copy_from_slice(&34u64.to_le_bytes());
     h[48..56].copy_from_slice(&(lbas - 34).to_le_bytes());
     h[56..72].copy_from_slice(&ids.disk_guid);
-    h[72..80].copy_from_slice(&(table as u64).to_le_bytes());
+    h[72..80].copy_from_slice(&table.to_le_bytes());
     h[80..84].copy_from_slice(&128u32.to_le_bytes());
     h[84..88].copy_from_slice(&128u32.to_le_bytes());
     h[88..92].copy_from_slice(&entries_crc.to_le_bytes());

@@ -400,7 +400,7 @@ pub fn encode(out: &mut Vec<u8>, r: &Record<'_>) {
 }
 
 /// Append the `.` and `..` slots that open every subdirectory.
-pub fn encode_dots(out: &mut Vec<u8>, own: u32, parent: u32, times: Times, deleted: bool) {
+pub fn encode_dots(out: &mut Vec<u8>, own: u32, parent: u32, times: Times) {
     let dot = NameForm {
         short: *b".          ",
         long: None,
@@ -422,7 +422,6 @@ pub fn encode_dots(out: &mut Vec<u8>, own: u32, parent: u32, times: Times, delet
             times,
             deleted: false,
         };
-        let _ = deleted;
         short_slot(out, &form.short, &r, 0);
     }
 }

@@ -15,12 +15,12 @@
 
 use crate::CorpusError;
 use crate::boot::{self, FatPacker, Ids};
-use crate::content::{self, Attachment, Kind, Pool, hex};
+use crate::content::{self, Attachment, Pool, hex};
 use crate::fat::FatType;
 use crate::geometry::{DISK_SECTOR, Geometry, TableKind};
 use crate::hashsets::{self, Planted};
 use crate::manifest::{self, *};
-use crate::plan::{Child, Fill, GroupPlan, ItemPlan, Parent, Volume};
+use crate::plan::{Fill, GroupPlan, ItemPlan, Parent, Volume};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
 use md5::Digest;
@@ -431,7 +431,7 @@ pub fn generate(opts: &Options, progress: &dyn Progress) -> Result<Report, Corpu
             next_free.unwrap_or(0xFFFF_FFFF),
         ))?;
         for _ in 0..2 {
-            write_fat(&vol, &g0, &mut sink)?;
+            write_fat(&vol, &mut sink)?;
         }
         let fat32 = geo.fat == FatType::Fat32;
         if !fat32 {
@@ -577,7 +577,7 @@ fn item_order(plan: &GroupPlan) -> Vec<usize> {
     order
 }
 
-fn write_fat(vol: &Volume, _g0: &GroupPlan, sink: &mut ImageSink<'_>) -> Result<(), CorpusError> {
+fn write_fat(vol: &Volume, sink: &mut ImageSink<'_>) -> Result<(), CorpusError> {
     let geo = &vol.geo;
     let eoc = geo.fat.eoc();
     let mut p = FatPacker::new(geo.fat);
@@ -744,6 +744,54 @@ fn write_group(
     }
     mf.group(vol, plan, &facts)?;
     Ok(())
+}
+
+/// What a directory's manifest record needs.
+struct DirFacts<'a> {
+    path: String,
+    tsk_path: String,
+    name: String,
+    form: &'a crate::fat::NameForm,
+    times: crate::fat::Times,
+    first_cluster: u32,
+    deleted: bool,
+    group: u32,
+}
+
+/// The manifest record of a directory.
+fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
+    FileEntry {
+        path: d.path,
+        tsk_path: d.tsk_path,
+        kind: EntryKind::Directory,
+        name: d.name,
+        short_name: crate::fat::short_display(&d.form.short),
+        has_long_name: d.form.long.is_some(),
+        size: 0,
+        allocated: !d.deleted,
+        deleted: d.deleted,
+        in_deleted_dir: false,
+        created: d.times.created.iso(),
+        modified: d.times.modified.iso(),
+        accessed: d.times.accessed.iso_date(),
+        first_cluster: d.first_cluster,
+        fragmented: extents.len() > 1,
+        extents,
+        content_type: None,
+        mime: None,
+        md5: None,
+        sha1: None,
+        sha256: None,
+        keywords: Vec::new(),
+        known: false,
+        notable: false,
+        duplicate_group: None,
+        overwritten: false,
+        intact: true,
+        slack_bytes: 0,
+        attachments: Vec::new(),
+        group: d.group,
+    }
 }
 
 /// The manifest, streamed.
@@ -948,41 +996,22 @@ impl ManifestOut {
                 continue;
             }
             self.summary.directories += 1;
-            let e = FileEntry {
-                path: d.path.clone(),
-                tsk_path: d.path.clone(),
-                kind: EntryKind::Directory,
-                name: d.name.clone(),
-                short_name: crate::fat::short_display(&d.form.short),
-                has_long_name: d.form.long.is_some(),
-                size: 0,
-                allocated: true,
-                deleted: false,
-                in_deleted_dir: false,
-                created: d.times.created.iso(),
-                modified: d.times.modified.iso(),
-                accessed: d.times.accessed.iso_date(),
-                first_cluster: d.first,
-                extents: vec![Extent {
+            let e = dir_entry(
+                DirFacts {
+                    path: d.path.clone(),
+                    tsk_path: d.path.clone(),
+                    name: d.name.clone(),
+                    form: &d.form,
+                    times: d.times,
+                    first_cluster: d.first,
+                    deleted: false,
+                    group: 0,
+                },
+                vec![Extent {
                     offset: vol.geo.cluster_offset(d.first),
                     length: d.clusters as u64 * cs,
                 }],
-                content_type: None,
-                mime: None,
-                md5: None,
-                sha1: None,
-                sha256: None,
-                keywords: Vec::new(),
-                known: false,
-                notable: false,
-                duplicate_group: None,
-                fragmented: false,
-                overwritten: false,
-                intact: true,
-                slack_bytes: 0,
-                attachments: Vec::new(),
-                group: 0,
-            };
+            );
             self.entry(&e)?;
         }
         Ok(())
@@ -1034,38 +1063,19 @@ impl ManifestOut {
             } else {
                 self.summary.directories += 1;
             }
-            let e = FileEntry {
-                path,
-                tsk_path,
-                kind: EntryKind::Directory,
-                name: dir.name.clone(),
-                short_name: crate::fat::short_display(&dir.form.short),
-                has_long_name: dir.form.long.is_some(),
-                size: 0,
-                allocated: !dir.deleted,
-                deleted: dir.deleted,
-                in_deleted_dir: false,
-                created: dir.times.created.iso(),
-                modified: dir.times.modified.iso(),
-                accessed: dir.times.accessed.iso_date(),
-                first_cluster: plan.first_cluster(&dir.runs),
-                extents: runs_extents(&dir.runs),
-                content_type: None,
-                mime: None,
-                md5: None,
-                sha1: None,
-                sha256: None,
-                keywords: Vec::new(),
-                known: false,
-                notable: false,
-                duplicate_group: None,
-                fragmented: dir.runs.len() > 1,
-                overwritten: false,
-                intact: true,
-                slack_bytes: 0,
-                attachments: Vec::new(),
-                group: plan.k,
-            };
+            let e = dir_entry(
+                DirFacts {
+                    path,
+                    tsk_path,
+                    name: dir.name.clone(),
+                    form: &dir.form,
+                    times: dir.times,
+                    first_cluster: plan.first_cluster(&dir.runs),
+                    deleted: dir.deleted,
+                    group: plan.k,
+                },
+                runs_extents(&dir.runs),
+            );
             self.entry(&e)?;
         }
         let empty = {
@@ -1209,27 +1219,30 @@ impl ManifestOut {
             if it.notable {
                 self.summary.notable_files += 1;
             }
-            if it.deleted && kind.carvable() && it.spec.size > 0 && !it.overwritten {
-                if let Some(first) = extents.first() {
-                    self.carvable(&Carvable {
-                        offset: first.offset,
-                        length: it.spec.size,
-                        content_type: kind,
-                        mime: kind.mime().into(),
-                        md5: f.md5.clone(),
-                        sha1: f.sha1.clone(),
-                        sha256: f.sha256.clone(),
-                        keywords: it.spec.keywords.clone(),
-                        source: CarveSource::Deleted,
-                        path: Some(path.clone()),
-                        contiguous: !it.fragmented,
-                        extents: if it.fragmented {
-                            extents.clone()
-                        } else {
-                            Vec::new()
-                        },
-                    })?;
-                }
+            if it.deleted
+                && kind.carvable()
+                && it.spec.size > 0
+                && !it.overwritten
+                && let Some(first) = extents.first()
+            {
+                self.carvable(&Carvable {
+                    offset: first.offset,
+                    length: it.spec.size,
+                    content_type: kind,
+                    mime: kind.mime().into(),
+                    md5: f.md5.clone(),
+                    sha1: f.sha1.clone(),
+                    sha256: f.sha256.clone(),
+                    keywords: it.spec.keywords.clone(),
+                    source: CarveSource::Deleted,
+                    path: Some(path.clone()),
+                    contiguous: !it.fragmented,
+                    extents: if it.fragmented {
+                        extents.clone()
+                    } else {
+                        Vec::new()
+                    },
+                })?;
             }
             let slack = if it.spec.size % cs == 0 {
                 0
@@ -1270,8 +1283,6 @@ impl ManifestOut {
             };
             self.entry(&e)?;
         }
-        let _ = Kind::Text;
-        let _ = Child::Item(0);
         Ok(())
     }
 

@@ -215,7 +215,10 @@ pub fn write_all(
     let md5_path = tmp(NOTABLE_MD5);
     let sha1_path = tmp(NOTABLE_SHA1);
     let open = |p: &Path| -> Result<BufWriter<std::fs::File>, CorpusError> {
-        Ok(BufWriter::with_capacity(1 << 20, std::fs::File::create(p).map_err(io_err(p))?))
+        Ok(BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(p).map_err(io_err(p))?,
+        ))
     };
     let mut wm = open(&md5_path)?;
     let mut ws = open(&sha1_path)?;

@@ -602,7 +602,6 @@ impl Volume {
     /// supplies its direct entries.
     pub fn skel_dir_bytes(&self, i: usize, g0: &GroupPlan) -> Vec<u8> {
         let d = &self.skel[i];
-        let cluster = self.geo.cluster_bytes();
         let mut out = Vec::new();
         if i != 0 {
             let parent_first = if d.parent == 0 {
@@ -610,7 +609,7 @@ impl Volume {
             } else {
                 self.skel[d.parent].first
             };
-            fat::encode_dots(&mut out, d.first, parent_first, d.times, false);
+            fat::encode_dots(&mut out, d.first, parent_first, d.times);
         }
         for &c in &d.children {
             let s = &self.skel[c];
@@ -628,7 +627,7 @@ impl Volume {
         }
         for (p, child) in &g0.skel_children {
             if *p == i {
-                g0.encode_child(&mut out, *child, cluster);
+                g0.encode_child(&mut out, *child);
             }
         }
         if let Some(leaf) = d.leaf {
@@ -1261,45 +1260,43 @@ impl<'a> GroupBuilder<'a> {
             .items
             .iter()
             .any(|i| i.known && i.leaf != Leaf::Programs)
+            && let Some(&i) = live.iter().find(|&&i| !self.items[i].notable)
         {
-            if let Some(&i) = live.iter().find(|&&i| !self.items[i].notable) {
-                self.items[i].known = true;
-            }
+            self.items[i].known = true;
         }
-        if !self.items.iter().any(|i| i.dup_group.is_some()) {
-            if let Some(&j) = live
+        if !self.items.iter().any(|i| i.dup_group.is_some())
+            && let Some(&j) = live
                 .iter()
                 .find(|&&i| self.items[i].spec.size < self.n as u64 * self.cluster / 40)
-            {
-                let g = ((self.k as u64) << 20) | self.dup_next;
-                self.dup_next += 1;
-                self.items[j].dup_group = Some(g);
-                let src = self.items[j].clone();
-                let leaf = if src.leaf == Leaf::Documents {
-                    Leaf::Downloads
-                } else {
-                    Leaf::Documents
-                };
-                let leaf = self.leaf_for(leaf);
-                let parent = self.home(leaf);
-                let i = self.new_item(
-                    leaf,
-                    src.spec.kind,
-                    src.spec.size,
-                    src.spec.variant,
-                    Some(parent),
-                );
-                let ext = src.spec.kind.ext();
-                self.items[i].name = if ext.is_empty() {
-                    format!("{} copy", src.name)
-                } else {
-                    format!("Copy of {}", src.name)
-                };
-                self.items[i].spec = src.spec.clone();
-                self.items[i].dup_group = Some(g);
-                self.items[i].known = src.known;
-                self.items[i].notable = src.notable;
-            }
+        {
+            let g = ((self.k as u64) << 20) | self.dup_next;
+            self.dup_next += 1;
+            self.items[j].dup_group = Some(g);
+            let src = self.items[j].clone();
+            let leaf = if src.leaf == Leaf::Documents {
+                Leaf::Downloads
+            } else {
+                Leaf::Documents
+            };
+            let leaf = self.leaf_for(leaf);
+            let parent = self.home(leaf);
+            let i = self.new_item(
+                leaf,
+                src.spec.kind,
+                src.spec.size,
+                src.spec.variant,
+                Some(parent),
+            );
+            let ext = src.spec.kind.ext();
+            self.items[i].name = if ext.is_empty() {
+                format!("{} copy", src.name)
+            } else {
+                format!("Copy of {}", src.name)
+            };
+            self.items[i].spec = src.spec.clone();
+            self.items[i].dup_group = Some(g);
+            self.items[i].known = src.known;
+            self.items[i].notable = src.notable;
         }
     }
 
@@ -1538,9 +1535,9 @@ impl<'a> GroupBuilder<'a> {
         }
         // Fragmentation choice for the rest.
         let mut frag_count = 0u32;
-        for i in 0..self.items.len() {
+        for (i, is_paired) in paired.iter().copied().enumerate() {
             let it = &self.items[i];
-            if paired[i] || it.spec.size == 0 {
+            if is_paired || it.spec.size == 0 {
                 continue;
             }
             if !it.residue && it.clusters(cluster) >= 2 && self.rng.chance(prof.fragmented_share) {
@@ -1818,7 +1815,7 @@ impl GroupPlan {
     }
 
     /// Encode the entry for `child` (in its parent directory).
-    pub fn encode_child(&self, out: &mut Vec<u8>, child: Child, _cluster: u64) {
+    pub fn encode_child(&self, out: &mut Vec<u8>, child: Child) {
         match child {
             Child::Item(i) => {
                 let it = &self.items[i];
@@ -1870,9 +1867,9 @@ impl GroupPlan {
             Parent::Dir(p) => self.first_cluster(&self.dirs[p].runs),
         };
         let mut out = Vec::new();
-        fat::encode_dots(&mut out, own, parent, dir.times, dir.deleted);
+        fat::encode_dots(&mut out, own, parent, dir.times);
         for &c in &dir.children {
-            self.encode_child(&mut out, c, vol.geo.cluster_bytes());
+            self.encode_child(&mut out, c);
         }
         let clusters: u32 = dir.runs.iter().map(|r| r.len).sum();
         out.resize(clusters as usize * vol.geo.cluster_bytes() as usize, 0);

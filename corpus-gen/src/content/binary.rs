@@ -1,7 +1,6 @@
 //! Compressed media, encrypted containers and executables: the
 //! incompressible share of the corpus.
 
-use crate::fat::Stamp;
 use crate::rng::Rng;
 
 /// Random bytes, as an encrypted container looks.
@@ -125,10 +124,6 @@ pub fn exe(rng: &mut Rng, size: usize, when: u64) -> Vec<u8> {
         }
         i = end;
     }
-    let _ = Stamp {
-        secs: when,
-        centis: 0,
-    };
     out.truncate(size);
     out
 }
