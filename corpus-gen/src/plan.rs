@@ -1924,3 +1924,138 @@ impl GroupPlan {
         dirs + files
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::Pool;
+    use crate::geometry::Geometry;
+
+    fn volume(size: u64, seed: u64, profile: &str) -> Volume {
+        let pool = Pool::build(seed).expect("pool");
+        let geo = Geometry::plan(size, None, None).expect("geometry");
+        Volume::new(
+            geo,
+            seed,
+            Profile::by_name(profile).expect("profile"),
+            &pool,
+        )
+        .expect("volume")
+    }
+
+    /// Structural invariants of a group plan that the writer and the FAT
+    /// rely on.
+    fn check(vol: &Volume, plan: &GroupPlan) {
+        let cs = vol.geo.cluster_bytes();
+        let mut owner = vec![None; plan.n as usize];
+        let mut last_end = 0;
+        for e in &plan.extents {
+            assert!(e.start >= last_end, "extents overlap or are unsorted");
+            assert!(e.start + e.len <= plan.n, "extent past the group");
+            last_end = e.start + e.len;
+            for c in e.start..e.start + e.len {
+                owner[c as usize] = Some(e.fill);
+            }
+        }
+        for (i, it) in plan.items.iter().enumerate() {
+            if it.spec.size == 0 {
+                assert!(it.runs.is_empty());
+                continue;
+            }
+            let total: u32 = it.runs.iter().map(|r| r.len).sum();
+            assert_eq!(total, it.clusters(cs), "item {i} runs");
+            // Live files and intact deleted files own every cluster of their
+            // runs; overwritten ones lose some to the overwriter.
+            if !it.overwritten {
+                let mut idx = 0u32;
+                for r in &it.runs {
+                    for c in r.start..r.start + r.len {
+                        match owner[c as usize] {
+                            Some(Fill::Item(j, _)) => assert_eq!(j, i, "cluster {c} of item {i}"),
+                            other => panic!("cluster {c} of item {i} holds {other:?}"),
+                        }
+                        idx += 1;
+                    }
+                }
+                assert_eq!(idx, total);
+            }
+            assert_eq!(it.fragmented, it.runs.len() > 1);
+        }
+        for d in &plan.dirs {
+            let clusters: u32 = d.runs.iter().map(|r| r.len).sum();
+            assert!(clusters >= 1);
+            if d.deleted {
+                assert_eq!(clusters, 1);
+            }
+        }
+        // The FAT chains walk exactly each live file's runs.
+        let fat = plan.fat_entries(vol.geo.fat.eoc());
+        for it in plan
+            .items
+            .iter()
+            .filter(|i| !i.deleted && !i.residue && i.spec.size > 0)
+        {
+            let mut c = plan.base + it.runs[0].start;
+            let mut n = 1;
+            loop {
+                let v = fat[(c - plan.base) as usize];
+                if v == vol.geo.fat.eoc() {
+                    break;
+                }
+                c = v;
+                n += 1;
+            }
+            assert_eq!(n, it.clusters(cs));
+        }
+        // Deleted entries never point at live clusters.
+        for it in plan
+            .items
+            .iter()
+            .filter(|i| i.deleted && i.intact() && i.spec.size > 0)
+        {
+            for r in &it.runs {
+                for c in r.start..r.start + r.len {
+                    assert_eq!(fat[c as usize], 0, "intact deleted file on a used cluster");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plans_hold_their_invariants() {
+        for (size, seed, profile) in [
+            (32u64 << 20, 1u64, "workstation"),
+            (48 << 20, 2, "suspect"),
+            (300 << 20, 3, "workstation"),
+            (300 << 20, 4, "suspect"),
+        ] {
+            let vol = volume(size, seed, profile);
+            for k in 0..vol.groups {
+                let plan = vol.plan_group(k);
+                check(&vol, &plan);
+                // Planning is a pure function of (seed, k).
+                let again = vol.plan_group(k);
+                assert_eq!(plan.extents, again.extents);
+            }
+        }
+    }
+
+    #[test]
+    fn huge_disks_plan_with_gpt_and_bounded_groups() {
+        let vol = volume(3 << 40, 5, "workstation");
+        assert_eq!(vol.geo.table, crate::geometry::TableKind::Gpt);
+        assert!(vol.groups as u64 <= MAX_GROUPS);
+        // Skeleton directories stay within FAT's 65,536-entry limit.
+        for (i, d) in vol.skel.iter().enumerate() {
+            assert!(
+                d.clusters as u64 * vol.geo.cluster_bytes() / 32 <= 65_536,
+                "skeleton dir {i}"
+            );
+        }
+        let last = vol.groups - 1;
+        let (base, n) = vol.group_range(last);
+        assert_eq!(base as u64 + n as u64, vol.geo.clusters as u64 + 2);
+        check(&vol, &vol.plan_group(last));
+        check(&vol, &vol.plan_group(1234));
+    }
+}
