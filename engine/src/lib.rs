@@ -14,6 +14,7 @@ pub mod layout;
 pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod sampler;
 pub mod signature;
 pub mod source;
 pub mod stage;

@@ -6,6 +6,7 @@ use crate::casedb::DbOptions;
 use crate::channel::{ChannelKind, ChannelSnapshot};
 use crate::layout::Layout;
 use crate::metrics::PeakScope;
+use crate::sampler::CpuProfile;
 use crate::source::SourceInfo;
 use crate::stage::StageSummary;
 use crate::system::{Placement, SystemContext};
@@ -109,6 +110,8 @@ pub struct StageReport {
     pub channels: BTreeMap<ChannelKind, ChannelFigures>,
     /// The channel with the most time blocked in I/O, if any I/O happened.
     pub bound_by: Option<ChannelKind>,
+    /// Whole-machine CPU user/system/iowait and load sampled during the stage.
+    pub machine: CpuProfile,
 }
 
 /// Counts of recorded problems.

@@ -314,6 +314,7 @@ fn run_stages(
         let cpu_before = CpuTimes::now();
         let stage_started = casedb::now_utc();
         let clock = Instant::now();
+        let sampler = crate::sampler::Sampler::start(std::time::Duration::from_millis(250));
         let progress = observer.stage_started(stage.name());
         let recorded = RecordCounts::default();
         let ctx = StageContext {
@@ -333,6 +334,7 @@ fn run_stages(
         // The stage's database work is part of the stage: commit it now.
         let flushed = db.writer().flush();
         let wall = clock.elapsed().as_secs_f64();
+        let machine = sampler.finish();
         let cpu = CpuTimes::now().since(&cpu_before);
         let peak = metrics::peak_rss();
         let mut channels = BTreeMap::new();
@@ -384,6 +386,7 @@ fn run_stages(
             },
             channels,
             bound_by,
+            machine,
         };
         observer.stage_finished(&stage_report);
         stage_reports.push((seq, stage_started, stage_report));

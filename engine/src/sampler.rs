@@ -1,0 +1,209 @@
+//! Whole-machine CPU and load sampled while a stage runs (the Munin view):
+//! user, system and iowait shares of all CPUs and the 1-minute load average,
+//! read from `/proc/stat` and `/proc/loadavg` on a background thread. It
+//! shows what a stage's own CPU figures cannot: time the CPUs sat waiting
+//! for I/O, and other load on a shared machine.
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// One sample: shares of all CPUs' time since the previous sample.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuSample {
+    /// Seconds since the stage started.
+    pub t: f64,
+    /// User (and nice) share, percent of all CPUs.
+    pub user_pct: f64,
+    /// System (and irq) share, percent.
+    pub system_pct: f64,
+    /// I/O wait share, percent.
+    pub iowait_pct: f64,
+    /// 1-minute load average.
+    pub load1: f64,
+}
+
+/// What the sampler saw over a stage.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuProfile {
+    /// Sampling interval, seconds.
+    pub interval_seconds: f64,
+    /// Average user share over the stage.
+    pub user_pct: f64,
+    /// Average system share.
+    pub system_pct: f64,
+    /// Average iowait share.
+    pub iowait_pct: f64,
+    /// Highest 1-minute load average seen.
+    pub load1_max: f64,
+    /// The samples (at most [`MAX_SAMPLES`], evenly thinned).
+    pub samples: Vec<CpuSample>,
+}
+
+/// Samples kept per stage; longer stages keep every other one, and so on.
+pub const MAX_SAMPLES: usize = 512;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Ticks {
+    user: u64,
+    system: u64,
+    iowait: u64,
+    total: u64,
+}
+
+fn read_ticks() -> Option<Ticks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(Ticks {
+        user: get(0) + get(1),
+        system: get(2) + get(5) + get(6),
+        iowait: get(4),
+        total: v.iter().take(8).sum(),
+    })
+}
+
+fn read_load1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+fn share(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+/// A running sampler; [`Sampler::finish`] stops it and returns the profile.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<CpuSample>>>,
+    first: Option<Ticks>,
+    interval: Duration,
+}
+
+impl Sampler {
+    /// Start sampling every `interval`.
+    pub fn start(interval: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let first = read_ticks();
+        let handle = std::thread::Builder::new()
+            .name("caseload-sampler".into())
+            .spawn(move || {
+                let begin = Instant::now();
+                let mut prev = read_ticks();
+                let mut samples = Vec::new();
+                let mut keep_every = 1usize;
+                let mut n = 0usize;
+                while !flag.load(Ordering::Relaxed) {
+                    // Sleep in small steps so finish() returns promptly.
+                    let until = Instant::now() + interval;
+                    while Instant::now() < until && !flag.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(10).min(interval));
+                    }
+                    let now = read_ticks();
+                    if let (Some(a), Some(b)) = (prev, now) {
+                        let total = b.total.saturating_sub(a.total);
+                        n += 1;
+                        if n % keep_every == 0 {
+                            samples.push(CpuSample {
+                                t: begin.elapsed().as_secs_f64(),
+                                user_pct: share(b.user.saturating_sub(a.user), total),
+                                system_pct: share(b.system.saturating_sub(a.system), total),
+                                iowait_pct: share(b.iowait.saturating_sub(a.iowait), total),
+                                load1: read_load1(),
+                            });
+                            if samples.len() >= MAX_SAMPLES {
+                                // Thin to half and sample half as often.
+                                samples = samples.into_iter().step_by(2).collect();
+                                keep_every *= 2;
+                            }
+                        }
+                    }
+                    prev = now;
+                }
+                samples
+            })
+            .ok();
+        Sampler {
+            stop,
+            handle,
+            first,
+            interval,
+        }
+    }
+
+    /// Stop and summarise. Averages use the whole stage's tick counts, so
+    /// they are exact even when the stage was shorter than one interval.
+    pub fn finish(mut self) -> CpuProfile {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self
+            .handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let last = read_ticks();
+        let (user_pct, system_pct, iowait_pct) = match (self.first, last) {
+            (Some(a), Some(b)) => {
+                let total = b.total.saturating_sub(a.total);
+                (
+                    share(b.user.saturating_sub(a.user), total),
+                    share(b.system.saturating_sub(a.system), total),
+                    share(b.iowait.saturating_sub(a.iowait), total),
+                )
+            }
+            _ => (0.0, 0.0, 0.0),
+        };
+        let load1_max = samples.iter().map(|s| s.load1).fold(read_load1(), f64::max);
+        CpuProfile {
+            interval_seconds: self.interval.as_secs_f64(),
+            user_pct,
+            system_pct,
+            iowait_pct,
+            load1_max,
+            samples,
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_stage_shows_user_time() {
+        let s = Sampler::start(Duration::from_millis(50));
+        let t = Instant::now();
+        let mut x = 1u64;
+        while t.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        assert!(x != 0);
+        let p = s.finish();
+        assert!(p.user_pct > 0.0, "{p:?}");
+        assert!(!p.samples.is_empty());
+        assert!(p.user_pct + p.system_pct + p.iowait_pct <= 100.0 + 1e-9);
+    }
+}
