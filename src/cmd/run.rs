@@ -38,6 +38,10 @@ pub struct Args {
     /// Stages to run, in order (default: every stage this build has).
     #[arg(long, value_delimiter = ',')]
     pub stages: Vec<String>,
+    /// A stage option, `STAGE.KEY=VALUE` (VALUE in TOML syntax, or a bare
+    /// string), e.g. `image-hash.algorithms=["md5","sha256"]`. Repeatable.
+    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
+    pub stage_options: Vec<String>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -150,6 +154,42 @@ pub fn stage_list(names: &[String]) -> Vec<(String, StageOptions)> {
     }
 }
 
+/// Apply `STAGE.KEY=VALUE` options to the stage list. An option for a stage
+/// that is not in the list is an error (it would silently do nothing).
+pub fn apply_stage_options(
+    stages: &mut [(String, StageOptions)],
+    options: &[String],
+) -> anyhow::Result<()> {
+    for option in options {
+        let (target, value) = option
+            .split_once('=')
+            .with_context(|| format!("--stage-option `{option}`: expected STAGE.KEY=VALUE"))?;
+        let (stage, key) = target
+            .split_once('.')
+            .with_context(|| format!("--stage-option `{option}`: expected STAGE.KEY=VALUE"))?;
+        let value = parse_option_value(value);
+        let entry = stages
+            .iter_mut()
+            .find(|(name, _)| name == stage)
+            .with_context(|| {
+                format!("--stage-option `{option}`: stage `{stage}` is not being run")
+            })?;
+        entry.1.insert(key.to_string(), value);
+    }
+    Ok(())
+}
+
+/// A TOML value (`true`, `3`, `["md5"]`, `"x"`), or the text as a string.
+fn parse_option_value(text: &str) -> toml::Value {
+    let wrapped = format!("v = {text}");
+    match wrapped.parse::<toml::Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Err(_) => toml::Value::String(text.to_string()),
+    }
+}
+
 /// Default worker threads: every core.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -223,10 +263,12 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut stage_specs = stage_list(&args.stages);
+    apply_stage_options(&mut stage_specs, &args.stage_options)?;
     let spec = RunSpec {
         evidence: args.evidence.clone(),
         layout: args.layout()?,
-        stages: stage_list(&args.stages),
+        stages: stage_specs,
         workload: None,
         threads: args.threads.unwrap_or_else(default_threads).max(1),
         cache: match args.cache {
@@ -241,4 +283,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
         .with_context(|| format!("run on `{}`", args.evidence.display()))?;
     finish(&report, args.json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_options_parse_as_toml_or_strings() {
+        let mut stages = stage_list(&["image-hash".to_string(), "carve".to_string()]);
+        apply_stage_options(
+            &mut stages,
+            &[
+                "image-hash.algorithms=[\"md5\",\"sha256\"]".into(),
+                "carve.signatures=/etc/scalpel/scalpel.conf".into(),
+                "carve.aligned=false".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(stages[0].1["algorithms"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            stages[1].1["signatures"].as_str(),
+            Some("/etc/scalpel/scalpel.conf")
+        );
+        assert_eq!(stages[1].1["aligned"].as_bool(), Some(false));
+        assert!(apply_stage_options(&mut stages, &["kff.x=1".into()]).is_err());
+        assert!(apply_stage_options(&mut stages, &["nodot=1".into()]).is_err());
+    }
 }
