@@ -89,8 +89,13 @@ impl ChunkEncoder {
     /// stream is read tolerantly, so that one chunk is always stored
     /// compressed (at level 0, i.e. stored deflate blocks, when compression
     /// is `none`); it costs at most a few bytes over the raw form.
+    ///
+    /// Chunks whose content is near-random (see [`looks_incompressible`])
+    /// are stored without trying deflate.
     pub fn encode(&mut self, raw: &[u8], force_compressed: bool, out: &mut Vec<u8>) -> bool {
-        if let Some(c) = self.deflate.as_mut()
+        let try_deflate = force_compressed || !looks_incompressible(raw);
+        if try_deflate
+            && let Some(c) = self.deflate.as_mut()
             && let Some(n) = zlib_into(c, raw, out)
             && (n < raw.len() || force_compressed)
         {
@@ -109,6 +114,78 @@ impl ChunkEncoder {
         out.extend_from_slice(&adler32(raw).to_le_bytes());
         false
     }
+}
+
+/// Block size over which byte entropy is judged: a file-system cluster, so
+/// one chunk's mix of files (text next to a JPEG next to free space) is seen
+/// block by block.
+const ENTROPY_BLOCK: usize = 4096;
+
+/// Bits per byte from which a block counts as near-random.
+///
+/// Deflate spends as long failing on random data as it does compressing
+/// text (libdeflate level 1: about 85 MiB/s on noise, 250 MiB/s on text), and
+/// on real evidence much of the media is already compressed (JPEG, ZIP,
+/// video, encrypted containers). Measured on a `caseload corpus` disk, the
+/// chunks whose every 4 KiB block has order-0 entropy of at least 7.8 bits
+/// per byte shrank by 0.06 % to 0.8 % under zlib level 1 (what libewf
+/// stores for them), against 67 % for the rest. Storing those chunks raw
+/// without trying costs under 1 % of their size and removes most of the
+/// compression time. Random 4 KiB blocks measure about 7.95 bits (the
+/// estimate is biased low by 255 / (2 n ln 2)), text 4 to 5.5, machine code
+/// about 6, zero runs 0.
+const NEAR_RANDOM_BITS: f64 = 7.8;
+
+/// `c * log2(c)` for every count a block can hold.
+fn c_log2_c() -> &'static [f64] {
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=ENTROPY_BLOCK)
+            .map(|c| {
+                if c == 0 {
+                    0.0
+                } else {
+                    c as f64 * (c as f64).log2()
+                }
+            })
+            .collect()
+    })
+}
+
+/// Order-0 entropy of a block of exactly `ENTROPY_BLOCK` bytes, bits/byte.
+fn block_entropy(block: &[u8]) -> f64 {
+    // Four interleaved histograms so consecutive equal bytes do not wait on
+    // each other's increments.
+    let mut h = [[0u16; 256]; 4];
+    let mut quads = block.chunks_exact(4);
+    for q in &mut quads {
+        h[0][usize::from(q[0])] += 1;
+        h[1][usize::from(q[1])] += 1;
+        h[2][usize::from(q[2])] += 1;
+        h[3][usize::from(q[3])] += 1;
+    }
+    for &b in quads.remainder() {
+        h[0][usize::from(b)] += 1;
+    }
+    let table = c_log2_c();
+    let n = block.len() as f64;
+    let [h0, h1, h2, h3] = &h;
+    let mut sum = 0.0;
+    for (((a, b), c), d) in h0.iter().zip(h1).zip(h2).zip(h3) {
+        let count = usize::from(*a) + usize::from(*b) + usize::from(*c) + usize::from(*d);
+        sum += table[count.min(ENTROPY_BLOCK)];
+    }
+    n.log2() - sum / n
+}
+
+/// Whether every 4 KiB block of `raw` is near-random, so deflate would gain
+/// almost nothing. Chunks under 4 KiB are always tried.
+pub(crate) fn looks_incompressible(raw: &[u8]) -> bool {
+    raw.len() >= ENTROPY_BLOCK
+        && raw.len().is_multiple_of(ENTROPY_BLOCK)
+        && raw
+            .chunks_exact(ENTROPY_BLOCK)
+            .all(|b| block_entropy(b) >= NEAR_RANDOM_BITS)
 }
 
 /// The most bytes a chunk of `raw_len` bytes can take when stored.
@@ -219,6 +296,32 @@ mod tests {
             assert!(out.len() as u64 <= stored_bound(raw.len(), true));
             assert_eq!(inflate(&out, raw.len()), raw);
         }
+    }
+
+    #[test]
+    fn entropy_separates_random_from_structured_blocks() {
+        assert!(block_entropy(&noise(4096)) > 7.9);
+        assert_eq!(block_entropy(&[0u8; 4096]), 0.0);
+        assert!(block_entropy(&text(4096)) < 5.0);
+        // Exactly uniform: every byte value 16 times.
+        let uniform: Vec<u8> = (0..4096).map(|i| i as u8).collect();
+        assert!((block_entropy(&uniform) - 8.0).abs() < 1e-9);
+        assert!(looks_incompressible(&noise(32768)));
+        // One structured cluster in the chunk is enough to try deflate.
+        let mut mixed = noise(32768);
+        mixed[8192..12288].copy_from_slice(&text(4096));
+        assert!(!looks_incompressible(&mixed));
+        assert!(!looks_incompressible(&noise(2048)));
+    }
+
+    #[test]
+    fn near_random_chunks_skip_deflate_but_forced_ones_do_not() {
+        let raw = noise(32768);
+        let mut out = Vec::new();
+        assert!(!ChunkEncoder::new(Compression::Fast).encode(&raw, false, &mut out));
+        assert_eq!(out.len(), raw.len() + 4);
+        assert!(ChunkEncoder::new(Compression::Fast).encode(&raw, true, &mut out));
+        assert_eq!(inflate(&out, raw.len()), raw);
     }
 
     #[test]
