@@ -142,8 +142,9 @@ impl Drop for Outputs {
 
 /// The image byte stream: buffered, hashed (MD5, SHA-1, SHA-256 in
 /// parallel per chunk), counted.
-struct ImageSink<'a> {
+struct ImageSink<'a, 'b> {
     out: Option<std::fs::File>,
+    tee: Option<&'b mut (dyn Write + Send)>,
     path: PathBuf,
     buf: Vec<u8>,
     md5: md5::Md5,
@@ -155,7 +156,7 @@ struct ImageSink<'a> {
 
 const SINK_CHUNK: usize = 8 << 20;
 
-impl<'a> ImageSink<'a> {
+impl ImageSink<'_, '_> {
     fn write(&mut self, mut data: &[u8]) -> Result<(), CorpusError> {
         // Large slices are hashed and written in place, not copied.
         while self.buf.is_empty() && data.len() >= SINK_CHUNK {
@@ -198,14 +199,20 @@ impl<'a> ImageSink<'a> {
     fn process(&mut self, buf: &[u8]) -> Result<(), CorpusError> {
         let (md5, sha1, sha256) = (&mut self.md5, &mut self.sha1, &mut self.sha256);
         let file = &mut self.out;
+        let tee = &mut self.tee;
         let res: std::io::Result<()> = std::thread::scope(|s| {
             let a = s.spawn(|| md5.update(buf));
             let b = s.spawn(|| sha1.update(buf));
             sha256.update(buf);
-            let r = match file {
+            let mut r = match file {
                 Some(f) => f.write_all(buf),
                 None => Ok(()),
             };
+            if r.is_ok()
+                && let Some(t) = tee
+            {
+                r = t.write_all(buf);
+            }
             let _ = a.join();
             let _ = b.join();
             r
@@ -276,6 +283,18 @@ enum Msg {
 
 /// Generate a corpus.
 pub fn generate(opts: &Options, progress: &dyn Progress) -> Result<Report, CorpusError> {
+    generate_with_tee(opts, progress, None)
+}
+
+/// Generate a corpus and also hand every image byte, in disk order and
+/// exactly once, to `tee` (for example an E01 writer), so other output
+/// formats attach without touching the planner. An error from `tee` fails
+/// the run like a write error.
+pub fn generate_with_tee(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
     if opts.threads == 0 {
         return Err(CorpusError::Invalid("--threads must be at least 1".into()));
     }
@@ -402,6 +421,7 @@ pub fn generate(opts: &Options, progress: &dyn Progress) -> Result<Report, Corpu
         };
         let mut sink = ImageSink {
             out: file,
+            tee,
             path: image_tmp.clone(),
             buf: Vec::with_capacity(SINK_CHUNK),
             md5: md5::Md5::new(),
@@ -577,7 +597,7 @@ fn item_order(plan: &GroupPlan) -> Vec<usize> {
     order
 }
 
-fn write_fat(vol: &Volume, sink: &mut ImageSink<'_>) -> Result<(), CorpusError> {
+fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusError> {
     let geo = &vol.geo;
     let eoc = geo.fat.eoc();
     let mut p = FatPacker::new(geo.fat);
@@ -645,7 +665,7 @@ fn write_group(
     vol: &Volume,
     plan: &GroupPlan,
     rx: &crossbeam_channel::Receiver<Msg>,
-    sink: &mut ImageSink<'_>,
+    sink: &mut ImageSink<'_, '_>,
     mf: &mut ManifestOut,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
@@ -1327,5 +1347,45 @@ impl ManifestOut {
         })?;
         f.sync_all().map_err(werr(&self.path))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tee_receives_exactly_the_image_stream() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            out_dir: dir.path().to_path_buf(),
+            size: 32 << 20,
+            seed: 77,
+            profile: Profile::by_name("workstation").expect("profile"),
+            threads: 2,
+            partition_table: None,
+            fat: None,
+            decoys: 10,
+            discard_image: false,
+        };
+        let mut tee: Vec<u8> = Vec::new();
+        let report = generate_with_tee(&opts, &NoProgress, Some(&mut tee)).expect("generate");
+        let image = std::fs::read(dir.path().join(IMAGE)).expect("image");
+        assert_eq!(tee.len(), image.len());
+        assert!(tee == image, "tee differs from the image");
+        assert_eq!(report.md5, hex(&md5::Md5::digest(&image)));
+        // Nothing temporary is left behind.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+        // The manifest parses into the public types.
+        let m: Manifest =
+            serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).expect("manifest"))
+                .expect("parse manifest");
+        assert_eq!(m.image.md5, report.md5);
+        assert_eq!(m.version, manifest::VERSION);
     }
 }
