@@ -30,8 +30,36 @@
 //! Bad input never panics: fatal problems are [`FsError`]s, everything else
 //! is a [`ProcessingError`] recorded on the file record, partition or walk
 //! summary it concerns, and the rest of the work continues. Memory is
-//! bounded by the directories on the current path (and fixed-size caches),
-//! not by the size of the file system.
+//! bounded by the depth of the directory tree (one directory chunk or index
+//! node per level) and fixed-size caches, not by the size of the file
+//! system.
+//!
+//! # Matching The Sleuth Kit
+//!
+//! Records follow TSK's model so a bodyfile built from them compares with
+//! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
+//! inode numbers (FAT: from the entry's position; NTFS: `record-type-id`),
+//! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
+//! virtual files, NTFS streams as `file:stream`, deleted FAT files
+//! recovered as TSK does. Where this crate deliberately differs:
+//!
+//! - names are kept verbatim (TSK replaces control characters with `^`;
+//!   FAT short-name bytes above 0x7F are decoded as code page 437, TSK shows
+//!   `^`);
+//! - a live FAT entry that fails one of TSK's validity tests (start cluster
+//!   or size out of range, bad 8.3 characters) is reported with an error
+//!   instead of dropped; live long names whose checksum does not match their
+//!   short entry are reported and not used (TSK does not check);
+//! - an NTFS timestamp of 0 is absent (TSK prints 3373865674), and a stream
+//!   reads as zeros past its initialized size up to its real size (TSK stops
+//!   at the initialized size, so it hashes `$BadClus:$Bad` as empty);
+//! - deleted NTFS records come after the directory tree, found by reading
+//!   the whole MFT, rather than interleaved with it; names left in the slack
+//!   of index nodes are not listed (their records are, through the MFT);
+//! - FAT orphans (deleted entries in clusters no directory reaches) are not
+//!   searched for: `$OrphanFiles` is empty on FAT;
+//! - NTFS compressed and encrypted streams are reported as
+//!   [`Content::Encoded`], not decoded.
 
 mod bytes;
 mod cache;

@@ -586,62 +586,6 @@ fn ntfs_broken_mft_record_zero_is_an_error_not_a_panic() {
 
 // ---------------------------------------------------------------- fuzz
 
-/// xorshift64*: deterministic mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Mutates bytes of the metadata regions of an image and walks it, many
-/// times: opening may fail, the walk must end without panicking and every
-/// record it yields must be readable through its runs or fail cleanly.
-fn fuzz(base: &[u8], regions: &[(usize, usize)], seed: u64, rounds: usize) {
-    let mut rng = Rng(seed);
-    for _ in 0..rounds {
-        let mut img = base.to_vec();
-        for _ in 0..1 + rng.below(24) {
-            let (start, len) = regions[rng.below(regions.len())];
-            let at = start + rng.below(len);
-            img[at] = match rng.below(4) {
-                0 => 0,
-                1 => 0xFF,
-                2 => img[at] ^ (1 << rng.below(8)),
-                _ => rng.next() as u8,
-            };
-        }
-        if rng.below(8) == 0 {
-            let cut = rng.below(img.len());
-            img.truncate(cut);
-        }
-        let Ok(fs) = open_filesystem(&img[..], 0, img.len() as u64) else {
-            continue;
-        };
-        let mut n = 0u64;
-        let _ = fs.walk(|r| {
-            n += 1;
-            let mut reader = caseload_fs::ContentReader::new(&img[..], &r.content);
-            let mut sink = Vec::new();
-            let _ = std::io::Read::read_to_end(
-                &mut std::io::Read::take(&mut reader, 1 << 20),
-                &mut sink,
-            );
-            let _ = r.display_path();
-            std::ops::ControlFlow::Continue(())
-        });
-        assert!(n < 1_000_000);
-    }
-}
-
 #[test]
 fn fuzzed_fat_images_never_panic() {
     for kind in [FatType::Fat12, FatType::Fat16, FatType::Fat32] {
