@@ -1125,12 +1125,19 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                         base.attributes = crate::bytes::u32_at(v, 32).unwrap_or(0);
                     }
                 }
-                ATTR_FILE_NAME if base.short_name.is_none() && name.namespace != 3 => {
-                    if let Some(v) = a.resident()
-                        && let Ok(f) = filename::parse(v, at)
-                        && f.namespace == NAMESPACE_DOS
-                        && f.parent_record == name.parent_record
-                    {
+                ATTR_FILE_NAME => {
+                    let Some(f) = a.resident().and_then(|v| filename::parse(v, at).ok()) else {
+                        continue;
+                    };
+                    if f.parent_record != name.parent_record {
+                        continue;
+                    }
+                    // The record's own $FILE_NAME has this name's times; the
+                    // copy in the parent's index can be stale (system files
+                    // carry zeros there).
+                    if f.units == name.units {
+                        base.name_times = Some(f.times);
+                    } else if f.namespace == NAMESPACE_DOS && name.namespace != 3 {
                         base.short_name = Some(f.name);
                     }
                 }

@@ -296,6 +296,24 @@ pub fn compare_with_bodyfile<R: ReadAt + ?Sized>(
             failures.push(format!("{} [{}]: md5 {md5} vs {expected}", l.path, l.inode));
         }
     }
+    // NTFS `($FILE_NAME)` lines carry the times of the name's $FILE_NAME.
+    for l in lines.iter().filter(|l| l.file_name_attr) {
+        let inode = l.inode.split('-').next().unwrap_or("");
+        let prefix = format!("{}:", l.path);
+        let Some(r) = records.iter().find(|r| {
+            r.meta.inode.to_string() == inode
+                && (r.path() == l.path || r.path().starts_with(&prefix))
+        }) else {
+            failures.push(format!("missing name: {} [{}]", l.path, l.inode));
+            continue;
+        };
+        let t = r.name_times.unwrap_or_default();
+        let got = (secs(t.accessed), secs(t.modified), secs(t.changed), secs(t.created));
+        let want = (tsk_time(l.atime), tsk_time(l.mtime), tsk_time(l.ctime), tsk_time(l.crtime));
+        if got != want {
+            failures.push(format!("{} ($FILE_NAME): times {got:?} vs TSK {want:?}", l.path));
+        }
+    }
     for r in records {
         let regular = matches!(
             r.kind,
