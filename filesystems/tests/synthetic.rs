@@ -365,3 +365,81 @@ fn walks_can_stop_early() {
     assert!(summary.stopped);
     assert_eq!(summary.records, 1);
 }
+
+/// A file whose `$DATA` is split over two extension records named by an
+/// `$ATTRIBUTE_LIST` (how NTFS stores heavily fragmented files): the runs
+/// of both pieces are joined in VCN order.
+#[test]
+fn ntfs_attribute_list_pieces_are_joined() {
+    use support::synth::{attr_nonresident, attr_resident, record_bytes, std_info_value};
+    let mut n = Ntfs::new(4096, 64);
+    let data = bytes(11, 6 * 512 - 100);
+    let a = n.alloc(3);
+    n.alloc(2); // a gap, so the pieces are not contiguous
+    let b = n.alloc(3);
+    n.write_clusters(a, &data[..3 * 512]);
+    n.write_clusters(b, &data[3 * 512..]);
+    let base = n.reserve_record();
+    let x = n.reserve_record();
+    let y = n.reserve_record();
+    let base_ref = base | (1 << 48);
+    let len = data.len() as u64;
+    let piece1 = attr_nonresident(0x80, "", 3, &[(Some(a), 3)], len, len, 0);
+    let mut piece2 = attr_nonresident(0x80, "", 3, &[(Some(b), 3)], len, len, 0);
+    // Second piece: VCNs 3..=5.
+    piece2[16..24].copy_from_slice(&3u64.to_le_bytes());
+    piece2[24..32].copy_from_slice(&5u64.to_le_bytes());
+    n.insert_record(x, record_bytes(1, 0x01, &[piece1], base_ref));
+    n.insert_record(y, record_bytes(1, 0x01, &[piece2], base_ref));
+    let list_entry = |ty: u32, rec: u64, vcn: u64, instance: u16| {
+        let mut e = vec![0u8; 32];
+        e[0..4].copy_from_slice(&ty.to_le_bytes());
+        e[4..6].copy_from_slice(&32u16.to_le_bytes());
+        e[7] = 26;
+        e[8..16].copy_from_slice(&vcn.to_le_bytes());
+        e[16..24].copy_from_slice(&(rec | (1 << 48)).to_le_bytes());
+        e[24..26].copy_from_slice(&instance.to_le_bytes());
+        e
+    };
+    let list = [
+        list_entry(0x10, base, 0, 0),
+        list_entry(0x30, base, 0, 2),
+        list_entry(0x80, x, 0, 3),
+        list_entry(0x80, y, 3, 3),
+    ]
+    .concat();
+    let fname = n.link_name(NTFS_ROOT, base, "fragmented.bin");
+    n.insert_record(
+        base,
+        record_bytes(
+            1,
+            0x01,
+            &[
+                attr_resident(0x10, "", 0, &std_info_value()),
+                attr_resident(0x20, "", 1, &list),
+                attr_resident(0x30, "", 2, &fname),
+            ],
+            0,
+        ),
+    );
+    let img = n.finish();
+    let fs = open_filesystem(&img, 0, img.len() as u64).expect("open");
+    let (records, summary) = walk_all(&fs);
+    assert!(summary.errors.is_empty(), "{:#?}", summary.errors);
+    let r = records
+        .iter()
+        .find(|r| r.name == "fragmented.bin")
+        .expect("listed");
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.size, len);
+    assert_eq!(r.content.extents().len(), 2);
+    assert_eq!(md5_of(&img, r), md5_bytes(&data));
+    // The extension records are not files of their own.
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.meta.inode == x || r.meta.inode == y)
+            .count(),
+        0
+    );
+}

@@ -308,10 +308,23 @@ pub fn compare_with_bodyfile<R: ReadAt + ?Sized>(
             continue;
         };
         let t = r.name_times.unwrap_or_default();
-        let got = (secs(t.accessed), secs(t.modified), secs(t.changed), secs(t.created));
-        let want = (tsk_time(l.atime), tsk_time(l.mtime), tsk_time(l.ctime), tsk_time(l.crtime));
+        let got = (
+            secs(t.accessed),
+            secs(t.modified),
+            secs(t.changed),
+            secs(t.created),
+        );
+        let want = (
+            tsk_time(l.atime),
+            tsk_time(l.mtime),
+            tsk_time(l.ctime),
+            tsk_time(l.crtime),
+        );
         if got != want {
-            failures.push(format!("{} ($FILE_NAME): times {got:?} vs TSK {want:?}", l.path));
+            failures.push(format!(
+                "{} ($FILE_NAME): times {got:?} vs TSK {want:?}",
+                l.path
+            ));
         }
     }
     for r in records {

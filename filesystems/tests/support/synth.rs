@@ -576,6 +576,29 @@ impl Ntfs {
         r
     }
 
+    /// A fresh record number, for records built by hand.
+    pub fn reserve_record(&mut self) -> u64 {
+        self.new_record()
+    }
+
+    /// Stores a hand-built record (no fixups yet).
+    pub fn insert_record(&mut self, n: u64, rec: Vec<u8>) {
+        self.records.insert(n, rec);
+        self.seqs.entry(n).or_insert(1);
+    }
+
+    /// Lists record `n` (sequence 1) in directory `parent` under `name`;
+    /// returns the `$FILE_NAME` value used, for the record itself.
+    pub fn link_name(&mut self, parent: u64, n: u64, name: &str) -> Vec<u8> {
+        let fname = file_name_value(parent, self.seqs[&parent], name, false);
+        self.dirs.get_mut(&parent).expect("parent").push(Entry {
+            record: n,
+            seq: 1,
+            fname: fname.clone(),
+        });
+        fname
+    }
+
     /// Adds a directory; returns its record number.
     pub fn add_dir(&mut self, parent: u64, name: &str) -> u64 {
         let r = self.new_record();
