@@ -3,7 +3,10 @@
 //!
 //! The `ntfs` crate validates the boot sector and gives the volume geometry
 //! and parses every `$FILE_NAME`; records, attributes, run lists and index
-//! nodes are parsed in [`mft`] and [`index`] for the reasons given there.
+//! nodes are parsed in this module (`mft.rs`, `index.rs`), for the reasons
+//! given there: the crate cannot enumerate records, does not expose the
+//! sizes and run lists content needs, and can panic or loop on hostile
+//! records and indexes.
 //!
 //! Records are matched to The Sleuth Kit's `fls` output: one record per
 //! `$DATA` attribute and per named index root (`file:stream`, meta address
