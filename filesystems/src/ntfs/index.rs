@@ -1,8 +1,10 @@
 //! Directory (`$I30`) index listing.
 //!
 //! Parsed here rather than with the `ntfs` crate's `NtfsIndex`: the crate
-//! walks the B-tree through subnode pointers and loops forever on an index
-//! entry whose length is 0 or on subnodes that point back up the tree. This
+//! walks the B-tree through subnode pointers, so subnodes pointing back up
+//! the tree make it loop, and an index entry whose length is 0 makes it
+//! panic (`ntfs` 0.4.0 subtracts 8 from the length in `subnode_vcn`; seen
+//! with a crafted root index) or, without overflow checks, spin. This
 //! lists entries node by node as TSK does (the index root, then each index
 //! block the index bitmap marks in use, in VCN order), so every node is read
 //! once whatever the pointers say.
