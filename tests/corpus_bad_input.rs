@@ -32,7 +32,9 @@ fn assert_fails(out: &Output, needle: &str) {
 }
 
 fn assert_nothing_left(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let left: Vec<String> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -49,15 +51,39 @@ fn invalid_options_are_refused_before_writing() {
         (&["--size", "abc", "--seed", "1"], "not a size"),
         (&["--size", "64MiB", "--seed", "x"], "invalid value 'x'"),
         (&["--size", "64MiB", "--seed", "-3"], "--seed"),
-        (&["--size", "64MiB", "--seed", "1", "--profile", "nope"], "unknown profile `nope`"),
-        (&["--size", "64MiB", "--seed", "1", "--format", "e01"], "not available yet"),
-        (&["--size", "64MiB", "--seed", "1", "--format", "dd,tar"], "unknown output format"),
-        (&["--size", "64MiB", "--seed", "1", "--threads", "0"], "at least 1"),
-        (&["--size", "64MiB", "--seed", "1", "--deleted-share", "1.5"], "between 0 and 1"),
-        (&["--size", "64MiB", "--seed", "1", "--decoys", "100000001"], "100 million"),
-        (&["--size", "3TiB", "--seed", "1", "--partition-table", "mbr"], "use --partition-table gpt"),
+        (
+            &["--size", "64MiB", "--seed", "1", "--profile", "nope"],
+            "unknown profile `nope`",
+        ),
+        (
+            &["--size", "64MiB", "--seed", "1", "--format", "e01"],
+            "not available yet",
+        ),
+        (
+            &["--size", "64MiB", "--seed", "1", "--format", "dd,tar"],
+            "unknown output format",
+        ),
+        (
+            &["--size", "64MiB", "--seed", "1", "--threads", "0"],
+            "at least 1",
+        ),
+        (
+            &["--size", "64MiB", "--seed", "1", "--deleted-share", "1.5"],
+            "between 0 and 1",
+        ),
+        (
+            &["--size", "64MiB", "--seed", "1", "--decoys", "100000001"],
+            "100 million",
+        ),
+        (
+            &["--size", "3TiB", "--seed", "1", "--partition-table", "mbr"],
+            "use --partition-table gpt",
+        ),
         (&["--size", "9TiB", "--seed", "1"], "maximum of 8 TiB"),
-        (&["--size", "32MiB", "--seed", "1", "--fat", "fat32"], "no valid FAT32 layout"),
+        (
+            &["--size", "32MiB", "--seed", "1", "--fat", "fat32"],
+            "no valid FAT32 layout",
+        ),
     ];
     for (args, needle) in cases {
         let o = corpus(&out, args);
@@ -72,7 +98,10 @@ fn unwritable_output_directory_is_reported() {
     let file = d.path().join("plain-file");
     std::fs::write(&file, b"x").expect("write");
     // A directory cannot be created below a regular file, even as root.
-    let o = corpus(&file.join("sub"), &["--size", "32MiB", "--seed", "1", "--decoys", "10"]);
+    let o = corpus(
+        &file.join("sub"),
+        &["--size", "32MiB", "--seed", "1", "--decoys", "10"],
+    );
     assert_fails(&o, "cannot write to output directory");
 }
 

@@ -21,17 +21,32 @@ fn run(dir: &Path, seed: &str, threads: &str) -> Vec<String> {
         .args(["corpus", "--out"])
         .arg(dir)
         .args([
-            "--size", "48MiB", "--seed", seed, "--profile", "suspect", "--decoys", "20000",
-            "--threads", threads,
+            "--size",
+            "48MiB",
+            "--seed",
+            seed,
+            "--profile",
+            "suspect",
+            "--decoys",
+            "20000",
+            "--threads",
+            threads,
         ])
         .output()
         .expect("run caseload");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     OUTPUTS
         .iter()
         .map(|n| {
             let data = std::fs::read(dir.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
-            Md5::digest(&data).iter().map(|b| format!("{b:02x}")).collect()
+            Md5::digest(&data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
         })
         .collect()
 }
