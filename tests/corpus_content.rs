@@ -360,7 +360,21 @@ fn keywords_are_where_the_manifest_says_and_nowhere_else() {
         }
     }
     for item in &c.manifest.carvable {
-        planted.extend(item.keywords.iter().cloned());
+        for k in &item.keywords {
+            planted.insert(k.token.clone());
+            for o in k.raw.iter().filter(|o| !o.overwritten) {
+                if let Some(d) = o.disk_offset {
+                    let at = d as usize;
+                    assert_eq!(
+                        &image[at..at + k.token.len()],
+                        k.token.as_bytes(),
+                        "carvable at {}",
+                        item.offset
+                    );
+                    located += 1;
+                }
+            }
+        }
     }
     assert!(
         located > 5 && straddling > 0 && in_deleted > 0,

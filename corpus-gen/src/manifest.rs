@@ -307,8 +307,9 @@ pub struct Carvable {
     pub sha1: String,
     /// SHA-256.
     pub sha256: String,
-    /// Planted keywords.
-    pub keywords: Vec<String>,
+    /// Planted keywords, with their occurrences (`file_offset` counts from
+    /// the item's first byte).
+    pub keywords: Vec<Keyword>,
     /// Residue or deleted file.
     pub source: CarveSource,
     /// Path of the deleted file (`null` for residue).
