@@ -159,9 +159,14 @@ const SINK_CHUNK: usize = 8 << 20;
 impl ImageSink<'_, '_> {
     fn write(&mut self, mut data: &[u8]) -> Result<(), CorpusError> {
         // Large slices are hashed and written in place, not copied.
-        while self.buf.is_empty() && data.len() >= SINK_CHUNK {
-            self.process(&data[..SINK_CHUNK])?;
-            data = &data[SINK_CHUNK..];
+        if data.len() >= 1 << 20 {
+            self.flush()?;
+            while !data.is_empty() {
+                let take = data.len().min(SINK_CHUNK);
+                self.process(&data[..take])?;
+                data = &data[take..];
+            }
+            return Ok(());
         }
         while !data.is_empty() {
             let room = SINK_CHUNK - self.buf.len();
