@@ -613,7 +613,7 @@ fn fuzzed_fat_images_never_panic() {
             &img,
             &[(0, 512), (512, meta_end - 512)],
             0x5EED ^ kind as u64,
-            300,
+            1500,
         );
     }
 }
@@ -645,5 +645,5 @@ fn fuzzed_ntfs_images_never_panic() {
     n.delete(g);
     let mft = (n.mft_lcn as usize * synth::NTFS_CS, 64 * NTFS_RS);
     let img = n.finish();
-    fuzz(&img, &[(0, 512), mft], 0xF00D, 400);
+    fuzz(&img, &[(0, 512), mft], 0xF00D, 2000);
 }

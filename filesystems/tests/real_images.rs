@@ -730,7 +730,7 @@ fn fuzzed_real_images_never_panic() {
     };
     let fat = std::fs::read(root.join("dftt/6-undel-fat/6-fat-undel.dd")).expect("read");
     // Boot sector to the end of the first directory clusters.
-    fuzz(&fat, &[(0, 512), (512, 130 * 512)], 0xFA7, 150);
+    fuzz(&fat, &[(0, 512), (512, 130 * 512)], 0xFA7, 400);
     for image in [
         "dftt/7-undel-ntfs/7-ntfs-undel.dd",
         "dftt/8-jpeg-search/8-jpeg-search.dd",
@@ -739,6 +739,6 @@ fn fuzzed_real_images_never_panic() {
         let cs = u64::from(u16::from_le_bytes([img[11], img[12]])) * u64::from(img[13]);
         let mft_lcn = u64::from_le_bytes(img[0x30..0x38].try_into().expect("8"));
         let mft = usize::try_from(mft_lcn * cs).expect("offset");
-        fuzz(&img, &[(0, 512), (mft, 64 * 1024)], 0x7F5, 150);
+        fuzz(&img, &[(0, 512), (mft, 64 * 1024)], 0x7F5, 400);
     }
 }
