@@ -26,6 +26,13 @@ fn write_raw(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
     p
 }
 
+/// A sparse file of `len` zero bytes (no disk space used).
+fn sparse_file(dir: &Path, name: &str, len: u64) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+    p
+}
+
 fn convert(args: &[&str]) -> Output {
     common::caseload()
         .arg("convert")
@@ -388,11 +395,7 @@ fn more_segments_than_names_is_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
     // 1 GiB sparse source: the refusal comes from the sizes alone, before
     // any byte is read or any segment written.
-    let input = dir.path().join("sparse.raw");
-    std::fs::File::create(&input)
-        .unwrap()
-        .set_len(1 << 30)
-        .unwrap();
+    let input = sparse_file(dir.path(), "sparse.raw", 1 << 30);
     let prefix = dir.path().join("many");
     let out = convert_to(&input, &prefix, &["--segment-size", "40000"]);
     assert!(!out.status.success());
@@ -431,5 +434,43 @@ fn running_out_of_space_fails_cleanly_and_removes_segments() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("writing") && err.contains("full.E01"), "{err}");
     assert!(err.contains("File too large"), "{err}");
+    assert!(segments(&prefix).is_empty(), "partial segments remain");
+}
+
+#[test]
+fn ctrl_c_stops_the_conversion_and_removes_segments() {
+    let test = "ctrl_c_stops_the_conversion";
+    if !common::have_tool(test, "kill") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 16 GiB of sparse zeros: hashing alone takes far longer than the
+    // moment the test waits before pressing Ctrl-C.
+    let input = sparse_file(dir.path(), "zeros.raw", 16 << 30);
+    let prefix = dir.path().join("stopped");
+    let child = common::caseload()
+        .args(["convert", input.to_str().unwrap(), "--to", "e01", "--out"])
+        .arg(&prefix)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first segment exists, then interrupt.
+    let first = prefix.with_extension("E01");
+    let started = std::time::Instant::now();
+    while !first.exists() && started.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
     assert!(segments(&prefix).is_empty(), "partial segments remain");
 }

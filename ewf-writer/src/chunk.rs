@@ -25,7 +25,8 @@
 //! it misses the size goal (within 3 % of libewf) by far, and the zlib-rs
 //! level that meets it is 3 times slower than libdeflate level 1. libdeflate
 //! meets the size goal at both levels and is the fastest, so chunks (and the
-//! small header sections) go through it. Its zlib output is plain RFC 1950,
+//! small header sections) go through it. (`best` then settles on libdeflate
+//! level 6, which is smaller still than zlib 9; see `Compression`.) Its zlib output is plain RFC 1950,
 //! which every EWF reader inflates, and it is deterministic: the same input
 //! and level always give the same bytes.
 
@@ -39,6 +40,27 @@ pub struct ChunkEncoder {
     compression: Compression,
     deflate: Option<Compressor>,
     stored: Option<Compressor>,
+    constant: Option<ConstantChunk>,
+}
+
+/// The stored form of the last constant chunk (one byte value repeated)
+/// this encoder compressed.
+///
+/// Zero-filled chunks (free space, slack, sparse files) are a large share
+/// of real disks, and deflate spends as long on them as on text (libdeflate
+/// level 1: about 240 MiB/s on zeros) while the result only depends on the
+/// byte and the length. Comparing a chunk with itself shifted by one byte
+/// finds them at memory speed; the cached stream is byte-identical to what
+/// compressing would produce, since libdeflate keeps no state between calls.
+struct ConstantChunk {
+    byte: u8,
+    len: usize,
+    stored: Vec<u8>,
+}
+
+/// Whether every byte of `raw` is the same.
+fn is_constant(raw: &[u8]) -> bool {
+    !raw.is_empty() && raw[1..] == raw[..raw.len() - 1]
 }
 
 impl std::fmt::Debug for ChunkEncoder {
@@ -75,6 +97,7 @@ impl ChunkEncoder {
             compression,
             deflate,
             stored: None,
+            constant: None,
         }
     }
 
@@ -93,13 +116,30 @@ impl ChunkEncoder {
     /// Chunks whose content is near-random (see [`looks_incompressible`])
     /// are stored without trying deflate.
     pub fn encode(&mut self, raw: &[u8], force_compressed: bool, out: &mut Vec<u8>) -> bool {
-        let try_deflate = force_compressed || !looks_incompressible(raw);
+        let constant = self.deflate.is_some() && is_constant(raw);
+        if constant
+            && let Some(c) = &self.constant
+            && c.byte == raw[0]
+            && c.len == raw.len()
+        {
+            out.clear();
+            out.extend_from_slice(&c.stored);
+            return true;
+        }
+        let try_deflate = force_compressed || constant || !looks_incompressible(raw);
         if try_deflate
             && let Some(c) = self.deflate.as_mut()
             && let Some(n) = zlib_into(c, raw, out)
             && (n < raw.len() || force_compressed)
         {
             out.truncate(n);
+            if constant && n < raw.len() {
+                self.constant = Some(ConstantChunk {
+                    byte: raw[0],
+                    len: raw.len(),
+                    stored: out.clone(),
+                });
+            }
             return true;
         }
         if force_compressed {
@@ -259,14 +299,14 @@ mod tests {
 
     #[test]
     fn zlib_header_shows_the_level() {
-        // zlib's FLEVEL bits: level 1 writes 78 01, level 9 writes 78 da,
-        // exactly as in chunks libewf writes at fast and best.
+        // zlib's FLEVEL bits: level 1 writes 78 01 (as libewf's fast
+        // chunks), level 6 writes 78 9c (libewf's best chunks say 78 da).
         let raw = text(32768);
         let mut out = Vec::new();
         ChunkEncoder::new(Compression::Fast).encode(&raw, false, &mut out);
         assert_eq!(&out[..2], &[0x78, 0x01]);
         ChunkEncoder::new(Compression::Best).encode(&raw, false, &mut out);
-        assert_eq!(&out[..2], &[0x78, 0xda]);
+        assert_eq!(&out[..2], &[0x78, 0x9c]);
     }
 
     #[test]
@@ -322,6 +362,31 @@ mod tests {
         assert_eq!(out.len(), raw.len() + 4);
         assert!(ChunkEncoder::new(Compression::Fast).encode(&raw, true, &mut out));
         assert_eq!(inflate(&out, raw.len()), raw);
+    }
+
+    #[test]
+    fn constant_chunks_reuse_an_identical_stream() {
+        for level in [Compression::Fast, Compression::Best] {
+            let mut cached = ChunkEncoder::new(level);
+            let mut out = Vec::new();
+            for (byte, len) in [
+                (0u8, 32768),
+                (0, 32768),
+                (0xff, 32768),
+                (0, 4096),
+                (0, 32768),
+            ] {
+                let raw = vec![byte; len];
+                assert!(cached.encode(&raw, false, &mut out));
+                // A fresh encoder compresses for real: same bytes.
+                let mut fresh = Vec::new();
+                assert!(ChunkEncoder::new(level).encode(&raw, false, &mut fresh));
+                assert_eq!(out, fresh);
+                assert_eq!(inflate(&out, len), raw);
+            }
+        }
+        assert!(is_constant(&[7; 10]) && is_constant(&[7]));
+        assert!(!is_constant(&[7, 7, 8]) && !is_constant(&[]));
     }
 
     #[test]

@@ -53,7 +53,6 @@ pub(crate) struct Sink {
     entries: Vec<u32>,
     segments: Vec<SegmentRecord>,
     md5: Md5,
-    sha1: Sha1,
     chunks_done: u64,
     compressed_chunks: u64,
 }
@@ -77,7 +76,6 @@ impl Sink {
             entries: Vec::new(),
             segments: Vec::new(),
             md5: Md5::new(),
-            sha1: Sha1::new(),
             chunks_done: 0,
             compressed_chunks: 0,
         };
@@ -235,7 +233,8 @@ impl Sink {
     }
 
     /// Add the next chunk in media order: `raw` is the media bytes (for the
-    /// hashes), `stored` what goes in the file.
+    /// MD5; the writer computes the SHA-1 on another thread), `stored` what
+    /// goes in the file.
     pub(crate) fn put(
         &mut self,
         raw: &[u8],
@@ -243,7 +242,6 @@ impl Sink {
         compressed: bool,
     ) -> Result<(), EwfWriteError> {
         self.md5.update(raw);
-        self.sha1.update(raw);
         let len = stored.len() as u64;
         let is_last = self.chunks_done + 1 == self.plan.chunk_count;
         let geometry = self.plan.geometry;
@@ -293,9 +291,9 @@ impl Sink {
     }
 
     /// Close the last group, write the closing sections, fix the GUID in
-    /// every segment and return what was written.
-    pub(crate) fn finish(mut self) -> Result<SinkResult, EwfWriteError> {
-        match self.finish_inner() {
+    /// every segment and return what was written. `sha1` is the media's.
+    pub(crate) fn finish(mut self, sha1: [u8; 20]) -> Result<SinkResult, EwfWriteError> {
+        match self.finish_inner(sha1) {
             Ok(r) => Ok(r),
             Err(e) => {
                 self.remove_files();
@@ -304,12 +302,11 @@ impl Sink {
         }
     }
 
-    fn finish_inner(&mut self) -> Result<SinkResult, EwfWriteError> {
+    fn finish_inner(&mut self, sha1: [u8; 20]) -> Result<SinkResult, EwfWriteError> {
         if self.chunks_done != self.plan.chunk_count {
             return Err(EwfWriteError::ThreadFailed);
         }
         let md5: [u8; 16] = std::mem::take(&mut self.md5).finalize().into();
-        let sha1: [u8; 20] = std::mem::take(&mut self.sha1).finalize().into();
         let guid = self.guid(&md5, &sha1);
         let volume = volume_body(&self.volume_info(guid));
         self.close_group()?;

@@ -6,8 +6,8 @@
 //!   flight and memory is bounded whatever the media size);
 //! - worker threads compress chunks independently;
 //! - one output thread puts the results back in media order, hashes the raw
-//!   chunks (MD5 and SHA-1) and hands them to the [`Sink`], then returns the
-//!   buffers to the pool.
+//!   chunks (MD5) and hands them to the [`Sink`], then passes the buffers to
+//!   a SHA-1 thread, which returns them to the pool.
 //!
 //! Each chunk's stored bytes depend only on its content and the options, and
 //! the output thread writes strictly in chunk order, so the files are
@@ -20,6 +20,7 @@ use crate::options::{Compression, WriterOptions};
 use crate::plan::Plan;
 use crate::sink::{Sink, SinkResult};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use sha1::{Digest, Sha1};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -498,31 +499,53 @@ fn output_loop(
     spare: &Sender<Vec<u8>>,
     shared: &Shared,
 ) -> Option<SinkResult> {
-    let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
-    let mut next = 0u64;
-    for d in done.iter() {
-        pending.insert(d.index, d);
-        while let Some(d) = pending.remove(&next) {
-            if !shared.stopped() {
-                if !d.ok {
-                    shared.fail(EwfWriteError::ThreadFailed);
-                } else if let Err(e) = sink.put(&d.raw, &d.stored, d.compressed) {
-                    shared.fail(e);
-                }
+    // SHA-1 runs on its own thread, behind this one: MD5 alone already
+    // makes this thread the longest serial path (about 460 MB/s), and both
+    // hashes must see the chunks in order, which they do here.
+    let (sha_tx, sha_rx) = unbounded::<Vec<u8>>();
+    let (next, sha1) = std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || {
+            let mut sha1 = Sha1::new();
+            for raw in sha_rx.iter() {
+                sha1.update(&raw);
+                let _ = free.try_send(raw);
             }
-            let _ = free.try_send(d.raw);
-            let _ = spare.send(d.stored);
-            next += 1;
+            let digest: [u8; 20] = sha1.finalize().into();
+            digest
+        });
+        let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
+        let mut next = 0u64;
+        for d in done.iter() {
+            pending.insert(d.index, d);
+            while let Some(d) = pending.remove(&next) {
+                if !shared.stopped() {
+                    if !d.ok {
+                        shared.fail(EwfWriteError::ThreadFailed);
+                    } else if let Err(e) = sink.put(&d.raw, &d.stored, d.compressed) {
+                        shared.fail(e);
+                    }
+                }
+                if let Err(returned) = sha_tx.send(d.raw) {
+                    let _ = free.try_send(returned.0);
+                }
+                let _ = spare.send(d.stored);
+                next += 1;
+            }
         }
-    }
-    if shared.stopped() || next != chunk_count {
-        sink.remove_files();
-        if !shared.stopped() {
-            shared.fail(EwfWriteError::ThreadFailed);
+        drop(sha_tx);
+        (next, hasher.join().ok())
+    });
+    let sha1 = match sha1 {
+        Some(sha1) if !shared.stopped() && next == chunk_count => sha1,
+        _ => {
+            sink.remove_files();
+            if !shared.stopped() {
+                shared.fail(EwfWriteError::ThreadFailed);
+            }
+            return None;
         }
-        return None;
-    }
-    match sink.finish() {
+    };
+    match sink.finish(sha1) {
         Ok(r) => Some(r),
         Err(e) => {
             shared.fail(e);

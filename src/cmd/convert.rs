@@ -6,6 +6,8 @@ use caseload_ewf_writer::{Compression, GuidChoice, Metadata, RawImage, WriterOpt
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Arguments of `caseload convert`.
@@ -21,7 +23,8 @@ pub struct Args {
     /// PREFIX.E02, ... (a trailing `.E01` given here is dropped).
     #[arg(long)]
     out: PathBuf,
-    /// Chunk compression: none, fast (deflate level 1) or best (level 9).
+    /// Chunk compression: none, fast (deflate level 1) or best (libdeflate
+    /// level 6, smaller than zlib level 9 as libewf uses for best).
     #[arg(long, default_value = "fast", value_parser = ["none", "fast", "best"])]
     compression: String,
     /// Largest size of one segment file, e.g. 1500MiB, 4GiB.
@@ -118,6 +121,22 @@ fn looks_like_ewf(image: &RawImage) -> anyhow::Result<bool> {
     Ok(got == magic.len() && (magic == ewf1 || magic == ewf2))
 }
 
+/// A source that fails its next read once Ctrl-C was pressed, so the writer
+/// stops and removes its partial segments instead of leaving them behind.
+struct Interruptible<R> {
+    inner: R,
+    flag: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for Interruptible<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.flag.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("interrupted"));
+        }
+        self.inner.read(buf)
+    }
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -158,13 +177,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         overwrite: args.force,
     };
     let prefix = output_prefix(&args.out);
-    let reader = image.reader()?;
+    let interrupted = super::run::interrupt_flag();
+    let reader = Interruptible {
+        inner: image.reader()?,
+        flag: Arc::clone(&interrupted),
+    };
     let bar = byte_progress(image.size, "convert");
     let started = Instant::now();
     let summary = convert(reader, image.size, &prefix, &options, &mut |done| {
         bar.set_position(done)
     });
     bar.finish_and_clear();
+    if interrupted.load(Ordering::Relaxed) {
+        bail!("interrupted; the segments written so far were removed");
+    }
     let summary = summary?;
     let seconds = started.elapsed().as_secs_f64();
 
