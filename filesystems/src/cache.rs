@@ -3,14 +3,17 @@
 //! hop around a structure do not re-read it from the evidence each time,
 //! while memory stays fixed whatever the structure's size.
 
-use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 #[derive(Default)]
 struct Inner {
-    chunks: HashMap<u64, Vec<u8>>,
-    order: VecDeque<u64>,
+    /// Cached chunks: (index, bytes). Few enough that a scan beats hashing.
+    chunks: Vec<(u64, Arc<[u8]>)>,
+    /// Slot used last: most lookups hit the same chunk again.
+    last: usize,
+    /// Slot replaced next once full (oldest first).
+    victim: usize,
 }
 
 /// Chunks of `chunk` bytes, at most `max` of them kept (oldest dropped).
@@ -24,9 +27,46 @@ impl ChunkCache {
     pub(crate) fn new(chunk: u64, max: usize) -> Self {
         Self {
             chunk,
-            max,
+            max: max.max(1),
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    /// Chunk `idx`, loading it with `load(idx)` if it is not cached.
+    pub(crate) fn get(
+        &self,
+        idx: u64,
+        load: impl FnOnce(u64) -> io::Result<Vec<u8>>,
+    ) -> io::Result<Arc<[u8]>> {
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = match inner.chunks.get(inner.last) {
+            Some((i, _)) if *i == idx => inner.last,
+            _ => match inner.chunks.iter().position(|(i, _)| *i == idx) {
+                Some(s) => s,
+                None => {
+                    let data: Arc<[u8]> = load(idx)?.into();
+                    if inner.chunks.len() < self.max {
+                        inner.chunks.push((idx, data));
+                        inner.chunks.len() - 1
+                    } else {
+                        let v = inner.victim;
+                        inner.chunks[v] = (idx, data);
+                        inner.victim = (v + 1) % self.max;
+                        v
+                    }
+                }
+            },
+        };
+        inner.last = slot;
+        Ok(inner.chunks[slot].1.clone())
+    }
+
+    /// Size of a chunk in bytes.
+    pub(crate) fn chunk_size(&self) -> u64 {
+        self.chunk
     }
 
     /// Copies bytes starting at `pos` into `out`, loading missing chunks
@@ -39,25 +79,11 @@ impl ChunkCache {
         out: &mut [u8],
         mut load: impl FnMut(u64) -> io::Result<Vec<u8>>,
     ) -> io::Result<usize> {
-        let mut inner = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut done = 0usize;
         while done < out.len() {
             let at = pos + done as u64;
             let idx = at / self.chunk;
-            if !inner.chunks.contains_key(&idx) {
-                let data = load(idx)?;
-                if inner.order.len() >= self.max
-                    && let Some(old) = inner.order.pop_front()
-                {
-                    inner.chunks.remove(&old);
-                }
-                inner.order.push_back(idx);
-                inner.chunks.insert(idx, data);
-            }
-            let chunk = &inner.chunks[&idx];
+            let chunk = self.get(idx, &mut load)?;
             let within = usize::try_from(at - idx * self.chunk).unwrap_or(usize::MAX);
             let avail = chunk.get(within..).unwrap_or(&[]);
             let n = avail.len().min(out.len() - done);

@@ -746,6 +746,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         let mut got = 0u64;
         let mut skipped = false;
         let mut c = start;
+        let mut fat = fs.fat.cursor(&fs.src);
         while got < needed {
             if c > last {
                 errors.push(ProcessingError::at(
@@ -757,7 +758,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                 ));
                 return (vec![(start, 1)], Recovery::Unrecoverable);
             }
-            match fs.fat.is_allocated(&fs.src, c) {
+            match fat.is_allocated(c) {
                 Ok(true) => skipped = true,
                 Ok(false) => {
                     match runs.last_mut() {

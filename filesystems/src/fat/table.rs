@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::io;
 
+use std::sync::Arc;
+
 use crate::cache::ChunkCache;
 
 use crate::detect::FsKind;
@@ -58,15 +60,18 @@ impl FatTable {
 
     /// Copies FAT bytes `[pos, pos + out.len())` into `out` through the cache;
     /// bytes past the FAT or the source read as zero.
+    /// FAT bytes of chunk `idx`; a FAT cut short by the end of the source
+    /// reads as free entries.
+    fn load_chunk<R: ReadAt + ?Sized>(&self, src: &R, idx: u64) -> io::Result<Vec<u8>> {
+        let start = idx * CHUNK;
+        let len = CHUNK.min(self.bytes.saturating_sub(start));
+        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        read_full(src, &mut buf, self.offset + start)?;
+        Ok(buf)
+    }
+
     fn fat_bytes<R: ReadAt + ?Sized>(&self, src: &R, pos: u64, out: &mut [u8]) -> io::Result<()> {
-        let n = self.cache.read(pos, out, |idx| {
-            let start = idx * CHUNK;
-            let len = CHUNK.min(self.bytes.saturating_sub(start));
-            let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
-            // A FAT cut short by the end of the source reads as free entries.
-            read_full(src, &mut buf, self.offset + start)?;
-            Ok(buf)
-        })?;
+        let n = self.cache.read(pos, out, |idx| self.load_chunk(src, idx))?;
         out[n..].fill(0);
         Ok(())
     }
@@ -92,6 +97,17 @@ impl FatTable {
                 u32::from_le_bytes(b) & 0x0FFF_FFFF
             }
         })
+    }
+
+    /// A reader of entries that keeps hold of the FAT chunk it last used,
+    /// for loops over many entries (chains, free-space scans).
+    pub(crate) fn cursor<'a, R: ReadAt + ?Sized>(&'a self, src: &'a R) -> Cursor<'a, R> {
+        Cursor {
+            fat: self,
+            src,
+            idx: u64::MAX,
+            chunk: None,
+        }
     }
 
     /// Classifies a raw entry value.
@@ -142,8 +158,9 @@ impl FatTable {
         mut f: impl FnMut(u32, u32),
     ) -> io::Result<()> {
         let mut run: Option<(u32, u32)> = None;
+        let mut cur = self.cursor(src);
         for c in 2..=self.last_cluster {
-            if self.raw(src, c)? == 0 {
+            if cur.raw(c)? == 0 {
                 run = match run {
                     Some((s, n)) => Some((s, n + 1)),
                     None => Some((c, 1)),
@@ -156,6 +173,59 @@ impl FatTable {
             f(s, n);
         }
         Ok(())
+    }
+}
+
+/// See [`FatTable::cursor`].
+pub(crate) struct Cursor<'a, R: ?Sized> {
+    fat: &'a FatTable,
+    src: &'a R,
+    idx: u64,
+    chunk: Option<Arc<[u8]>>,
+}
+
+impl<R: ReadAt + ?Sized> Cursor<'_, R> {
+    /// The raw FAT entry of `cluster`.
+    pub(crate) fn raw(&mut self, cluster: u32) -> io::Result<u32> {
+        let c = u64::from(cluster);
+        let (pos, width) = match self.fat.kind {
+            FsKind::Fat12 => (c + c / 2, 2),
+            FsKind::Fat16 => (c * 2, 2),
+            _ => (c * 4, 4),
+        };
+        let size = self.fat.cache.chunk_size();
+        let idx = pos / size;
+        let within = usize::try_from(pos % size).unwrap_or(usize::MAX);
+        if within + width > usize::try_from(size).unwrap_or(usize::MAX) {
+            // A FAT12 entry straddling two chunks.
+            return self.fat.raw(self.src, cluster);
+        }
+        if self.idx != idx || self.chunk.is_none() {
+            let (fat, src) = (self.fat, self.src);
+            self.chunk = Some(fat.cache.get(idx, |i| fat.load_chunk(src, i))?);
+            self.idx = idx;
+        }
+        let chunk = self.chunk.as_deref().unwrap_or(&[]);
+        let mut b = [0u8; 4];
+        for (k, byte) in b.iter_mut().take(width).enumerate() {
+            // Bytes past a FAT cut short by the end of the source read as 0.
+            *byte = chunk.get(within + k).copied().unwrap_or(0);
+        }
+        let v = u32::from_le_bytes(b);
+        Ok(match self.fat.kind {
+            FsKind::Fat12 if c & 1 == 1 => (v >> 4) & 0x0FFF,
+            FsKind::Fat12 => v & 0x0FFF,
+            FsKind::Fat16 => v & 0xFFFF,
+            _ => v & 0x0FFF_FFFF,
+        })
+    }
+
+    pub(crate) fn link(&mut self, cluster: u32) -> io::Result<Link> {
+        Ok(self.fat.classify(self.raw(cluster)?))
+    }
+
+    pub(crate) fn is_allocated(&mut self, cluster: u32) -> io::Result<bool> {
+        Ok(self.raw(cluster)? != 0)
     }
 }
 
@@ -193,41 +263,45 @@ impl Chain {
 }
 
 /// Set of clusters already in a chain, stored as intervals so that memory
-/// follows the number of fragments, not the number of clusters.
+/// follows the number of fragments, not the number of clusters. The
+/// interval being extended and the highest cluster seen are kept aside, so
+/// the common case (a chain running upwards) never touches the tree.
 #[derive(Default)]
-struct Seen(BTreeMap<u32, u32>);
+struct Seen {
+    done: BTreeMap<u32, u32>,
+    /// The interval currently growing, not yet in `done`.
+    open: Option<(u32, u32)>,
+    max: u32,
+}
 
 impl Seen {
     fn contains(&self, c: u32) -> bool {
-        self.0
+        if self.open.is_none() || c > self.max {
+            return false;
+        }
+        if self.open.is_some_and(|(s, e)| (s..=e).contains(&c)) {
+            return true;
+        }
+        self.done
             .range(..=c)
             .next_back()
             .is_some_and(|(_, &end)| c <= end)
     }
 
+    /// Adds a cluster not yet in the set.
     fn insert(&mut self, c: u32) {
-        let prev = self
-            .0
-            .range(..=c)
-            .next_back()
-            .map(|(&s, &e)| (s, e))
-            .filter(|&(_, e)| e.checked_add(1) == Some(c));
-        let next_end = c.checked_add(1).and_then(|n| self.0.get(&n).copied());
-        match (prev, next_end) {
-            (Some((s, _)), Some(ne)) => {
-                self.0.remove(&(c + 1));
-                self.0.insert(s, ne);
+        self.max = if self.open.is_none() {
+            c
+        } else {
+            self.max.max(c)
+        };
+        match self.open {
+            Some((s, e)) if e.checked_add(1) == Some(c) => self.open = Some((s, c)),
+            Some((s, e)) => {
+                self.done.insert(s, e);
+                self.open = Some((c, c));
             }
-            (Some((s, _)), None) => {
-                self.0.insert(s, c);
-            }
-            (None, Some(ne)) => {
-                self.0.remove(&(c + 1));
-                self.0.insert(c, ne);
-            }
-            (None, None) => {
-                self.0.insert(c, c);
-            }
+            None => self.open = Some((c, c)),
         }
     }
 }
@@ -241,6 +315,7 @@ pub(crate) fn walk_chain<R: ReadAt + ?Sized>(
 ) -> Chain {
     let mut runs: Vec<(u32, u32)> = Vec::new();
     let mut seen = Seen::default();
+    let mut fat_cursor = fat.cursor(src);
     let mut count = 0u64;
     let mut cur = start;
     if max == 0 {
@@ -268,7 +343,7 @@ pub(crate) fn walk_chain<R: ReadAt + ?Sized>(
                 stop: ChainStop::Enough,
             };
         }
-        let link = match fat.link(src, cur) {
+        let link = match fat_cursor.link(cur) {
             Ok(l) => l,
             Err(e) => {
                 return Chain {
@@ -300,14 +375,18 @@ mod tests {
     }
 
     #[test]
-    fn seen_merges_intervals() {
+    fn seen_tracks_runs_and_jumps() {
         let mut s = Seen::default();
-        for c in [5, 7, 6, 10, 9, 2] {
+        for c in [5, 6, 7, 10, 11, 2, 3] {
+            assert!(!s.contains(c));
             s.insert(c);
         }
-        assert_eq!(s.0.len(), 3);
-        assert!(s.contains(6) && s.contains(10) && s.contains(2));
-        assert!(!s.contains(8) && !s.contains(3) && !s.contains(11));
+        for c in [2, 3, 5, 6, 7, 10, 11] {
+            assert!(s.contains(c), "{c}");
+        }
+        for c in [1, 4, 8, 9, 12, u32::MAX] {
+            assert!(!s.contains(c), "{c}");
+        }
     }
 
     #[test]
