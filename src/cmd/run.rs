@@ -35,6 +35,10 @@ pub struct Args {
     /// Override the layout's temp channel directory.
     #[arg(long, value_name = "DIR")]
     pub temp: Option<PathBuf>,
+    /// Workload: a workload file, or the name of a built-in one
+    /// (ftk4-default, encase-verify, triage, full).
+    #[arg(long, conflicts_with = "stages")]
+    pub workload: Option<String>,
     /// Stages to run, in order (default: every stage this build has).
     #[arg(long, value_delimiter = ',')]
     pub stages: Vec<String>,
@@ -263,13 +267,19 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut stage_specs = stage_list(&args.stages);
+    let (mut stage_specs, workload) = match &args.workload {
+        Some(w) => {
+            let w = caseload_workloads::Workload::resolve(w)?;
+            (w.stages.clone(), Some(w.name))
+        }
+        None => (stage_list(&args.stages), None),
+    };
     apply_stage_options(&mut stage_specs, &args.stage_options)?;
     let spec = RunSpec {
         evidence: args.evidence.clone(),
         layout: args.layout()?,
         stages: stage_specs,
-        workload: None,
+        workload,
         threads: args.threads.unwrap_or_else(default_threads).max(1),
         cache: match args.cache {
             CacheArg::Cold => CacheMode::Cold,

@@ -1,1 +1,10 @@
 //! Workload and layout files, the comparison runner and its reports.
+//!
+//! A workload is a small TOML file naming stages in order with their
+//! options (`workloads/*.toml`, also built into the binary by name); a
+//! layout maps channels to directories (`workloads/layouts/*.toml`). The
+//! comparison runner runs workloads over a matrix of evidence and layouts.
+
+pub mod workload;
+
+pub use workload::{Workload, WorkloadError};
