@@ -18,7 +18,9 @@ const DIRS: usize = 100;
 const FILES_PER_DIR: usize = 100;
 
 fn content(i: usize) -> Vec<u8> {
-    (0..(700 + (i * 37) % 3000)).map(|j| (i + j) as u8).collect()
+    (0..(700 + (i * 37) % 3000))
+        .map(|j| (i + j) as u8)
+        .collect()
 }
 
 fn fat32_image() -> Vec<u8> {
@@ -34,7 +36,12 @@ fn fat32_image() -> Vec<u8> {
             let mut short = *b"F          ";
             short[1..6].copy_from_slice(format!("{n:05}").as_bytes());
             short[8..11].copy_from_slice(b"TXT");
-            f.add_file(dir, Some(&format!("a long file name {n:05}.txt")), &short, &content(n));
+            f.add_file(
+                dir,
+                Some(&format!("a long file name {n:05}.txt")),
+                &short,
+                &content(n),
+            );
         }
     }
     f.finish()
@@ -48,7 +55,7 @@ fn ntfs_image() -> Vec<u8> {
             let k = d * FILES_PER_DIR + i;
             let data = content(k);
             // A third resident, the rest in clusters.
-            let data = if k % 3 == 0 {
+            let data = if k.is_multiple_of(3) {
                 synth::NtfsData::Resident(data[..data.len().min(400)].to_vec())
             } else {
                 synth::NtfsData::NonResident(data)
