@@ -41,7 +41,10 @@
 //! inode numbers (FAT: from the entry's position; NTFS: `record-type-id`),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
-//! recovered as TSK does. Where this crate deliberately differs:
+//! recovered as TSK does, NTFS streams read as zeros past their valid-data
+//! (initialized) size, and `$BadClus:$Bad` given no content (its size is the
+//! volume's; TSK's `icat` prints nothing for it either, and hashing it would
+//! mean hashing a volume of zeros). Where this crate deliberately differs:
 //!
 //! - names are kept verbatim (TSK replaces control characters with `^`;
 //!   FAT short-name bytes above 0x7F are decoded as code page 437, TSK shows
@@ -50,9 +53,7 @@
 //!   or size out of range, bad 8.3 characters) is reported with an error
 //!   instead of dropped; live long names whose checksum does not match their
 //!   short entry are reported and not used (TSK does not check);
-//! - an NTFS timestamp of 0 is absent (TSK prints 3373865674), and a stream
-//!   reads as zeros past its initialized size up to its real size (TSK stops
-//!   at the initialized size, so it hashes `$BadClus:$Bad` as empty);
+//! - an NTFS timestamp of 0 is absent (TSK prints 3373865674);
 //! - deleted NTFS records come after the directory tree, found by reading
 //!   the whole MFT, rather than interleaved with it; names left in the slack
 //!   of index nodes are not listed (their records are, through the MFT);

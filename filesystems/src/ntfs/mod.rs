@@ -43,6 +43,7 @@ use self::mft::{
 };
 
 const ROOT_RECORD: u64 = 5;
+const BADCLUS_RECORD: u64 = 8;
 /// Deepest directory nesting followed, in the tree walk and when rebuilding
 /// a deleted file's path.
 const MAX_DEPTH: usize = 256;
@@ -635,12 +636,26 @@ impl<R: ReadAt> NtfsFs<R> {
     }
 
     /// Size, content and slack of a stream, with problems found.
+    ///
+    /// `$BadClus:$Bad` gets no content: its size is the volume's and its
+    /// runs only mark bad clusters, so reading it as a file means reading a
+    /// volume of zeros (TSK's `icat` prints nothing for it either).
     fn stream_content(
         &self,
         s: &Stream,
         f: &Loaded,
         errors: &mut Vec<ProcessingError>,
     ) -> (u64, Content, Vec<Extent>) {
+        if f.record == BADCLUS_RECORD
+            && s.ty == ATTR_DATA
+            && s.name.iter().copied().eq("$Bad".encode_utf16())
+        {
+            let size = match &s.body {
+                StreamBody::Resident(v) => v.len() as u64,
+                StreamBody::NonResident { header, .. } => header.data_size,
+            };
+            return (size, Content::None, Vec::new());
+        }
         let (header, runs) = match &s.body {
             StreamBody::Resident(v) => {
                 return (v.len() as u64, Content::Resident(v.clone()), Vec::new());
