@@ -3,12 +3,13 @@
 use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::read::ReadAt;
-use crate::record::{Content, Run};
+use crate::record::{Content, Run, clip_runs};
 
 /// A reader over one record's [`Content`]: reads go to the source through
 /// the runs (zero runs are produced without reading), resident bytes are
-/// served from the record. Holds no buffer of its own, so memory is the
-/// caller's read buffer whatever the file size.
+/// served from the record, NTFS-compressed units are decoded one at a time.
+/// It holds at most one decoded compression unit (64 KiB on Windows
+/// volumes), so memory stays fixed whatever the file size.
 ///
 /// For [`Content::Encoded`] it yields the stored bytes, not the decoded file.
 #[derive(Debug)]
@@ -21,6 +22,8 @@ pub struct ContentReader<'a, R: ?Sized> {
     /// at, so sequential reads do not rescan the run list.
     run_idx: usize,
     run_start: u64,
+    /// The compression unit decoded last: (index, bytes).
+    unit: Option<(u64, Vec<u8>)>,
 }
 
 impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
@@ -33,6 +36,7 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
             len: content.len(),
             run_idx: 0,
             run_start: 0,
+            unit: None,
         }
     }
 
@@ -50,9 +54,92 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
     /// (fewer only at the end of the content). Fails if the source ends
     /// before a run does.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if let Content::Compressed { .. } = self.content {
+            return self.read_compressed(buf, offset, &mut None);
+        }
         let mut idx = 0;
         let mut start = 0;
         self.read_from(buf, offset, &mut idx, &mut start)
+    }
+
+    /// Reads decoded bytes of a compressed stream, decoding the units the
+    /// range covers (keeping the last one in `cache`).
+    fn read_compressed(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        cache: &mut Option<(u64, Vec<u8>)>,
+    ) -> io::Result<usize> {
+        let Content::Compressed {
+            runs,
+            unit,
+            size,
+            initialized,
+        } = self.content
+        else {
+            return Ok(0);
+        };
+        let unit = (*unit).max(1);
+        if offset >= *size {
+            return Ok(0);
+        }
+        let n = usize::try_from(size - offset)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let mut done = 0usize;
+        while done < n {
+            let p = offset + done as u64;
+            if p >= *initialized {
+                buf[done..n].fill(0);
+                break;
+            }
+            let k = p / unit;
+            if cache.as_ref().is_none_or(|(i, _)| *i != k) {
+                *cache = Some((k, self.decode_unit(runs, unit, k)?));
+            }
+            let bytes = cache.as_ref().map_or(&[][..], |(_, b)| &b[..]);
+            let within = usize::try_from(p - k * unit).unwrap_or(usize::MAX);
+            let take = usize::try_from((k + 1) * unit - p)
+                .unwrap_or(usize::MAX)
+                .min(n - done)
+                .min(usize::try_from(initialized - p).unwrap_or(usize::MAX));
+            let dst = &mut buf[done..done + take];
+            let src = bytes.get(within..).unwrap_or(&[]);
+            let m = src.len().min(take);
+            dst[..m].copy_from_slice(&src[..m]);
+            dst[m..].fill(0);
+            done += take;
+        }
+        Ok(n)
+    }
+
+    /// Decodes compression unit `k`: all sparse reads as zeros, all stored
+    /// is kept as is, stored clusters followed by sparse ones are LZNT1.
+    fn decode_unit(&self, runs: &[Run], unit: u64, k: u64) -> io::Result<Vec<u8>> {
+        let unit_len = usize::try_from(unit).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidData, "compression unit too large")
+        })?;
+        let parts = clip_runs(runs, k * unit, (k + 1) * unit);
+        let sparse = parts.iter().any(|r| matches!(r, Run::Zeros { .. }));
+        let mut stored = Vec::new();
+        for r in &parts {
+            if let Run::Data { offset, len } = *r {
+                let start = stored.len();
+                stored.resize(start + usize::try_from(len).unwrap_or(0), 0);
+                crate::read::read_exact_at(self.src, &mut stored[start..], offset)?;
+            }
+        }
+        let mut out = if sparse && !stored.is_empty() {
+            let mut out = Vec::with_capacity(unit_len);
+            crate::lznt1::decompress(&stored, &mut out, unit_len).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("unit {k}: {e}"))
+            })?;
+            out
+        } else {
+            stored
+        };
+        out.resize(unit_len, 0);
+        Ok(out)
     }
 
     fn read_from(
@@ -75,6 +162,8 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
                 return Ok(n);
             }
             Content::Runs(r) | Content::Encoded { runs: r, .. } => r,
+            // Handled by `read_compressed`.
+            Content::Compressed { .. } => return Ok(0),
         };
         // Restart the scan if asked to go backwards.
         if offset < *run_start {
@@ -116,6 +205,14 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
 
 impl<R: ReadAt + ?Sized> Read for ContentReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Content::Compressed { .. } = self.content {
+            let mut cache = self.unit.take();
+            let n = self.read_compressed(buf, self.pos, &mut cache);
+            self.unit = cache;
+            let n = n?;
+            self.pos += n as u64;
+            return Ok(n);
+        }
         let (mut idx, mut start) = (self.run_idx, self.run_start);
         let n = self.read_from(buf, self.pos, &mut idx, &mut start)?;
         self.run_idx = idx;

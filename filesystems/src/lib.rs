@@ -59,8 +59,8 @@
 //!   of index nodes are not listed (their records are, through the MFT);
 //! - FAT orphans (deleted entries in clusters no directory reaches) are not
 //!   searched for: `$OrphanFiles` is empty on FAT;
-//! - NTFS compressed and encrypted streams are reported as
-//!   [`Content::Encoded`], not decoded.
+//! - NTFS encrypted (EFS) streams are reported as [`Content::Encoded`],
+//!   not decoded (compressed ones are decoded, as by TSK).
 
 mod bytes;
 mod cache;
@@ -68,6 +68,7 @@ pub mod content;
 pub mod detect;
 pub mod error;
 pub mod fat;
+mod lznt1;
 pub mod name;
 pub mod ntfs;
 pub mod read;

@@ -132,9 +132,24 @@ pub enum Content {
     Resident(Vec<u8>),
     /// Content stored in runs, in file order, clipped to the file size.
     Runs(Vec<Run>),
+    /// NTFS-compressed content: `runs` (in file order, sparse parts as
+    /// zero runs) hold compression units of `unit` bytes, each stored raw,
+    /// LZNT1-compressed (stored clusters followed by sparse ones) or sparse.
+    /// [`crate::ContentReader`] decodes them; the extents are the stored
+    /// (compressed) bytes.
+    Compressed {
+        /// The stored runs up to the allocated size.
+        runs: Vec<Run>,
+        /// Bytes per compression unit.
+        unit: u64,
+        /// Decoded size of the stream.
+        size: u64,
+        /// Valid-data length: decoded bytes past it read as zeros.
+        initialized: u64,
+    },
     /// Runs holding content in a form this crate does not decode (NTFS
-    /// compressed or EFS-encrypted streams). Reading them gives the stored
-    /// bytes, not the file's bytes.
+    /// EFS-encrypted streams). Reading them gives the stored bytes, not the
+    /// file's bytes.
     Encoded {
         /// Why the bytes are not the file's content.
         encoding: Encoding,
@@ -162,6 +177,7 @@ impl Content {
             Content::Runs(r) | Content::Encoded { runs: r, .. } => {
                 r.iter().fold(0u64, |t, run| t.saturating_add(run.len()))
             }
+            Content::Compressed { size, .. } => *size,
         }
     }
 
@@ -173,7 +189,9 @@ impl Content {
     /// The stored extents (zero runs omitted), in file order.
     pub fn extents(&self) -> Vec<Extent> {
         match self {
-            Content::Runs(r) | Content::Encoded { runs: r, .. } => r
+            Content::Runs(r)
+            | Content::Encoded { runs: r, .. }
+            | Content::Compressed { runs: r, .. } => r
                 .iter()
                 .filter_map(|run| match *run {
                     Run::Data { offset, len } => Some(Extent { offset, len }),
@@ -183,6 +201,51 @@ impl Content {
             _ => Vec::new(),
         }
     }
+}
+
+/// Appends a run, merging it with the previous one when contiguous.
+pub(crate) fn push_run(runs: &mut Vec<Run>, r: Run) {
+    if r.is_empty() {
+        return;
+    }
+    match (runs.last_mut(), r) {
+        (Some(Run::Data { offset, len }), Run::Data { offset: o, len: l })
+            if offset.checked_add(*len) == Some(o) =>
+        {
+            *len = len.saturating_add(l);
+        }
+        (Some(Run::Zeros { len }), Run::Zeros { len: l }) => *len = len.saturating_add(l),
+        _ => runs.push(r),
+    }
+}
+
+/// The part `[from, to)` (file offsets) of a run list.
+pub(crate) fn clip_runs(runs: &[Run], from: u64, to: u64) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut pos = 0u64;
+    for r in runs {
+        let len = r.len();
+        let end = pos.saturating_add(len);
+        let (s, e) = (pos.max(from), end.min(to));
+        if s < e {
+            let skip = s - pos;
+            push_run(
+                &mut out,
+                match *r {
+                    Run::Data { offset, .. } => Run::Data {
+                        offset: offset.saturating_add(skip),
+                        len: e - s,
+                    },
+                    Run::Zeros { .. } => Run::Zeros { len: e - s },
+                },
+            );
+        }
+        pos = end;
+        if pos >= to {
+            break;
+        }
+    }
+    out
 }
 
 /// How a record's content was located, and how far it can be trusted.

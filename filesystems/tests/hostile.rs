@@ -643,7 +643,11 @@ fn fuzzed_ntfs_images_never_panic() {
         vec![],
     );
     n.delete(g);
+    let text: Vec<u8> = (0..3000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+    n.add_file(d, "packed.bin", NtfsData::Compressed(text), vec![]);
     let mft = (n.mft_lcn as usize * synth::NTFS_CS, 64 * NTFS_RS);
+    // File data and index blocks follow the MFT.
+    let data = (mft.0 + mft.1, 64 * 1024);
     let img = n.finish();
-    fuzz(&img, &[(0, 512), mft], 0xF00D, 2000);
+    fuzz(&img, &[(0, 512), mft, data], 0xF00D, 2000);
 }

@@ -279,6 +279,21 @@ fn sample_ntfs() -> (Vec<u8>, Expected) {
         vec![],
     );
     exp.insert("prealloc.dat".into(), (vdl, false));
+    // Compressed: text compresses; random bytes do not (stored raw units);
+    // zeros compress to almost nothing.
+    let mut squeezed = Vec::new();
+    for i in 0..1500 {
+        squeezed.extend(format!("line {i} of a compressible text file\n").into_bytes());
+    }
+    squeezed.extend(bytes(13, 9000));
+    squeezed.extend(vec![0u8; 10_000]);
+    n.add_file(
+        NTFS_ROOT,
+        "compressed.txt",
+        NtfsData::Compressed(squeezed.clone()),
+        vec![],
+    );
+    exp.insert("compressed.txt".into(), (squeezed, false));
     let many = n.add_dir(NTFS_ROOT, "many");
     for i in 0..120 {
         let body = format!("file number {i}").into_bytes();
@@ -329,6 +344,20 @@ fn ntfs_sample_lists_every_stream_with_its_bytes() {
     };
     assert_eq!(runs.len(), 3);
     assert_eq!(runs[1], caseload_fs::Run::Zeros { len: 2048 });
+    let packed = records
+        .iter()
+        .find(|r| r.name == "compressed.txt")
+        .expect("compressed");
+    let Content::Compressed { unit, .. } = &packed.content else {
+        panic!("{:?}", packed.content);
+    };
+    assert_eq!(*unit, 16 * 512);
+    let stored: u64 = packed.content.extents().iter().map(|e| e.len).sum();
+    assert!(
+        stored < packed.size / 2,
+        "{stored} stored for {}",
+        packed.size
+    );
     let ads = records
         .iter()
         .find(|r| r.stream.as_deref() == Some("secret"))

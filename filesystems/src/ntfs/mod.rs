@@ -32,6 +32,7 @@ use crate::name::hostile_reason;
 use crate::read::{ReadAt, read_full};
 use crate::record::{
     Content, Encoding, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times,
+    clip_runs, push_run,
 };
 use crate::walk::{Sink, WalkSummary};
 
@@ -721,41 +722,46 @@ impl<R: ReadAt> NtfsFs<R> {
                 },
             );
         }
-        let encoded = if s.flags & mft::ATTR_FLAG_ENCRYPTED != 0 {
-            Some(Encoding::NtfsEncrypted)
-        } else if s.flags & mft::ATTR_FLAG_COMPRESSED != 0 {
-            // The flag, not the compression unit, decides: sparse streams
-            // written by ntfs-3g carry a unit too.
-            Some(Encoding::NtfsCompressed)
+        let alloc = header.allocated_size.max(size);
+        let compressed = s.flags & mft::ATTR_FLAG_COMPRESSED != 0;
+        // The flag, not the compression unit, says compressed: sparse
+        // streams written by ntfs-3g carry a unit too. Windows compresses in
+        // units of 16 clusters of at most 4 KiB.
+        let undecoded = if s.flags & mft::ATTR_FLAG_ENCRYPTED != 0 {
+            Some((Encoding::NtfsEncrypted, "EFS-encrypted".to_string()))
+        } else if compressed
+            && (header.compression_unit == 0 || header.compression_unit > 8 || cs > 4096)
+        {
+            Some((
+                Encoding::NtfsCompressed,
+                format!(
+                    "compressed in units of 2^{} clusters of {cs} bytes",
+                    header.compression_unit
+                ),
+            ))
         } else {
             None
         };
-        if let Some(encoding) = encoded {
+        if let Some((encoding, why)) = undecoded {
             errors.push(ProcessingError::at(
                 ErrorKind::ContentEncoded,
                 at,
                 format!(
-                    "record {} stream is {}: runs give the stored bytes, not the content",
-                    f.record,
-                    match encoding {
-                        Encoding::NtfsCompressed => format!(
-                            "compressed (units of 2^{} clusters)",
-                            header.compression_unit
-                        ),
-                        Encoding::NtfsEncrypted => "encrypted".to_string(),
-                    }
+                    "record {} stream is {why}: its runs give the stored bytes, not the content",
+                    f.record
                 ),
             ));
-            let alloc = header.allocated_size.max(size);
-            let stored = clip_runs(&byte_runs, 0, alloc);
-            return (
+            let runs = clip_runs(&byte_runs, 0, alloc);
+            return (size, Content::Encoded { encoding, runs }, Vec::new());
+        }
+        if compressed {
+            let content = Content::Compressed {
+                runs: clip_runs(&byte_runs, 0, alloc),
+                unit: cs << header.compression_unit,
                 size,
-                Content::Encoded {
-                    encoding,
-                    runs: stored,
-                },
-                Vec::new(),
-            );
+                initialized: header.initialized_size.min(size),
+            };
+            return (size, content, Vec::new());
         }
         let total = byte_runs
             .iter()
@@ -868,51 +874,6 @@ impl<R: ReadAt> NtfsFs<R> {
         let flow = if flow.is_continue() { w.scan() } else { flow };
         Ok(w.sink.finish(flow))
     }
-}
-
-/// Appends a run, merging it with the previous one when contiguous.
-fn push_run(runs: &mut Vec<Run>, r: Run) {
-    if r.is_empty() {
-        return;
-    }
-    match (runs.last_mut(), r) {
-        (Some(Run::Data { offset, len }), Run::Data { offset: o, len: l })
-            if offset.checked_add(*len) == Some(o) =>
-        {
-            *len = len.saturating_add(l);
-        }
-        (Some(Run::Zeros { len }), Run::Zeros { len: l }) => *len = len.saturating_add(l),
-        _ => runs.push(r),
-    }
-}
-
-/// The part `[from, to)` of a run list.
-fn clip_runs(runs: &[Run], from: u64, to: u64) -> Vec<Run> {
-    let mut out = Vec::new();
-    let mut pos = 0u64;
-    for r in runs {
-        let len = r.len();
-        let end = pos.saturating_add(len);
-        let (s, e) = (pos.max(from), end.min(to));
-        if s < e {
-            let skip = s - pos;
-            push_run(
-                &mut out,
-                match *r {
-                    Run::Data { offset, .. } => Run::Data {
-                        offset: offset.saturating_add(skip),
-                        len: e - s,
-                    },
-                    Run::Zeros { .. } => Run::Zeros { len: e - s },
-                },
-            );
-        }
-        pos = end;
-        if pos >= to {
-            break;
-        }
-    }
-    out
 }
 
 /// What path rebuilding remembers about a directory record.

@@ -433,6 +433,9 @@ pub enum NtfsData {
     Resident(Vec<u8>),
     /// Stored in fresh contiguous clusters.
     NonResident(Vec<u8>),
+    /// LZNT1-compressed in units of 16 clusters (each unit stored
+    /// compressed when that saves a cluster, else raw).
+    Compressed(Vec<u8>),
     /// Explicit runs `(lcn or sparse, clusters)`, sizes given.
     Runs {
         runs: Vec<(Option<u64>, u64)>,
@@ -544,6 +547,43 @@ impl Ntfs {
                 data_size,
                 init_size,
             } => attr_nonresident(0x80, name, instance, &runs, data_size, init_size, 0),
+            NtfsData::Compressed(v) => {
+                let unit = 16 * NTFS_CS;
+                let mut runs: Vec<(Option<u64>, u64)> = Vec::new();
+                for part in v.chunks(unit) {
+                    let packed = lznt1_compress(part);
+                    let clusters = packed.len().div_ceil(NTFS_CS) as u64;
+                    if clusters < 16 {
+                        let lcn = self.alloc(clusters);
+                        self.extents
+                            .entry(record)
+                            .or_default()
+                            .push((lcn, clusters));
+                        self.write_clusters(lcn, &packed);
+                        runs.push((Some(lcn), clusters));
+                        runs.push((None, 16 - clusters));
+                    } else {
+                        let lcn = self.alloc(16);
+                        self.extents.entry(record).or_default().push((lcn, 16));
+                        self.write_clusters(lcn, part);
+                        runs.push((Some(lcn), 16));
+                    }
+                }
+                let len = v.len() as u64;
+                let mut a = attr_nonresident(0x80, name, instance, &runs, len, len, 0x0001);
+                // Compressed attributes carry a unit exponent and a 72-byte
+                // header (compressed size at 64).
+                a[34] = 4;
+                let stored: u64 = runs.iter().filter(|r| r.0.is_some()).map(|r| r.1).sum();
+                let runs_off = u16::from_le_bytes([a[32], a[33]]) as usize;
+                let mut b = a[..runs_off].to_vec();
+                b.extend_from_slice(&(stored * NTFS_CS as u64).to_le_bytes());
+                b[32..34].copy_from_slice(&((runs_off + 8) as u16).to_le_bytes());
+                b.extend_from_slice(&a[runs_off..]);
+                let len = b.len() as u32;
+                b[4..8].copy_from_slice(&len.to_le_bytes());
+                b
+            }
         }
     }
 
@@ -1042,4 +1082,67 @@ pub fn apply_fixups(rec: &mut [u8], usa_off: usize) {
         rec[usa_off + 2 * i + 1] = b;
         rec[pos..pos + 2].copy_from_slice(&usn);
     }
+}
+
+/// LZNT1-compresses one compression unit: 4096-byte chunks, each stored
+/// compressed (greedy longest matches) or raw when that is not smaller.
+pub fn lznt1_compress(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in data.chunks(4096) {
+        let body = lznt1_chunk(chunk);
+        if body.len() < chunk.len() {
+            out.extend_from_slice(&(0xB000u16 | (body.len() as u16 - 1)).to_le_bytes());
+            out.extend_from_slice(&body);
+        } else {
+            out.extend_from_slice(&(0x3000u16 | (chunk.len() as u16 - 1)).to_le_bytes());
+            out.extend_from_slice(chunk);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+fn lznt1_chunk(chunk: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut p = 0usize;
+    while p < chunk.len() {
+        let flag_at = out.len();
+        out.push(0u8);
+        for bit in 0..8 {
+            if p >= chunk.len() {
+                break;
+            }
+            let mut shift = 12;
+            let mut x = p.saturating_sub(1);
+            while x >= 0x10 {
+                shift -= 1;
+                x >>= 1;
+            }
+            let max_off = 1usize << (16 - shift);
+            let max_len = ((1usize << shift) - 1 + 3).min(chunk.len() - p);
+            let (mut best_len, mut best_off) = (0usize, 0usize);
+            if p > 0 {
+                for off in 1..=max_off.min(p) {
+                    let mut l = 0;
+                    while l < max_len && chunk[p + l] == chunk[p + l - off] {
+                        l += 1;
+                    }
+                    if l > best_len {
+                        best_len = l;
+                        best_off = off;
+                    }
+                }
+            }
+            if best_len >= 3 {
+                let token = ((best_off - 1) << shift) | (best_len - 3);
+                out.extend_from_slice(&(token as u16).to_le_bytes());
+                out[flag_at] |= 1 << bit;
+                p += best_len;
+            } else {
+                out.push(chunk[p]);
+                p += 1;
+            }
+        }
+    }
+    out
 }
