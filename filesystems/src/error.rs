@@ -95,8 +95,8 @@ pub enum ErrorKind {
     CorruptAttribute,
     /// An NTFS index (directory) is corrupt.
     CorruptIndex,
-    /// Content is stored in a form this crate does not decode (NTFS
-    /// compression, EFS encryption).
+    /// Content is stored in a form this crate does not decode (EFS
+    /// encryption, NTFS compression with an unusual unit size).
     ContentEncoded,
     /// A deleted file's content could not be recovered, or only partly.
     Recovery,

@@ -161,7 +161,9 @@ pub enum Content {
 /// Storage forms whose bytes are not the file's plain content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
-    /// NTFS LZNT1 compression.
+    /// NTFS compression with a unit size Windows does not write (units of
+    /// other than 2^1..=2^8 clusters, or clusters over 4 KiB); ordinary
+    /// compressed streams are [`Content::Compressed`].
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
