@@ -261,7 +261,9 @@ pub enum Recovery {
     /// silently wrong for fragmented ones (DFTT #6).
     Unallocated,
     /// A deleted FAT file recovered by TSK's rule after skipping clusters now
-    /// allocated to other files.
+    /// allocated to other files. The skipped clusters were most likely the
+    /// file's own, reused since: the content is probably not the file's, so
+    /// this does not count as recoverable.
     SkippedAllocated,
     /// A deleted file some of whose clusters now belong to other files: the
     /// content is at least partly overwritten.
@@ -272,12 +274,11 @@ pub enum Recovery {
 
 impl Recovery {
     /// Whether the content described is (as far as the metadata tells) the
-    /// file's own.
+    /// file's own: live files, and deleted ones whose clusters are all still
+    /// unallocated. A fragmented deleted FAT file passes this test yet is
+    /// recovered wrongly; nothing in FAT metadata can tell.
     pub fn is_recoverable(self) -> bool {
-        matches!(
-            self,
-            Recovery::Allocated | Recovery::Unallocated | Recovery::SkippedAllocated
-        )
+        matches!(self, Recovery::Allocated | Recovery::Unallocated)
     }
 }
 
