@@ -121,6 +121,12 @@ impl FileRow {
             Content::None => (None, None, None, None),
             Content::Resident(bytes) => (None, None, Some(bytes.clone()), None),
             Content::Runs(runs) => (Some(runs_json(runs)), None, None, first_data(runs)),
+            Content::Compressed { runs, .. } => (
+                Some(runs_json(runs)),
+                Some("ntfs-compressed"),
+                None,
+                first_data(runs),
+            ),
             Content::Encoded { encoding, runs } => (
                 Some(runs_json(runs)),
                 Some(match encoding {
