@@ -27,9 +27,16 @@ pub struct Args {
     /// changes the output.
     #[arg(long)]
     threads: Option<usize>,
-    /// Output formats, comma-separated (only `dd` for now).
+    /// Output formats, comma-separated: `dd` (image.dd) and/or `e01`
+    /// (image.E01, ..., written from the same byte stream).
     #[arg(long, default_value = "dd", value_delimiter = ',')]
     format: Vec<String>,
+    /// E01 chunk compression: none, fast or best (as `caseload convert`).
+    #[arg(long, default_value = "fast", value_parser = ["none", "fast", "best"])]
+    e01_compression: String,
+    /// Largest E01 segment file.
+    #[arg(long, default_value = "1500MiB", value_parser = parse_size)]
+    segment_size: u64,
     /// Partition table: mbr or gpt (default: mbr, gpt above 2 TiB).
     #[arg(long, value_parser = ["mbr", "gpt"])]
     partition_table: Option<String>,
@@ -54,6 +61,23 @@ pub struct Args {
     /// checks at sizes the disk cannot hold.
     #[arg(long, hide = true)]
     discard_image: bool,
+}
+
+/// Header times of corpus E01s: 2024-01-01T00:00:00Z, fixed so that the
+/// same seed always gives the same bytes.
+const CORPUS_ACQUIRED: u32 = 1_704_067_200;
+
+/// Hands the corpus byte stream to the E01 writer.
+struct EwfTee<'a>(&'a mut caseload_ewf_writer::EwfWriter);
+
+impl std::io::Write for EwfTee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_media(buf).map_err(std::io::Error::other)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Bar(ProgressBar);
@@ -82,11 +106,12 @@ fn share(name: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
 
 /// Generate the corpus.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (mut dd, mut e01) = (false, false);
     for f in &args.format {
         match f.as_str() {
-            "dd" => {}
-            "e01" => bail!("--format e01 is not available yet; use --format dd"),
-            other => bail!("unknown output format `{other}` (expected dd)"),
+            "dd" => dd = true,
+            "e01" => e01 = true,
+            other => bail!("unknown output format `{other}` (expected dd, e01)"),
         }
     }
     let mut profile = Profile::by_name(&args.profile).with_context(|| {
@@ -130,13 +155,83 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => None,
         },
         decoys: args.decoys,
-        discard_image: args.discard_image,
+        discard_image: args.discard_image || !dd,
+    };
+    // The E01 is written from the same byte stream as image.dd (never by
+    // reading the image back), so both come from one pass.
+    let mut writer = if e01 {
+        let geometry =
+            caseload_corpus::geometry::Geometry::plan(opts.size, opts.partition_table, opts.fat)?;
+        let options = caseload_ewf_writer::WriterOptions {
+            compression: match args.e01_compression.as_str() {
+                "none" => caseload_ewf_writer::Compression::None,
+                "best" => caseload_ewf_writer::Compression::Best,
+                _ => caseload_ewf_writer::Compression::Fast,
+            },
+            segment_size: args.segment_size,
+            threads,
+            metadata: caseload_ewf_writer::Metadata {
+                case_number: format!("corpus-seed-{}", args.seed),
+                evidence_number: "1".into(),
+                examiner: "caseload corpus".into(),
+                description: format!(
+                    "caseload synthetic corpus, profile {}, seed {}",
+                    args.profile, args.seed
+                ),
+                notes: String::new(),
+            },
+            // A fixed acquisition time keeps the E01 byte-identical per seed.
+            acquired: CORPUS_ACQUIRED,
+            ..Default::default()
+        };
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        Some(
+            caseload_ewf_writer::EwfWriter::create(
+                args.out.join("image"),
+                geometry.disk_bytes,
+                options,
+            )
+            .context("starting the E01 writer")?,
+        )
+    } else {
+        None
     };
     let bar = Bar(byte_progress(args.size, "corpus"));
-    let report = caseload_corpus::generate(&opts, &bar);
+    let report = match writer.as_mut() {
+        Some(w) => {
+            let mut tee = EwfTee(w);
+            caseload_corpus::generate_with_tee(&opts, &bar, Some(&mut tee))
+        }
+        None => caseload_corpus::generate(&opts, &bar),
+    };
     bar.0.finish_and_clear();
-    let report =
-        report.with_context(|| format!("generating the corpus in {}", args.out.display()))?;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(w) = writer {
+                w.abort();
+            }
+            return Err(e)
+                .with_context(|| format!("generating the corpus in {}", args.out.display()));
+        }
+    };
+    if let Some(w) = writer {
+        let summary = w.finish().context("finishing the E01")?;
+        anyhow::ensure!(
+            summary.md5_hex() == report.md5,
+            "the E01's MD5 {} differs from the image's {}",
+            summary.md5_hex(),
+            report.md5
+        );
+        println!(
+            "wrote {} ({} segment(s), {} compression, md5 {})",
+            args.out.join("image.E01").display(),
+            summary.segments.len(),
+            args.e01_compression,
+            summary.md5_hex()
+        );
+    }
     let s = &report.summary;
     println!(
         "wrote {} ({} bytes, {:?} {:?}, md5 {})",
