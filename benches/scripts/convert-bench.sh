@@ -2,10 +2,13 @@
 # Side-by-side benchmark of `caseload convert` against libewf's
 # `ewfacquirestream`: the same raw input converted to E01 at `fast` and at
 # `best`, same chunk size (64 sectors), same segment size (1500 MiB), both
-# computing MD5 and SHA-1, timed in the same run with hyperfine. Prints the
-# median wall time of each tool, the time ratio (goal: caseload at least 4x
-# faster on a 2-core machine) and the size ratio of the E01 sets (goal:
-# within 3 % of libewf's at the same level).
+# computing MD5 and SHA-1, timed in the same run, the two tools alternating
+# run by run so both see the same background load on a shared machine.
+# Prints the median wall time and CPU time of each tool, the time ratio
+# (goal: caseload at least 4x faster on a 2-core machine), the CPU ratio
+# (the same for CPU seconds, which background load does not inflate) and the
+# size ratio of the E01 sets (goal: within 3 % of libewf's at the same
+# level).
 #
 # Usage: benches/scripts/convert-bench.sh [WORKDIR]
 #   WORKDIR   scratch directory (default: a new one under ${TMPDIR:-/tmp});
@@ -29,7 +32,7 @@ RUNS=${RUNS:-3}
 LEVELS=${LEVELS:-fast best}
 SEGMENT_BYTES=$((1500 * 1024 * 1024))
 
-for tool in hyperfine ewfacquirestream jq; do
+for tool in ewfacquirestream /usr/bin/time; do
     if ! command -v "$tool" >/dev/null; then
         echo "SKIPPED convert-bench: \`$tool\` is not installed" >&2
         exit 0
@@ -76,33 +79,43 @@ echo "input size: $input_bytes bytes; $(nproc) cores; $RUNS runs per tool and le
 echo
 
 set_size() { cat "$@" 2>/dev/null | wc -c; }
-median() { jq -r ".results[] | select(.command == \"$2\") | .median" "$1"; }
-# Mean CPU seconds (user + system): the work done, whatever else the shared
-# machine is running.
-cpu() { jq -r ".results[] | select(.command == \"$2\") | (.user + .system)" "$1"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Run "$@" once after clearing its outputs and flushing dirty pages; append
+# "wall cpu" (seconds) to the file named by $TIMES.
+timed() {
+    rm -f "$WORK/out/$OUTNAME".E*
+    sync
+    /usr/bin/time -o "$WORK/time.tmp" -f "%e %U %S" "$@" > /dev/null
+    awk '{ print $1, $2 + $3 }' "$WORK/time.tmp" >> "$TIMES"
+}
 
 summary=()
 for level in $LEVELS; do
-    hyperfine --runs "$RUNS" --style basic --export-json "$WORK/$level.json" \
-        --prepare "rm -f $WORK/out/cl.E*; sync" \
-        --prepare "rm -f $WORK/out/lib.E*; sync" \
-        -n caseload "$CASELOAD convert $INPUT --to e01 --out $WORK/out/cl --compression $level --chunk-sectors 64 --segment-size $SEGMENT_BYTES --force" \
-        -n libewf "ewfacquirestream -q -c $level -b 64 -f encase6 -d sha1 -S $SEGMENT_BYTES -t $WORK/out/lib < $INPUT > /dev/null"
-    t_cl=$(median "$WORK/$level.json" caseload)
-    t_lib=$(median "$WORK/$level.json" libewf)
-    c_cl=$(cpu "$WORK/$level.json" caseload)
-    c_lib=$(cpu "$WORK/$level.json" libewf)
+    : > "$WORK/$level.caseload"
+    : > "$WORK/$level.libewf"
+    for run in $(seq "$RUNS"); do
+        TIMES="$WORK/$level.caseload" OUTNAME=cl timed \
+            "$CASELOAD" convert "$INPUT" --to e01 --out "$WORK/out/cl" --compression "$level" \
+            --chunk-sectors 64 --segment-size "$SEGMENT_BYTES" --force
+        TIMES="$WORK/$level.libewf" OUTNAME=lib timed \
+            sh -c "exec ewfacquirestream -q -c $level -b 64 -f encase6 -d sha1 -S $SEGMENT_BYTES -t '$WORK/out/lib' < '$INPUT'"
+        echo "$level run $run: caseload $(tail -1 "$WORK/$level.caseload")  libewf $(tail -1 "$WORK/$level.libewf")  (wall s, CPU s; load $(cut -d' ' -f1 /proc/loadavg))"
+    done
+    t_cl=$(cut -d' ' -f1 "$WORK/$level.caseload" | median)
+    t_lib=$(cut -d' ' -f1 "$WORK/$level.libewf" | median)
+    c_cl=$(cut -d' ' -f2 "$WORK/$level.caseload" | median)
+    c_lib=$(cut -d' ' -f2 "$WORK/$level.libewf" | median)
     s_cl=$(set_size "$WORK"/out/cl.E*)
     s_lib=$(set_size "$WORK"/out/lib.E*)
     line=$(awk -v l="$level" -v tc="$t_cl" -v tl="$t_lib" -v sc="$s_cl" -v sl="$s_lib" -v n="$input_bytes" \
         -v cc="$c_cl" -v cl="$c_lib" 'BEGIN {
-        printf "%-5s caseload %7.2f s (%6.1f MB/s, %.1f CPU s, %d bytes)  libewf %7.2f s (%6.1f MB/s, %.1f CPU s, %d bytes)  time ratio %.2fx  CPU ratio %.2fx  size ratio %.4f",
+        printf "%-5s caseload %7.2f s (%6.1f MB/s, %.1f CPU s, %.0f bytes)  libewf %7.2f s (%6.1f MB/s, %.1f CPU s, %.0f bytes)  time ratio %.2fx  CPU ratio %.2fx  size ratio %.4f",
             l, tc, n / tc / 1e6, cc, sc, tl, n / tl / 1e6, cl, sl, tl / tc, cl / cc, sc / sl }')
     summary+=("$line")
     rm -f "$WORK"/out/*.E*
 done
-
 echo
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "medians of $RUNS runs (time ratio = libewf / caseload wall time; CPU ratio = the same for mean CPU seconds; size ratio = caseload / libewf):"
+echo "medians of $RUNS runs (time ratio = libewf / caseload wall time; CPU ratio = the same for CPU seconds; size ratio = caseload / libewf):"
 printf '%s\n' "${summary[@]}"

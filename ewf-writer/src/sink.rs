@@ -55,6 +55,17 @@ pub(crate) struct Sink {
     md5: Md5,
     chunks_done: u64,
     compressed_chunks: u64,
+    /// Set once the image is complete; until then dropping the sink removes
+    /// its files, whatever path led there.
+    complete: bool,
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if !self.complete {
+            self.remove_files();
+        }
+    }
 }
 
 fn write_error(path: &Path, source: io::Error) -> EwfWriteError {
@@ -78,11 +89,9 @@ impl Sink {
             md5: Md5::new(),
             chunks_done: 0,
             compressed_chunks: 0,
+            complete: false,
         };
-        if let Err(e) = sink.open_segment(1) {
-            sink.remove_files();
-            return Err(e);
-        }
+        sink.open_segment(1)?;
         Ok(sink)
     }
 
@@ -324,6 +333,7 @@ impl Sink {
         if self.plan.options.overwrite {
             self.remove_stale_segments();
         }
+        self.complete = true;
         Ok(SinkResult {
             segments: self.segments.clone(),
             md5,
