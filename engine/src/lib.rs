@@ -12,6 +12,7 @@ pub mod channel;
 pub mod export;
 pub mod layout;
 pub mod metrics;
+pub mod probe;
 pub mod report;
 pub mod run;
 pub mod sampler;

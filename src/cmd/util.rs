@@ -65,14 +65,6 @@ pub fn byte_progress(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// A count progress bar (items rather than bytes), hidden off a terminal.
-pub fn count_progress(total: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(total), draw_target());
-    bar.set_style(count_style());
-    bar.set_message(what.to_string());
-    bar
-}
-
 /// The style of item-count bars.
 pub fn count_style() -> ProgressStyle {
     ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")

@@ -10,13 +10,15 @@
 //! file's results are one queued UPDATE on the database channel.
 
 use super::StageSpec;
+use super::filesystem::COMPRESSED_PREFIX;
 use super::image_hash::Algorithm;
 use crate::signature;
-use crate::source::{SourceError, hex};
+use crate::source::{EvidenceReader, SourceError, hex};
 use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
     parse_options,
 };
+use caseload_fs::{Content, ContentReader, Run};
 use crossbeam_channel::bounded;
 use md5::Digest;
 use serde::Deserialize;
@@ -175,7 +177,35 @@ impl FileHash {
         buf: &mut [u8],
     ) -> Result<Outcome, SourceError> {
         let mut hashers = Hashers::new(self, job.is_file);
-        if let Some(bytes) = &job.resident {
+        if let Some(content) = job
+            .encoding
+            .as_deref()
+            .and_then(|e| compressed_content(e, &job.runs))
+        {
+            // Decoded a compression unit at a time by caseload-fs, reading
+            // the stored runs through the evidence.
+            let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
+            let decoded = ContentReader::new(&reader, &content);
+            let mut done = 0u64;
+            while done < decoded.len() {
+                let n = usize::try_from((decoded.len() - done).min(buf.len() as u64))
+                    .unwrap_or(buf.len());
+                let got =
+                    decoded
+                        .read_at(&mut buf[..n], done)
+                        .map_err(|e| SourceError::Corrupt {
+                            first_sector: job.runs.iter().find_map(|r| r.0).unwrap_or(0) / 512,
+                            last_sector: job.runs.iter().find_map(|r| r.0).unwrap_or(0) / 512,
+                            reason: format!("decoding the compressed stream at byte {done}: {e}"),
+                        })?;
+                if got == 0 {
+                    break;
+                }
+                hashers.update(&buf[..got]);
+                ctx.progress.advance(got as u64);
+                done += got as u64;
+            }
+        } else if let Some(bytes) = &job.resident {
             hashers.update(bytes);
         } else {
             for &(offset, len) in &job.runs {
@@ -242,6 +272,33 @@ fn read_page(reader: &rusqlite::Connection, after: (i64, i64)) -> rusqlite::Resu
     rows.collect()
 }
 
+/// Rebuild an NTFS-compressed stream's content from `files.encoding` and its
+/// stored runs.
+fn compressed_content(encoding: &str, runs: &[(Option<u64>, u64)]) -> Option<Content> {
+    let mut fields = encoding
+        .strip_prefix(COMPRESSED_PREFIX)?
+        .split(':')
+        .map(str::parse::<u64>);
+    let (unit, size, initialized) = (
+        fields.next()?.ok()?,
+        fields.next()?.ok()?,
+        fields.next()?.ok()?,
+    );
+    let runs = runs
+        .iter()
+        .map(|&(offset, len)| match offset {
+            Some(offset) => Run::Data { offset, len },
+            None => Run::Zeros { len },
+        })
+        .collect();
+    Some(Content::Compressed {
+        runs,
+        unit,
+        size,
+        initialized,
+    })
+}
+
 fn parse_runs(text: Option<&str>) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
     match text {
         Some(t) => serde_json::from_str(t),
@@ -294,7 +351,7 @@ impl Stage for FileHash {
                         if ctx.cancel.load(Ordering::Relaxed) {
                             continue;
                         }
-                        if let Some(encoding) = &job.encoding {
+                        if let Some(encoding) = job.encoding.as_ref().filter(|e| !e.starts_with(COMPRESSED_PREFIX)) {
                             failed.fetch_add(1, Ordering::Relaxed);
                             let _ = ctx.record(
                                 Severity::Warning,

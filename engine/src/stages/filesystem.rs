@@ -79,6 +79,11 @@ fn secs(t: Option<Timestamp>) -> Option<i64> {
     t.map(|t| t.secs)
 }
 
+/// `files.encoding` of an NTFS LZNT1-compressed stream:
+/// `ntfs-lznt1:UNIT:SIZE:INITIALIZED` (compression unit bytes, decoded size,
+/// valid-data length), enough to decode it again from its stored runs.
+pub const COMPRESSED_PREFIX: &str = "ntfs-lznt1:";
+
 /// `files.extents`: JSON `[[offset, len], ...]`, sparse runs as `[null, len]`.
 fn runs_json(runs: &[Run]) -> String {
     let parts: Vec<String> = runs
@@ -108,7 +113,7 @@ struct FileRow {
     times: [Option<i64>; 4],
     fn_times: [Option<i64>; 4],
     extents: Option<String>,
-    encoding: Option<&'static str>,
+    encoding: Option<String>,
     first_offset: Option<i64>,
     resident: Option<Vec<u8>>,
     slack: Option<String>,
@@ -121,18 +126,26 @@ impl FileRow {
             Content::None => (None, None, None, None),
             Content::Resident(bytes) => (None, None, Some(bytes.clone()), None),
             Content::Runs(runs) => (Some(runs_json(runs)), None, None, first_data(runs)),
-            Content::Compressed { runs, .. } => (
+            Content::Compressed {
+                runs,
+                unit,
+                size,
+                initialized,
+            } => (
                 Some(runs_json(runs)),
-                Some("ntfs-compressed"),
+                Some(format!("{COMPRESSED_PREFIX}{unit}:{size}:{initialized}")),
                 None,
                 first_data(runs),
             ),
             Content::Encoded { encoding, runs } => (
                 Some(runs_json(runs)),
-                Some(match encoding {
-                    caseload_fs::Encoding::NtfsCompressed => "ntfs-compressed",
-                    caseload_fs::Encoding::NtfsEncrypted => "ntfs-encrypted",
-                }),
+                Some(
+                    match encoding {
+                        caseload_fs::Encoding::NtfsCompressed => "ntfs-compressed",
+                        caseload_fs::Encoding::NtfsEncrypted => "ntfs-encrypted",
+                    }
+                    .to_string(),
+                ),
                 None,
                 first_data(runs),
             ),
