@@ -300,3 +300,137 @@ pub fn render_table(report: &RunReport) -> String {
     ));
     out
 }
+
+/// `instances.json`'s schema identifier.
+pub const INSTANCES_SCHEMA: &str = "caseload-instances";
+
+/// Several pipelines run at once on the same evidence (`--instances N`):
+/// each instance's full report, and per-stage aggregates.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InstancesReport {
+    /// Always [`INSTANCES_SCHEMA`].
+    pub schema: String,
+    /// Same versioning rule as `run.json`.
+    pub schema_version: u32,
+    /// Number of instances.
+    pub instances: usize,
+    /// Wall time from the first start to the last end, seconds.
+    pub wall_seconds: f64,
+    /// Cache handling (done once, before all instances start).
+    pub cache: CacheReport,
+    /// Each instance's report, in instance order (failed ones absent).
+    pub runs: Vec<RunReport>,
+    /// Instances that failed to produce a report, with why.
+    pub failures: Vec<String>,
+    /// Per stage (in pipeline order), the sum over instances.
+    pub aggregate: Vec<AggregateStage>,
+}
+
+/// One stage summed over concurrent instances.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AggregateStage {
+    /// Stage name.
+    pub name: String,
+    /// Instances that ran it.
+    pub instances: usize,
+    /// Longest instance wall time (the instances overlap).
+    pub wall_seconds_max: f64,
+    /// Shortest instance wall time.
+    pub wall_seconds_min: f64,
+    /// Summed items and bytes.
+    pub items: u64,
+    /// Summed logical bytes.
+    pub bytes: u64,
+    /// Aggregate logical throughput: summed bytes over the longest wall.
+    pub mb_per_s: f64,
+    /// Summed CPU user seconds.
+    pub cpu_user_seconds: f64,
+    /// Summed CPU system seconds.
+    pub cpu_system_seconds: f64,
+    /// Per channel: summed counters, rates over the longest wall.
+    pub channels: BTreeMap<ChannelKind, ChannelFigures>,
+    /// Channel with the most summed time blocked.
+    pub bound_by: Option<ChannelKind>,
+}
+
+/// Sum the stages of concurrent runs, stage by stage in pipeline order.
+pub fn aggregate(runs: &[RunReport]) -> Vec<AggregateStage> {
+    let stages = runs.iter().map(|r| r.stages.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for i in 0..stages {
+        let present: Vec<&StageReport> = runs.iter().filter_map(|r| r.stages.get(i)).collect();
+        let Some(first) = present.first() else {
+            continue;
+        };
+        let wall_max = present.iter().map(|s| s.wall_seconds).fold(0.0, f64::max);
+        let wall_min = present
+            .iter()
+            .map(|s| s.wall_seconds)
+            .fold(f64::INFINITY, f64::min);
+        let mut counters: BTreeMap<ChannelKind, ChannelSnapshot> = BTreeMap::new();
+        for s in &present {
+            for (k, f) in &s.channels {
+                let e = counters.entry(*k).or_default();
+                *e = e.plus(&f.counters);
+            }
+        }
+        let channels: BTreeMap<ChannelKind, ChannelFigures> = counters
+            .into_iter()
+            .map(|(k, c)| (k, ChannelFigures::from_counters(c, wall_max)))
+            .collect();
+        let bytes: u64 = present.iter().map(|s| s.summary.bytes).sum();
+        out.push(AggregateStage {
+            name: first.name.clone(),
+            instances: present.len(),
+            wall_seconds_max: wall_max,
+            wall_seconds_min: if wall_min.is_finite() { wall_min } else { 0.0 },
+            items: present.iter().map(|s| s.summary.items).sum(),
+            bytes,
+            mb_per_s: if wall_max > 0.0 {
+                bytes as f64 / 1e6 / wall_max
+            } else {
+                0.0
+            },
+            cpu_user_seconds: present.iter().map(|s| s.cpu_user_seconds).sum(),
+            cpu_system_seconds: present.iter().map(|s| s.cpu_system_seconds).sum(),
+            bound_by: bound_by(&channels),
+            channels,
+        });
+    }
+    out
+}
+
+/// The aggregate table printed after `--instances N`.
+pub fn render_aggregate(report: &InstancesReport) -> String {
+    let mut out = format!(
+        "aggregate of {} concurrent instances ({:.2} s overall)\n{:<12} {:>9} {:>12} {:>10} {:>16} {:>16} {:>10} {:>9}\n",
+        report.instances,
+        report.wall_seconds,
+        "stage",
+        "instances",
+        "wall max s",
+        "MB/s",
+        "evidence R MB",
+        "database W MB",
+        "blocked s",
+        "bound by"
+    );
+    for s in &report.aggregate {
+        let get = |k: ChannelKind| s.channels.get(&k).copied().unwrap_or_default();
+        out.push_str(&format!(
+            "{:<12} {:>9} {:>12.2} {:>10.1} {:>16} {:>16} {:>10.2} {:>9}\n",
+            s.name,
+            s.instances,
+            s.wall_seconds_max,
+            s.mb_per_s,
+            mb(get(ChannelKind::Evidence).counters.bytes_read),
+            mb(get(ChannelKind::Database).counters.bytes_written),
+            s.channels.values().map(|f| f.blocked_seconds).sum::<f64>(),
+            s.bound_by.map_or("-".into(), |k| k.to_string())
+        ));
+    }
+    for f in &report.failures {
+        out.push_str(&format!("failed: {f}\n"));
+    }
+    out
+}

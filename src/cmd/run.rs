@@ -67,6 +67,16 @@ pub struct Args {
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Run N pipelines at once on the same evidence (default: the
+    /// workload's `instances`, else 1). Each has its own case in
+    /// `instance-K` sub-directories of the channel directories; the
+    /// per-instance and aggregate figures go to `instances.json` in the case
+    /// directory.
+    #[arg(long)]
+    pub instances: Option<usize>,
+    /// Internal: this process is instance K of an `--instances` run.
+    #[arg(long, hide = true)]
+    pub instance: Option<usize>,
 }
 
 /// `--cache`.
@@ -265,16 +275,163 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The name clap uses for a value-enum variant.
+fn value_name<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// `--instances N`: N child processes of this executable, each a complete
+/// `caseload run` into its own `instance-K` directories, started together.
+/// Separate processes keep each instance's CPU, memory and I/O figures its
+/// own. A cold cache is made once, before they start (an instance dropping
+/// caches mid-run would disturb the others); the instances then run warm.
+fn run_instances(args: &Args, n: usize) -> anyhow::Result<ExitCode> {
+    use caseload_engine::report::{
+        INSTANCES_SCHEMA, InstancesReport, RUN_SCHEMA_VERSION, RunReport, aggregate,
+        render_aggregate,
+    };
+    let layout = args.layout()?;
+    let dir = |k: ChannelKind| -> anyhow::Result<PathBuf> { Ok(layout.dir(k)?.to_path_buf()) };
+    let (db, case, temp) = (
+        dir(ChannelKind::Database)?,
+        dir(ChannelKind::Case)?,
+        dir(ChannelKind::Temp)?,
+    );
+    let report_path = case.join("instances.json");
+    anyhow::ensure!(
+        args.force || !report_path.exists(),
+        "`{}` already holds an instances run; use --force to replace it",
+        case.display()
+    );
+    let exe = std::env::current_exe().context("locating the caseload executable")?;
+    let mut per_instance_dirs = Vec::new();
+    for k in 0..n {
+        let dirs: Vec<PathBuf> = [&db, &case, &temp]
+            .iter()
+            .map(|d| d.join(format!("instance-{k}")))
+            .collect();
+        for d in &dirs {
+            std::fs::create_dir_all(d).with_context(|| format!("creating `{}`", d.display()))?;
+        }
+        per_instance_dirs.push(dirs);
+    }
+    let cache = match args.cache {
+        CacheArg::Cold => {
+            let evidence =
+                std::fs::canonicalize(&args.evidence).unwrap_or_else(|_| args.evidence.clone());
+            caseload_engine::cache::make_cold(
+                &[evidence],
+                &[db.clone(), case.clone(), temp.clone()],
+            )
+        }
+        CacheArg::Warm => caseload_engine::cache::warm(),
+    };
+    let started = std::time::Instant::now();
+    let mut children = Vec::new();
+    for (k, dirs) in per_instance_dirs.iter().enumerate() {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.arg("run").arg("--evidence").arg(&args.evidence);
+        cmd.arg("--database")
+            .arg(&dirs[0])
+            .arg("--case")
+            .arg(&dirs[1])
+            .arg("--temp")
+            .arg(&dirs[2]);
+        match &args.workload {
+            Some(w) => {
+                cmd.arg("--workload").arg(w);
+            }
+            None if !args.stages.is_empty() => {
+                cmd.arg("--stages").arg(args.stages.join(","));
+            }
+            None => {}
+        }
+        for o in &args.stage_options {
+            cmd.arg("--stage-option").arg(o);
+        }
+        if let Some(t) = args.threads {
+            cmd.arg("--threads").arg(t.to_string());
+        }
+        cmd.args(["--cache", "warm", "--json", "--instances", "1"]);
+        cmd.arg("--instance").arg(k.to_string());
+        cmd.arg("--journal-mode")
+            .arg(value_name(&args.journal_mode));
+        cmd.arg("--synchronous").arg(value_name(&args.synchronous));
+        cmd.arg("--batch-size").arg(args.batch_size.to_string());
+        if args.force {
+            cmd.arg("--force");
+        }
+        cmd.stdout(std::process::Stdio::piped());
+        children.push((
+            k,
+            cmd.spawn()
+                .with_context(|| format!("starting instance {k}"))?,
+        ));
+    }
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    for (k, child) in children {
+        match child.wait_with_output() {
+            Ok(out) => match serde_json::from_slice::<RunReport>(&out.stdout) {
+                Ok(r) => runs.push(r),
+                Err(e) => failures.push(format!("instance {k}: no report ({}; {e})", out.status)),
+            },
+            Err(e) => failures.push(format!("instance {k}: {e}")),
+        }
+    }
+    let report = InstancesReport {
+        schema: INSTANCES_SCHEMA.into(),
+        schema_version: RUN_SCHEMA_VERSION,
+        instances: n,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        cache,
+        aggregate: aggregate(&runs),
+        runs,
+        failures,
+    };
+    let tmp = case.join("instances.json.partial");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, &report_path)
+        .with_context(|| format!("writing `{}`", report_path.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for r in &report.runs {
+            println!("instance {}:", r.instance.unwrap_or(0));
+            print!("{}", render_table(r));
+        }
+        print!("{}", render_aggregate(&report));
+        println!("instances report: {}", report_path.display());
+    }
+    let all_completed =
+        report.failures.is_empty() && report.runs.iter().all(|r| r.status == "completed");
+    Ok(if all_completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (mut stage_specs, workload) = match &args.workload {
+    let (mut stage_specs, workload, workload_instances) = match &args.workload {
         Some(w) => {
             let w = caseload_workloads::Workload::resolve(w)?;
-            (w.stages.clone(), Some(w.name))
+            (w.stages.clone(), Some(w.name), w.instances)
         }
-        None => (stage_list(&args.stages), None),
+        None => (stage_list(&args.stages), None, None),
     };
     apply_stage_options(&mut stage_specs, &args.stage_options)?;
+    let instances = args.instances.or(workload_instances).unwrap_or(1);
+    anyhow::ensure!(instances >= 1, "--instances must be at least 1");
+    if instances > 1 && args.instance.is_none() {
+        // Configuration errors surface here, once, not in every child.
+        caseload_engine::run::build_stages(&stage_specs)?;
+        return run_instances(&args, instances);
+    }
     let spec = RunSpec {
         evidence: args.evidence.clone(),
         layout: args.layout()?,
@@ -287,7 +444,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         db: args.db_options()?,
         force: args.force,
-        instance: None,
+        instance: args.instance,
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
