@@ -16,6 +16,7 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod sampler;
+pub mod search;
 pub mod signature;
 pub mod source;
 pub mod stage;

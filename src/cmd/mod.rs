@@ -6,6 +6,7 @@ pub mod export;
 pub mod probe;
 pub mod quickstart;
 pub mod run;
+pub mod search;
 pub mod util;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,9 @@ enum Command {
     /// Measure each channel's device: sequential MB/s, 4 KiB random-read
     /// IOPS, fsync latency.
     Probe(probe::Args),
+    /// Search a case's full-text index (terms, phrases, prefix*, AND/OR/NOT,
+    /// or --regex over the extracted text).
+    Search(search::Args),
 }
 
 /// Run the chosen subcommand.
@@ -46,6 +50,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
         Command::Export(args) => export::run(args),
+        Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
     }
 }

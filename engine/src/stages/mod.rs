@@ -6,6 +6,7 @@
 mod file_hash;
 mod filesystem;
 mod image_hash;
+pub mod index;
 
 use crate::stage::{Stage, StageError, StageOptions};
 
@@ -20,7 +21,12 @@ pub struct StageSpec {
 }
 
 /// Every stage this build has, in pipeline order.
-pub const REGISTRY: &[StageSpec] = &[image_hash::SPEC, filesystem::SPEC, file_hash::SPEC];
+pub const REGISTRY: &[StageSpec] = &[
+    image_hash::SPEC,
+    filesystem::SPEC,
+    file_hash::SPEC,
+    index::SPEC,
+];
 
 /// Every stage name of the design, built or not, in pipeline order.
 pub const DESIGN_STAGES: &[&str] = &[

@@ -1,0 +1,526 @@
+//! Search over a case's full-text index (built by the `index` stage):
+//! terms, "quoted phrases", `prefix*`, `AND`/`OR`/`NOT` (also `+`/`-`) and
+//! parentheses, or a regular expression over the extracted text. Results
+//! are items (a file's path, a carved item, slack, unallocated space) with
+//! their hit counts, sorted by hits then item, so the output is the same
+//! whatever thread count built the index.
+//!
+//! Query words go through the index's own analyzer (split at
+//! non-alphanumerics, lower-cased), so matching is case-insensitive and a
+//! word with punctuation inside (`a?b`) is searched as the phrase of its
+//! parts. Juxtaposed words must all match (implicit `AND`).
+
+use crate::channel::{Channel, ChannelKind};
+use crate::stages::index::directory::ChannelDirectory;
+use crate::stages::index::{Fields, INDEX_DIR, schema};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use tantivy::collector::DocSetCollector;
+use tantivy::query::{AllQuery, BooleanQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
+use tantivy::schema::{IndexRecordOption, OwnedValue};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{Index, TantivyDocument, Term};
+
+/// Errors searching.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// The case has no index.
+    #[error("`{0}` has no full-text index: run the `index` stage first")]
+    NoIndex(std::path::PathBuf),
+    /// The query cannot be parsed.
+    #[error("query: {0}")]
+    Query(String),
+    /// The regular expression is invalid.
+    #[error("regular expression: {0}")]
+    Regex(#[from] regex::Error),
+    /// The index could not be read.
+    #[error("reading the index: {0}")]
+    Index(#[from] tantivy::TantivyError),
+    /// I/O on the index directory.
+    #[error("reading the index: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How to search.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    /// The query is a regular expression over the extracted text.
+    pub regex: bool,
+    /// At most this many items (the ones with the most hits).
+    pub limit: Option<usize>,
+}
+
+/// One item that matched.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SearchHit {
+    /// `file`, `carved`, `slack` or `unallocated`.
+    pub kind: String,
+    /// Row id in `files` / `carved_items`, or the media offset.
+    pub id: i64,
+    /// Path or description.
+    pub label: String,
+    /// Occurrences of the query's terms (or of the pattern).
+    pub hits: u64,
+    /// For `--regex`: up to [`MAX_SAMPLES`] distinct matched strings.
+    pub matches: Vec<String>,
+}
+
+/// Distinct matched strings kept per item for `--regex`.
+pub const MAX_SAMPLES: usize = 20;
+
+/// A parsed query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryNode {
+    /// One token.
+    Term(String),
+    /// Tokens starting so.
+    Prefix(String),
+    /// Tokens in sequence.
+    Phrase(Vec<String>),
+    /// All must match.
+    And(Vec<QueryNode>),
+    /// Any may match.
+    Or(Vec<QueryNode>),
+    /// Must not match.
+    Not(Box<QueryNode>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Quoted(String),
+    LParen,
+    RParen,
+    And,
+    Or,
+    Not,
+}
+
+fn lex(q: &str) -> Result<Vec<Tok>, SearchError> {
+    let mut out = Vec::new();
+    let mut chars = q.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        match c {
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            '(' => {
+                chars.next();
+                out.push(Tok::LParen);
+            }
+            ')' => {
+                chars.next();
+                out.push(Tok::RParen);
+            }
+            '"' => {
+                chars.next();
+                let mut s = String::new();
+                let mut closed = false;
+                for c in chars.by_ref() {
+                    if c == '"' {
+                        closed = true;
+                        break;
+                    }
+                    s.push(c);
+                }
+                if !closed {
+                    return Err(SearchError::Query("unclosed quote".into()));
+                }
+                out.push(Tok::Quoted(s));
+            }
+            '-' | '+' if out.last().is_none_or(|t| !matches!(t, Tok::Word(_))) => {
+                chars.next();
+                if c == '-' {
+                    out.push(Tok::Not);
+                }
+            }
+            _ => {
+                let mut s = String::new();
+                while let Some(&c) = chars.peek() {
+                    if c.is_whitespace() || c == '(' || c == ')' || c == '"' {
+                        break;
+                    }
+                    s.push(c);
+                    chars.next();
+                }
+                out.push(match s.as_str() {
+                    "AND" | "&&" => Tok::And,
+                    "OR" | "||" => Tok::Or,
+                    "NOT" => Tok::Not,
+                    _ => Tok::Word(s),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Split text into the index's tokens.
+pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push(t.text.clone());
+    }
+    out
+}
+
+struct Parser<'a> {
+    toks: Vec<Tok>,
+    pos: usize,
+    analyzer: &'a mut TextAnalyzer,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn or(&mut self) -> Result<QueryNode, SearchError> {
+        let mut parts = vec![self.and()?];
+        while self.peek() == Some(&Tok::Or) {
+            self.pos += 1;
+            parts.push(self.and()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            QueryNode::Or(parts)
+        })
+    }
+
+    fn and(&mut self) -> Result<QueryNode, SearchError> {
+        let mut parts = vec![self.unary()?];
+        loop {
+            match self.peek() {
+                Some(Tok::And) => {
+                    self.pos += 1;
+                    parts.push(self.unary()?);
+                }
+                Some(Tok::Or) | Some(Tok::RParen) | None => break,
+                Some(_) => parts.push(self.unary()?),
+            }
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            QueryNode::And(parts)
+        })
+    }
+
+    fn unary(&mut self) -> Result<QueryNode, SearchError> {
+        if self.peek() == Some(&Tok::Not) {
+            self.pos += 1;
+            return Ok(QueryNode::Not(Box::new(self.unary()?)));
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<QueryNode, SearchError> {
+        let tok = self
+            .toks
+            .get(self.pos)
+            .cloned()
+            .ok_or_else(|| SearchError::Query("a term is missing".into()))?;
+        self.pos += 1;
+        match tok {
+            Tok::LParen => {
+                let inner = self.or()?;
+                if self.peek() != Some(&Tok::RParen) {
+                    return Err(SearchError::Query("unbalanced parentheses".into()));
+                }
+                self.pos += 1;
+                Ok(inner)
+            }
+            Tok::Quoted(s) => self.phrase(&s),
+            Tok::Word(w) => {
+                if let Some(stem) = w.strip_suffix('*') {
+                    let t = tokens(self.analyzer, stem);
+                    match t.as_slice() {
+                        [one] => Ok(QueryNode::Prefix(one.clone())),
+                        _ => Err(SearchError::Query(format!(
+                            "`{w}`: a prefix must be one word followed by `*`"
+                        ))),
+                    }
+                } else {
+                    self.phrase(&w)
+                }
+            }
+            other => Err(SearchError::Query(format!("unexpected {other:?}"))),
+        }
+    }
+
+    fn phrase(&mut self, text: &str) -> Result<QueryNode, SearchError> {
+        let mut t = tokens(self.analyzer, text);
+        match t.len() {
+            0 => Err(SearchError::Query(format!(
+                "`{text}` has nothing searchable (words are letters and digits)"
+            ))),
+            1 => Ok(QueryNode::Term(t.remove(0))),
+            _ => Ok(QueryNode::Phrase(t)),
+        }
+    }
+}
+
+/// Parse a query with the index's analyzer.
+pub fn parse_query(q: &str, analyzer: &mut TextAnalyzer) -> Result<QueryNode, SearchError> {
+    let toks = lex(q)?;
+    if toks.is_empty() {
+        return Err(SearchError::Query("empty query".into()));
+    }
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        analyzer,
+    };
+    let node = p.or()?;
+    if p.pos != p.toks.len() {
+        return Err(SearchError::Query("unbalanced parentheses".into()));
+    }
+    Ok(node)
+}
+
+fn to_tantivy(node: &QueryNode, fields: &Fields) -> Result<Box<dyn Query>, SearchError> {
+    let term = |t: &str| Term::from_field_text(fields.text, t);
+    Ok(match node {
+        QueryNode::Term(t) => Box::new(TermQuery::new(
+            term(t),
+            IndexRecordOption::WithFreqsAndPositions,
+        )),
+        QueryNode::Prefix(p) => Box::new(RegexQuery::from_pattern(
+            &format!("{}.*", regex::escape(p)),
+            fields.text,
+        )?),
+        QueryNode::Phrase(ts) => Box::new(PhraseQuery::new(ts.iter().map(|t| term(t)).collect())),
+        QueryNode::And(parts) => {
+            let mut clauses = Vec::new();
+            let mut positive = false;
+            for p in parts {
+                match p {
+                    QueryNode::Not(inner) => {
+                        clauses.push((Occur::MustNot, to_tantivy(inner, fields)?))
+                    }
+                    other => {
+                        positive = true;
+                        clauses.push((Occur::Must, to_tantivy(other, fields)?));
+                    }
+                }
+            }
+            if !positive {
+                clauses.push((Occur::Must, Box::new(AllQuery)));
+            }
+            Box::new(BooleanQuery::new(clauses))
+        }
+        QueryNode::Or(parts) => Box::new(BooleanQuery::new(
+            parts
+                .iter()
+                .map(|p| Ok((Occur::Should, to_tantivy(p, fields)?)))
+                .collect::<Result<Vec<_>, SearchError>>()?,
+        )),
+        QueryNode::Not(inner) => Box::new(BooleanQuery::new(vec![
+            (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+            (Occur::MustNot, to_tantivy(inner, fields)?),
+        ])),
+    })
+}
+
+/// Occurrences of the query's positive parts in a document's tokens.
+pub fn count_hits(node: &QueryNode, toks: &[String]) -> u64 {
+    match node {
+        QueryNode::Term(t) => toks.iter().filter(|x| *x == t).count() as u64,
+        QueryNode::Prefix(p) => toks.iter().filter(|x| x.starts_with(p.as_str())).count() as u64,
+        QueryNode::Phrase(ts) => toks
+            .windows(ts.len())
+            .filter(|w| w.iter().zip(ts).all(|(a, b)| a == b))
+            .count() as u64,
+        QueryNode::And(parts) | QueryNode::Or(parts) => {
+            parts.iter().map(|p| count_hits(p, toks)).sum()
+        }
+        QueryNode::Not(_) => 0,
+    }
+}
+
+/// The index of a case directory.
+pub fn open_index(case_dir: &Path) -> Result<(Index, Fields), SearchError> {
+    if !case_dir.join(INDEX_DIR).join("meta.json").is_file() {
+        return Err(SearchError::NoIndex(case_dir.to_path_buf()));
+    }
+    // Searching is outside any run: the counts go nowhere.
+    let channel = Channel::new(ChannelKind::Case, case_dir, Vec::new());
+    let dir = ChannelDirectory::new(channel, INDEX_DIR)?;
+    let index = Index::open(dir)?;
+    let (_, fields) = schema();
+    Ok((index, fields))
+}
+
+fn stored_str(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
+    match doc.get_first(field).map(OwnedValue::from) {
+        Some(OwnedValue::Str(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn stored_i64(doc: &TantivyDocument, field: tantivy::schema::Field) -> i64 {
+    match doc.get_first(field).map(OwnedValue::from) {
+        Some(OwnedValue::I64(v)) => v,
+        _ => 0,
+    }
+}
+
+#[derive(Default)]
+struct Acc {
+    label: String,
+    hits: u64,
+    matches: BTreeSet<String>,
+}
+
+fn finish(acc: BTreeMap<(String, i64), Acc>, limit: Option<usize>) -> Vec<SearchHit> {
+    let mut hits: Vec<SearchHit> = acc
+        .into_iter()
+        .map(|((kind, id), a)| SearchHit {
+            kind,
+            id,
+            label: a.label,
+            hits: a.hits,
+            matches: a.matches.into_iter().collect(),
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        b.hits
+            .cmp(&a.hits)
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    if let Some(n) = limit {
+        hits.truncate(n);
+    }
+    hits
+}
+
+/// Search a case directory's index.
+pub fn search(
+    case_dir: &Path,
+    query: &str,
+    options: &SearchOptions,
+) -> Result<Vec<SearchHit>, SearchError> {
+    let (index, fields) = open_index(case_dir)?;
+    let reader = index.reader()?;
+    let searcher = reader.searcher();
+    let mut acc: BTreeMap<(String, i64), Acc> = BTreeMap::new();
+    if options.regex {
+        let re = regex::Regex::new(query)?;
+        for segment in searcher.segment_readers() {
+            let store = segment.get_store_reader(16)?;
+            let alive = segment.alive_bitset();
+            for doc_id in 0..segment.max_doc() {
+                if alive.is_some_and(|a| a.is_deleted(doc_id)) {
+                    continue;
+                }
+                let doc: TantivyDocument = store.get(doc_id)?;
+                let text = stored_str(&doc, fields.text);
+                let mut n = 0u64;
+                let mut found = Vec::new();
+                for m in re.find_iter(&text) {
+                    n += 1;
+                    if found.len() < MAX_SAMPLES {
+                        found.push(m.as_str().to_string());
+                    }
+                }
+                if n == 0 {
+                    continue;
+                }
+                let key = (stored_str(&doc, fields.kind), stored_i64(&doc, fields.id));
+                let a = acc.entry(key).or_default();
+                a.label = stored_str(&doc, fields.label);
+                a.hits += n;
+                for f in found {
+                    if a.matches.len() < MAX_SAMPLES {
+                        a.matches.insert(f);
+                    }
+                }
+            }
+        }
+        return Ok(finish(acc, options.limit));
+    }
+    let mut analyzer = index.tokenizer_for_field(fields.text)?;
+    let node = parse_query(query, &mut analyzer)?;
+    let q = to_tantivy(&node, &fields)?;
+    let docs = searcher.search(&*q, &DocSetCollector)?;
+    // Sorted so documents are read in index order (and the result does not
+    // depend on hash order).
+    let mut docs: Vec<_> = docs.into_iter().collect();
+    docs.sort();
+    let mut cache: HashMap<u32, tantivy::store::StoreReader> = HashMap::new();
+    for addr in docs {
+        let store = match cache.get(&addr.segment_ord) {
+            Some(s) => s,
+            None => {
+                let s = searcher
+                    .segment_reader(addr.segment_ord)
+                    .get_store_reader(16)?;
+                cache.entry(addr.segment_ord).or_insert(s)
+            }
+        };
+        let doc: TantivyDocument = store.get(addr.doc_id)?;
+        let text = stored_str(&doc, fields.text);
+        let toks = tokens(&mut analyzer, &text);
+        let key = (stored_str(&doc, fields.kind), stored_i64(&doc, fields.id));
+        let a = acc.entry(key).or_default();
+        a.label = stored_str(&doc, fields.label);
+        a.hits += count_hits(&node, &toks);
+    }
+    Ok(finish(acc, options.limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(q: &str) -> Result<QueryNode, SearchError> {
+        let mut a = TextAnalyzer::builder(tantivy::tokenizer::SimpleTokenizer::default())
+            .filter(tantivy::tokenizer::LowerCaser)
+            .build();
+        parse_query(q, &mut a)
+    }
+
+    #[test]
+    fn queries_parse_into_the_expected_shape() {
+        use QueryNode::*;
+        assert_eq!(parse("First").unwrap(), Term("first".into()));
+        assert_eq!(
+            parse("\"2fragment sentence2\"").unwrap(),
+            Phrase(vec!["2fragment".into(), "sentence2".into()])
+        );
+        assert_eq!(
+            parse("a?b\\c").unwrap(),
+            Phrase(vec!["a".into(), "b".into(), "c".into()])
+        );
+        assert_eq!(
+            parse("alpha beta OR gamma -delta").unwrap(),
+            Or(vec![
+                And(vec![Term("alpha".into()), Term("beta".into())]),
+                And(vec![
+                    Term("gamma".into()),
+                    Not(Box::new(Term("delta".into())))
+                ]),
+            ])
+        );
+        assert_eq!(
+            parse("(qz* AND NOT x)").unwrap(),
+            And(vec![Prefix("qz".into()), Not(Box::new(Term("x".into())))])
+        );
+        for bad in ["", "\"open", "(a", "a)", "???", "a b*c*"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hit_counts_follow_the_query() {
+        let toks: Vec<String> = "a b a c a b".split(' ').map(str::to_string).collect();
+        let n = |q: &str| count_hits(&parse(q).unwrap(), &toks);
+        assert_eq!(n("a"), 3);
+        assert_eq!(n("\"a b\""), 2);
+        assert_eq!(n("a OR c"), 4);
+        assert_eq!(n("c -z"), 1);
+    }
+}

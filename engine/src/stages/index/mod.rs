@@ -1,0 +1,1193 @@
+//! `index`: the dtSearch pass of a suite. Every text-bearing item is read
+//! again from the evidence (files through their extents, carved items by
+//! offset and length, and optionally file slack and unallocated space),
+//! its text extracted ([`extract`]), and a full-text index written to the
+//! case channel (`case/index/`), with its temporary segments on the temp
+//! channel. `caseload search` queries it ([`crate::search`]).
+//!
+//! # Why tantivy
+//!
+//! The index engine was chosen by measurement (`benches/index_extract.rs`,
+//! group `engine`, same text into both): tantivy indexes several times
+//! faster per thread than SQLite FTS5, and it indexes on all threads while
+//! FTS5 inserts go through one connection. tantivy is a maintained crate
+//! with positions (phrases), prefix and boolean queries.
+//!
+//! # Channels and counting
+//!
+//! tantivy's file I/O goes through [`directory::ChannelDirectory`], a
+//! `Directory` over channel files, never memory maps (page faults on a map
+//! would bypass the counters): segments are written and merged on the temp
+//! channel (as IPED and Autopsy put their index temp on a fast disk), then
+//! the merged index is copied to the case channel.
+//!
+//! # Memory
+//!
+//! Bounded by: per extraction worker one item buffer of at most
+//! `max_item_mib` for structured formats (plain text and binary strings
+//! are streamed in 1 MiB reads) plus nested member buffers (halved per
+//! level); the documents queued for tantivy, held under
+//! [`QUEUE_BYTES`] by a byte budget; tantivy's per-thread indexing arena
+//! (`memory_mib`, flushed to a segment when full).
+//!
+//! # Determinism
+//!
+//! An item's text, and so its documents (one per text chunk of at most
+//! [`CHUNK`] bytes, split at white space), depend only on its bytes and the
+//! options; which worker handled it does not matter. So the set of
+//! documents, their terms, positions and stored text, and every search
+//! result are identical whatever the thread count. What differs is
+//! tantivy's internal doc-id order and segment files (their bytes), which
+//! no result depends on (search output is sorted by item).
+
+pub(crate) mod directory;
+pub mod extract;
+
+use super::StageSpec;
+use crate::channel::Channel;
+use crate::source::{EvidenceReader, SourceError};
+use crate::stage::{
+    Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
+    parse_options,
+};
+use crossbeam_channel::bounded;
+use directory::ChannelDirectory;
+use extract::{Extraction, Format, Limits, Sink, StreamDecoder};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use tantivy::indexer::NoMergePolicy;
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::{Document, Index, IndexSettings, IndexWriter, TantivyDocument};
+
+pub(super) const SPEC: StageSpec = StageSpec {
+    name: "index",
+    about: "text extraction and a full-text index of files, carved items (and optionally slack and unallocated space), with an entropy test",
+    build,
+};
+
+/// The index's directory inside the case channel.
+pub const INDEX_DIR: &str = "index";
+/// Where segments are built inside the temp channel.
+const BUILD_DIR: &str = "index-build";
+
+/// Text per document: an item's text is indexed in chunks of about this
+/// size (split at white space), so no document is unbounded.
+pub const CHUNK: usize = 1 << 20;
+/// Bytes of documents queued for tantivy's indexing threads at most.
+pub const QUEUE_BYTES: usize = 64 << 20;
+/// Items smaller than this are not judged by entropy: a few hundred bytes
+/// of text-with-binary give too noisy an estimate.
+pub const ENTROPY_MIN_BYTES: u64 = 4096;
+/// Evidence read size.
+const WINDOW: usize = 1 << 20;
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    /// Index files (allocated and recoverable deleted ones).
+    #[serde(default = "yes")]
+    files: bool,
+    /// Index carved items.
+    #[serde(default = "yes")]
+    carved: bool,
+    /// Index file slack as items of their own.
+    #[serde(default)]
+    slack: bool,
+    /// Index unallocated space ("index unallocated"), in chunks.
+    #[serde(default)]
+    unallocated: bool,
+    /// Size of one unallocated-space item.
+    #[serde(default = "default_unallocated_chunk")]
+    unallocated_chunk_mib: u64,
+    /// Printable strings of binary items.
+    #[serde(default = "yes")]
+    binary_strings: bool,
+    /// Skip unstructured items whose entropy says encrypted or compressed.
+    #[serde(default = "yes")]
+    skip_high_entropy: bool,
+    /// Bits per byte above which an item counts as high-entropy.
+    #[serde(default = "default_threshold")]
+    entropy_threshold: f64,
+    /// Skip files the KFF stage marked known.
+    #[serde(default)]
+    skip_known: bool,
+    /// Largest item (or member) parsed as a structured format.
+    #[serde(default = "default_item_mib")]
+    max_item_mib: u64,
+    /// Decoded bytes one item may expand to (zip bombs).
+    #[serde(default = "default_expansion_mib")]
+    max_expansion_mib: u64,
+    /// Container nesting depth.
+    #[serde(default = "default_depth")]
+    max_depth: u32,
+    /// tantivy indexing arena per thread.
+    #[serde(default = "default_memory_mib")]
+    memory_mib: u64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_unallocated_chunk() -> u64 {
+    16
+}
+fn default_threshold() -> f64 {
+    7.5
+}
+fn default_item_mib() -> u64 {
+    32
+}
+fn default_expansion_mib() -> u64 {
+    256
+}
+fn default_depth() -> u32 {
+    6
+}
+fn default_memory_mib() -> u64 {
+    48
+}
+
+fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
+    let o: Options = parse_options("index", options)?;
+    let bad = |message: String| StageError::Config {
+        stage: "index".into(),
+        message,
+    };
+    if !(0.0..=8.0).contains(&o.entropy_threshold) {
+        return Err(bad(format!(
+            "`entropy_threshold` must be between 0 and 8 bits per byte, not {}",
+            o.entropy_threshold
+        )));
+    }
+    if o.memory_mib < 16 || o.memory_mib > 4000 {
+        return Err(bad("`memory_mib` must be between 16 and 4000".into()));
+    }
+    if o.max_item_mib == 0 || o.max_expansion_mib == 0 || o.unallocated_chunk_mib == 0 {
+        return Err(bad(
+            "`max_item_mib`, `max_expansion_mib` and `unallocated_chunk_mib` must be at least 1"
+                .into(),
+        ));
+    }
+    Ok(Box::new(IndexStage { o }))
+}
+
+/// The index stage.
+#[derive(Debug)]
+pub struct IndexStage {
+    o: Options,
+}
+
+/// The fields of the index. Shared with [`crate::search`].
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// `file`, `carved`, `slack` or `unallocated`.
+    pub kind: Field,
+    /// Row id (files, carved items), or the media offset (unallocated).
+    pub id: Field,
+    /// Chunk number within the item.
+    pub part: Field,
+    /// Path or description to show.
+    pub label: Field,
+    /// The extracted text (indexed with positions, and stored for `--regex`
+    /// and hit counting).
+    pub text: Field,
+}
+
+/// The index schema.
+pub fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let kind = b.add_text_field("kind", STRING | STORED);
+    let id = b.add_i64_field("id", INDEXED | STORED | FAST);
+    let part = b.add_u64_field("part", STORED);
+    let label = b.add_text_field("label", STORED);
+    let text = b.add_text_field(
+        "text",
+        TextOptions::default()
+            .set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer("default")
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            )
+            .set_stored(),
+    );
+    (
+        b.build(),
+        Fields {
+            kind,
+            id,
+            part,
+            label,
+            text,
+        },
+    )
+}
+
+/// A byte budget for queued documents: a document holds a permit for its
+/// text until tantivy has indexed (and dropped) it.
+struct Budget {
+    used: Mutex<usize>,
+    freed: Condvar,
+    cap: usize,
+}
+
+struct Permit {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Budget {
+    fn acquire(self: &Arc<Self>, bytes: usize) -> Permit {
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *used > 0 && *used + bytes > self.cap {
+            used = self
+                .freed
+                .wait(used)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *used += bytes;
+        Permit {
+            budget: Arc::clone(self),
+            bytes,
+        }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut used = self
+            .budget
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *used = used.saturating_sub(self.bytes);
+        self.budget.freed.notify_all();
+    }
+}
+
+/// A document with its queue permit: tantivy drops it once indexed.
+struct ItemDoc {
+    doc: TantivyDocument,
+    _permit: Permit,
+}
+
+impl Document for ItemDoc {
+    type Value<'a> = <TantivyDocument as Document>::Value<'a>;
+    type FieldsValuesIter<'a> = <TantivyDocument as Document>::FieldsValuesIter<'a>;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
+}
+
+/// Kinds of indexed items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemKind {
+    File,
+    Carved,
+    Slack,
+    Unallocated,
+}
+
+impl ItemKind {
+    fn name(self) -> &'static str {
+        match self {
+            ItemKind::File => "file",
+            ItemKind::Carved => "carved",
+            ItemKind::Slack => "slack",
+            ItemKind::Unallocated => "unallocated",
+        }
+    }
+
+    /// `item_kind` for processing errors.
+    fn error_kind(self) -> &'static str {
+        match self {
+            ItemKind::File | ItemKind::Slack => "file",
+            ItemKind::Carved => "carved",
+            ItemKind::Unallocated => "evidence",
+        }
+    }
+}
+
+/// Where an item's bytes are.
+enum Bytes {
+    /// Runs on the media (`None` offset: a sparse run of zeros).
+    Runs(Vec<(Option<u64>, u64)>),
+    /// Bytes held in the database (NTFS resident data).
+    Resident(Vec<u8>),
+}
+
+/// One item to index.
+struct Job {
+    kind: ItemKind,
+    id: i64,
+    label: String,
+    bytes: Bytes,
+}
+
+impl Job {
+    fn size(&self) -> u64 {
+        match &self.bytes {
+            Bytes::Runs(r) => r.iter().map(|&(_, l)| l).sum(),
+            Bytes::Resident(b) => b.len() as u64,
+        }
+    }
+}
+
+/// Reads an item's bytes in order, from the evidence through its runs.
+struct ItemReader<'a> {
+    ctx: &'a StageContext<'a>,
+    bytes: &'a Bytes,
+    run: usize,
+    done_in_run: u64,
+    resident_pos: usize,
+}
+
+impl<'a> ItemReader<'a> {
+    fn new(ctx: &'a StageContext<'a>, bytes: &'a Bytes) -> Self {
+        ItemReader {
+            ctx,
+            bytes,
+            run: 0,
+            done_in_run: 0,
+            resident_pos: 0,
+        }
+    }
+
+    /// Fill as much of `buf` as the item has left; 0 at its end.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, SourceError> {
+        match self.bytes {
+            Bytes::Resident(b) => {
+                let n = (b.len() - self.resident_pos).min(buf.len());
+                buf[..n].copy_from_slice(&b[self.resident_pos..self.resident_pos + n]);
+                self.resident_pos += n;
+                Ok(n)
+            }
+            Bytes::Runs(runs) => {
+                let mut filled = 0;
+                while filled < buf.len() {
+                    let Some(&(offset, len)) = runs.get(self.run) else {
+                        break;
+                    };
+                    let left = len - self.done_in_run.min(len);
+                    if left == 0 {
+                        self.run += 1;
+                        self.done_in_run = 0;
+                        continue;
+                    }
+                    let n = usize::try_from(left)
+                        .unwrap_or(usize::MAX)
+                        .min(buf.len() - filled);
+                    let dst = &mut buf[filled..filled + n];
+                    match offset {
+                        Some(o) => {
+                            let at = o + self.done_in_run;
+                            let got = self.ctx.evidence.read_at(dst, at)?;
+                            if got < n {
+                                return Err(SourceError::Corrupt {
+                                    first_sector: (at + got as u64) / 512,
+                                    last_sector: (o + len).div_ceil(512).saturating_sub(1),
+                                    reason: "item runs past the end of the evidence".into(),
+                                });
+                            }
+                        }
+                        None => dst.fill(0),
+                    }
+                    self.done_in_run += n as u64;
+                    filled += n;
+                }
+                Ok(filled)
+            }
+        }
+    }
+}
+
+/// Turns an item's text into documents of at most [`CHUNK`] bytes.
+struct DocSink<'a> {
+    writer: &'a IndexWriter<ItemDoc>,
+    fields: Fields,
+    budget: &'a Arc<Budget>,
+    kind: ItemKind,
+    id: i64,
+    label: &'a str,
+    part: u64,
+    buf: String,
+    error: Option<tantivy::TantivyError>,
+}
+
+impl DocSink<'_> {
+    fn emit_doc(&mut self, text: String) {
+        if text.trim().is_empty() || self.error.is_some() {
+            return;
+        }
+        let mut doc = TantivyDocument::new();
+        doc.add_text(self.fields.kind, self.kind.name());
+        doc.add_i64(self.fields.id, self.id);
+        doc.add_u64(self.fields.part, self.part);
+        doc.add_text(self.fields.label, self.label);
+        let permit = self.budget.acquire(text.len() + self.label.len() + 64);
+        doc.add_text(self.fields.text, text);
+        self.part += 1;
+        if let Err(e) = self.writer.add_document(ItemDoc {
+            doc,
+            _permit: permit,
+        }) {
+            self.error = Some(e);
+        }
+    }
+
+    fn finish(&mut self) {
+        let rest = std::mem::take(&mut self.buf);
+        self.emit_doc(rest);
+    }
+}
+
+impl Sink for DocSink<'_> {
+    fn push(&mut self, text: &str) {
+        self.buf.push_str(text);
+        while self.buf.len() >= CHUNK {
+            // Split at the last white space before the chunk size so no word
+            // is cut; a chunk without any is cut at a character boundary.
+            let mut cut = self.buf[..CHUNK]
+                .rfind(char::is_whitespace)
+                .filter(|&c| c > CHUNK / 2)
+                .unwrap_or(CHUNK);
+            while !self.buf.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let rest = self.buf.split_off(cut);
+            let chunk = std::mem::replace(&mut self.buf, rest);
+            self.emit_doc(chunk);
+        }
+    }
+}
+
+/// Counters shared by the workers.
+#[derive(Default)]
+struct Tally {
+    items: AtomicU64,
+    bytes: AtomicU64,
+    text_bytes: AtomicU64,
+    docs: AtomicU64,
+    high_entropy: AtomicU64,
+    not_decoded: AtomicU64,
+    unreadable: AtomicU64,
+    with_problems: AtomicU64,
+    capped: AtomicU64,
+    formats: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// What happened to one item.
+enum Outcome {
+    Indexed {
+        format: Format,
+        text_bytes: u64,
+        docs: u64,
+        problems: Vec<String>,
+        capped: bool,
+    },
+    HighEntropy(f64),
+}
+
+impl IndexStage {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_item_bytes: usize::try_from(self.o.max_item_mib << 20).unwrap_or(usize::MAX),
+            max_expansion: self.o.max_expansion_mib << 20,
+            max_depth: self.o.max_depth,
+            binary_strings: self.o.binary_strings,
+            min_string: 4,
+        }
+    }
+
+    /// Read, test, extract and index one item.
+    fn process(
+        &self,
+        ctx: &StageContext<'_>,
+        job: &Job,
+        sink: &mut DocSink<'_>,
+        window: &mut [u8],
+    ) -> Result<Outcome, SourceError> {
+        let limits = self.limits();
+        let size = job.size();
+        let mut reader = ItemReader::new(ctx, &job.bytes);
+        let first = reader.read(window)?;
+        ctx.progress.advance(first as u64);
+        let head = &window[..first];
+        let format = extract::sniff(head);
+        let whole = !format.structured() || size <= limits.max_item_bytes as u64;
+        let mut problems = Vec::new();
+        if format.structured() && !whole {
+            problems.push(format!(
+                "{} item of {size} bytes is larger than max_item_mib; indexed as text/strings",
+                format.name()
+            ));
+        }
+        let unstructured = !format.structured() || !whole;
+        if unstructured && self.o.skip_high_entropy && size >= ENTROPY_MIN_BYTES {
+            let mut hist = [0u64; 256];
+            for &b in head {
+                hist[usize::from(b)] += 1;
+            }
+            let e = extract::entropy(&hist);
+            if e > self.o.entropy_threshold {
+                ctx.progress.advance(size.saturating_sub(first as u64));
+                return Ok(Outcome::HighEntropy(e));
+            }
+        }
+        let mut x = Extraction::new(&limits, sink);
+        let found = if !unstructured {
+            let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            data.extend_from_slice(head);
+            loop {
+                let n = reader.read(window)?;
+                if n == 0 {
+                    break;
+                }
+                ctx.progress.advance(n as u64);
+                data.extend_from_slice(&window[..n]);
+            }
+            x.extract(&data, 0)
+        } else {
+            let encoding = extract::classify(head);
+            let mut decoder = StreamDecoder::new(encoding, &limits);
+            decoder.feed(&mut x, head);
+            loop {
+                let n = reader.read(window)?;
+                if n == 0 {
+                    break;
+                }
+                ctx.progress.advance(n as u64);
+                decoder.feed(&mut x, &window[..n]);
+            }
+            decoder.finish(&mut x);
+            if encoding.is_some() {
+                Format::Text
+            } else {
+                Format::Strings
+            }
+        };
+        let text_bytes = x.text_bytes;
+        let capped = x.expansion_capped();
+        problems.append(&mut x.problems);
+        sink.finish();
+        Ok(Outcome::Indexed {
+            format: found,
+            text_bytes,
+            docs: sink.part,
+            problems,
+            capped,
+        })
+    }
+
+    fn record_problem(ctx: &StageContext<'_>, job: &Job, severity: Severity, message: String) {
+        let _ = ctx.record(
+            severity,
+            Problem {
+                item_kind: Some(job.kind.error_kind()),
+                item_id: Some(job.id),
+                path: Some(job.label.clone()),
+                message,
+                ..Problem::default()
+            },
+        );
+    }
+}
+
+type FilePage = Vec<(
+    i64,
+    i64,
+    String,
+    Option<String>,
+    Option<Vec<u8>>,
+    Option<String>,
+)>;
+
+/// The next page of files after `after` = (disk-order key, id).
+fn file_page(
+    reader: &rusqlite::Connection,
+    after: (i64, i64),
+    skip_known: bool,
+) -> rusqlite::Result<FilePage> {
+    let mut stmt = reader.prepare_cached(
+        "SELECT coalesce(first_offset, -1), id, path, extents, resident_data, encoding
+         FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0
+           AND (?3 = 0 OR coalesce(kff, '') <> 'known')
+           AND (coalesce(first_offset, -1), id) > (?1, ?2)
+         ORDER BY coalesce(first_offset, -1), id LIMIT 1000",
+    )?;
+    let rows = stmt.query_map(rusqlite::params![after.0, after.1, skip_known], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    })?;
+    rows.collect()
+}
+
+fn parse_runs(text: &str) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+fn sql_err(e: rusqlite::Error) -> StageError {
+    StageError::Other(format!("reading the case database: {e}"))
+}
+
+fn tantivy_err(e: tantivy::TantivyError) -> StageError {
+    StageError::Other(format!("full-text index: {e}"))
+}
+
+impl Stage for IndexStage {
+    fn name(&self) -> &'static str {
+        "index"
+    }
+
+    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
+        let started = std::time::Instant::now();
+        let reader = ctx.db.reader()?;
+        let (schema, fields) = schema();
+        let build_dir = ChannelDirectory::new(ctx.temp.clone(), BUILD_DIR)
+            .map_err(|e| StageError::Other(format!("index temp directory: {e}")))?;
+        let index = Index::create(build_dir.clone(), schema, IndexSettings::default())
+            .map_err(tantivy_err)?;
+        let threads = ctx.threads.max(1);
+        let options = tantivy::indexer::IndexWriterOptions::builder()
+            .num_worker_threads(threads)
+            .memory_budget_per_thread(usize::try_from(self.o.memory_mib << 20).unwrap_or(64 << 20))
+            .num_merge_threads(1)
+            .build();
+        let mut writer: IndexWriter<ItemDoc> =
+            index.writer_with_options(options).map_err(tantivy_err)?;
+        // One merge at the end, not background merges while indexing.
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+
+        // Totals for progress.
+        let mut total: u64 = 0;
+        let skipped_known: i64 = if self.o.skip_known {
+            reader
+                .query_row(
+                    "SELECT count(*) FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0 AND kff = 'known'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql_err)?
+        } else {
+            0
+        };
+        if self.o.files {
+            let (n, bytes): (i64, i64) = reader
+                .query_row(
+                    "SELECT count(*), coalesce(sum(size), 0) FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql_err)?;
+            total += u64::try_from(bytes).unwrap_or(0);
+            if n == 0 {
+                ctx.record(
+                    Severity::Warning,
+                    Problem {
+                        message: "no files to index: run the filesystem stage first (or the evidence has no parsed file system)".into(),
+                        ..Problem::default()
+                    },
+                )?;
+            }
+        }
+        if self.o.carved {
+            let bytes: i64 = reader
+                .query_row(
+                    "SELECT coalesce(sum(length), 0) FROM carved_items",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql_err)?;
+            total += u64::try_from(bytes).unwrap_or(0);
+        }
+        ctx.progress.set_total(total, ProgressUnit::Bytes);
+
+        let budget = Arc::new(Budget {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            cap: QUEUE_BYTES,
+        });
+        let tally = Tally::default();
+        let index_error: Mutex<Option<tantivy::TantivyError>> = Mutex::new(None);
+        let (tx, rx) = bounded::<Job>(64);
+        let feed: Result<(), StageError> = std::thread::scope(|scope| {
+            for _ in 0..threads {
+                let rx = rx.clone();
+                let (writer, budget, tally, index_error) = (&writer, &budget, &tally, &index_error);
+                scope.spawn(move || {
+                    let mut window = vec![0u8; WINDOW];
+                    for job in rx {
+                        if ctx.cancel.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        let mut sink = DocSink {
+                            writer,
+                            fields,
+                            budget,
+                            kind: job.kind,
+                            id: job.id,
+                            label: &job.label,
+                            part: 0,
+                            buf: String::new(),
+                            error: None,
+                        };
+                        let outcome = self.process(ctx, &job, &mut sink, &mut window);
+                        if let Some(e) = sink.error.take() {
+                            let mut slot = index_error
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            slot.get_or_insert(e);
+                        }
+                        match outcome {
+                            Ok(Outcome::Indexed {
+                                format,
+                                text_bytes,
+                                docs,
+                                problems,
+                                capped,
+                            }) => {
+                                tally.items.fetch_add(1, Ordering::Relaxed);
+                                tally.bytes.fetch_add(job.size(), Ordering::Relaxed);
+                                tally.text_bytes.fetch_add(text_bytes, Ordering::Relaxed);
+                                tally.docs.fetch_add(docs, Ordering::Relaxed);
+                                if capped {
+                                    tally.capped.fetch_add(1, Ordering::Relaxed);
+                                }
+                                *tally
+                                    .formats
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                    .entry(format.name())
+                                    .or_default() += 1;
+                                if !problems.is_empty() {
+                                    tally.with_problems.fetch_add(1, Ordering::Relaxed);
+                                }
+                                for p in problems {
+                                    Self::record_problem(ctx, &job, Severity::Warning, p);
+                                }
+                            }
+                            Ok(Outcome::HighEntropy(e)) => {
+                                tally.high_entropy.fetch_add(1, Ordering::Relaxed);
+                                Self::record_problem(
+                                    ctx,
+                                    &job,
+                                    Severity::Finding,
+                                    format!("entropy {e:.3} bits/byte: looks encrypted or compressed; not indexed"),
+                                );
+                            }
+                            Err(e) => {
+                                tally.unreadable.fetch_add(1, Ordering::Relaxed);
+                                let _ = ctx.record(
+                                    Severity::Error,
+                                    Problem {
+                                        item_kind: Some(job.kind.error_kind()),
+                                        item_id: Some(job.id),
+                                        path: Some(job.label.clone()),
+                                        sectors: e.sector_range(),
+                                        message: format!("content could not be read: {e}"),
+                                    },
+                                );
+                            }
+                        }
+                    }
+                });
+            }
+            drop(rx);
+            let result = self.feed(ctx, &reader, &tx, &tally);
+            drop(tx);
+            result
+        });
+        feed?;
+        ctx.check_cancel()?;
+        if let Some(e) = index_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            return Err(tantivy_err(e));
+        }
+        ctx.progress.message("merging the index");
+        writer.commit().map_err(tantivy_err)?;
+        let segments = index.searchable_segment_ids().map_err(tantivy_err)?;
+        if segments.len() > 1 {
+            writer.merge(&segments).wait().map_err(tantivy_err)?;
+        }
+        writer.garbage_collect_files().wait().map_err(tantivy_err)?;
+        writer.wait_merging_threads().map_err(tantivy_err)?;
+        drop(index);
+
+        let index_bytes = copy_index(&build_dir, ctx.temp, ctx.case)?;
+        let _ = std::fs::remove_dir_all(build_dir.root());
+
+        let secs = started.elapsed().as_secs_f64();
+        let text_bytes = tally.text_bytes.load(Ordering::Relaxed);
+        let mut summary = StageSummary {
+            items: tally.items.load(Ordering::Relaxed),
+            bytes: tally.bytes.load(Ordering::Relaxed),
+            ..StageSummary::default()
+        };
+        let d = &mut summary.details;
+        d.insert("items_indexed".into(), summary.items.into());
+        d.insert(
+            "documents".into(),
+            tally.docs.load(Ordering::Relaxed).into(),
+        );
+        d.insert("text_bytes".into(), text_bytes.into());
+        d.insert("index_bytes".into(), index_bytes.into());
+        if text_bytes > 0 {
+            d.insert(
+                "index_share_of_text".into(),
+                serde_json::json!(
+                    (index_bytes as f64 / text_bytes as f64 * 1000.0).round() / 1000.0
+                ),
+            );
+        }
+        if secs > 0.0 {
+            d.insert(
+                "text_mb_per_s".into(),
+                serde_json::json!((text_bytes as f64 / 1e6 / secs * 10.0).round() / 10.0),
+            );
+        }
+        d.insert(
+            "skipped_high_entropy".into(),
+            tally.high_entropy.load(Ordering::Relaxed).into(),
+        );
+        d.insert("skipped_known".into(), skipped_known.into());
+        d.insert(
+            "not_decoded".into(),
+            tally.not_decoded.load(Ordering::Relaxed).into(),
+        );
+        d.insert(
+            "unreadable".into(),
+            tally.unreadable.load(Ordering::Relaxed).into(),
+        );
+        d.insert(
+            "items_with_problems".into(),
+            tally.with_problems.load(Ordering::Relaxed).into(),
+        );
+        d.insert(
+            "expansion_capped".into(),
+            tally.capped.load(Ordering::Relaxed).into(),
+        );
+        let formats = tally
+            .formats
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        d.insert("formats".into(), serde_json::json!(formats));
+        Ok(summary)
+    }
+}
+
+impl IndexStage {
+    /// Send every item to the workers: files in disk order, then carved
+    /// items, slack and unallocated space.
+    fn feed(
+        &self,
+        ctx: &StageContext<'_>,
+        reader: &rusqlite::Connection,
+        tx: &crossbeam_channel::Sender<Job>,
+        tally: &Tally,
+    ) -> Result<(), StageError> {
+        let send = |job: Job| -> Result<(), StageError> {
+            ctx.check_cancel()?;
+            tx.send(job).map_err(|_| StageError::Interrupted)
+        };
+        if self.o.files {
+            // Short pages, so no read transaction stays open while the
+            // writer commits.
+            let mut after = (i64::MIN, i64::MIN);
+            loop {
+                let page = file_page(reader, after, self.o.skip_known).map_err(sql_err)?;
+                let Some(last) = page.last() else { break };
+                after = (last.0, last.1);
+                for (_, id, path, extents, resident, encoding) in page {
+                    if let Some(enc) = encoding {
+                        tally.not_decoded.fetch_add(1, Ordering::Relaxed);
+                        ctx.record(
+                            Severity::Warning,
+                            Problem {
+                                item_kind: Some("file"),
+                                item_id: Some(id),
+                                path: Some(path),
+                                message: format!(
+                                    "content is stored {enc}; not decoded, so not indexed"
+                                ),
+                                ..Problem::default()
+                            },
+                        )?;
+                        continue;
+                    }
+                    let bytes = match (resident, extents) {
+                        (Some(r), _) => Bytes::Resident(r),
+                        (None, Some(e)) => match parse_runs(&e) {
+                            Ok(r) => Bytes::Runs(r),
+                            Err(err) => {
+                                ctx.record(
+                                    Severity::Error,
+                                    Problem {
+                                        item_kind: Some("file"),
+                                        item_id: Some(id),
+                                        path: Some(path),
+                                        message: format!(
+                                            "unreadable extents in the files table: {err}"
+                                        ),
+                                        ..Problem::default()
+                                    },
+                                )?;
+                                continue;
+                            }
+                        },
+                        (None, None) => continue,
+                    };
+                    send(Job {
+                        kind: ItemKind::File,
+                        id,
+                        label: path,
+                        bytes,
+                    })?;
+                }
+            }
+        }
+        if self.o.carved {
+            let mut after = (i64::MIN, i64::MIN);
+            loop {
+                let page: Vec<(i64, i64, i64, String)> = {
+                    let mut stmt = reader
+                        .prepare_cached(
+                            "SELECT offset, id, length, type FROM carved_items
+                             WHERE (offset, id) > (?1, ?2) ORDER BY offset, id LIMIT 1000",
+                        )
+                        .map_err(sql_err)?;
+                    let rows = stmt
+                        .query_map(rusqlite::params![after.0, after.1], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        })
+                        .map_err(sql_err)?;
+                    rows.collect::<Result<_, _>>().map_err(sql_err)?
+                };
+                let Some(last) = page.last() else { break };
+                after = (last.0, last.1);
+                for (offset, id, length, kind) in page {
+                    let (Ok(o), Ok(l)) = (u64::try_from(offset), u64::try_from(length)) else {
+                        continue;
+                    };
+                    send(Job {
+                        kind: ItemKind::Carved,
+                        id,
+                        label: format!("carved #{id} ({kind} at byte {offset})"),
+                        bytes: Bytes::Runs(vec![(Some(o), l)]),
+                    })?;
+                }
+            }
+        }
+        if self.o.slack {
+            let mut after = i64::MIN;
+            loop {
+                let page: Vec<(i64, String, String)> = {
+                    let mut stmt = reader
+                        .prepare_cached(
+                            "SELECT id, path, slack FROM files WHERE slack IS NOT NULL AND id > ?1
+                             ORDER BY id LIMIT 1000",
+                        )
+                        .map_err(sql_err)?;
+                    let rows = stmt
+                        .query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        .map_err(sql_err)?;
+                    rows.collect::<Result<_, _>>().map_err(sql_err)?
+                };
+                let Some(last) = page.last() else { break };
+                after = last.0;
+                for (id, path, slack) in page {
+                    let Ok(runs) = serde_json::from_str::<Vec<(u64, u64)>>(&slack) else {
+                        continue;
+                    };
+                    send(Job {
+                        kind: ItemKind::Slack,
+                        id,
+                        label: format!("{path} (slack)"),
+                        bytes: Bytes::Runs(runs.into_iter().map(|(o, l)| (Some(o), l)).collect()),
+                    })?;
+                }
+            }
+        }
+        if self.o.unallocated {
+            self.feed_unallocated(ctx, reader, &send)?;
+        }
+        Ok(())
+    }
+
+    /// Unallocated clusters of every parsed file system, as items of at
+    /// most `unallocated_chunk_mib` of contiguous free space.
+    fn feed_unallocated(
+        &self,
+        ctx: &StageContext<'_>,
+        reader: &rusqlite::Connection,
+        send: &dyn Fn(Job) -> Result<(), StageError>,
+    ) -> Result<(), StageError> {
+        let volumes: Vec<(i64, i64, i64)> = {
+            let mut stmt = reader
+                .prepare("SELECT id, offset, length FROM volumes WHERE parsed = 1 ORDER BY id")
+                .map_err(sql_err)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(sql_err)?;
+            rows.collect::<Result<_, _>>().map_err(sql_err)?
+        };
+        let chunk = self.o.unallocated_chunk_mib << 20;
+        for (volume, offset, length) in volumes {
+            let (Ok(offset), Ok(length)) = (u64::try_from(offset), u64::try_from(length)) else {
+                continue;
+            };
+            let src = EvidenceReader(Arc::clone(ctx.evidence));
+            let fs = match caseload_fs::open_filesystem(src, offset, length) {
+                Ok(fs) => fs,
+                Err(e) => {
+                    ctx.record(
+                        Severity::Error,
+                        Problem {
+                            item_kind: Some("volume"),
+                            item_id: Some(volume),
+                            message: format!("unallocated space not indexed: file system could not be opened: {e}"),
+                            ..Problem::default()
+                        },
+                    )?;
+                    continue;
+                }
+            };
+            // Adjacent runs coalesce into one stretch; stretches are cut
+            // into chunks.
+            let mut pending: Option<(u64, u64)> = None;
+            let mut failure: Option<StageError> = None;
+            let flush = |start: u64, len: u64, failure: &mut Option<StageError>| {
+                let mut at = start;
+                while at < start + len && failure.is_none() {
+                    let n = chunk.min(start + len - at);
+                    let job = Job {
+                        kind: ItemKind::Unallocated,
+                        id: i64::try_from(at).unwrap_or(i64::MAX),
+                        label: format!("unallocated bytes {at}-{} (volume {volume})", at + n - 1),
+                        bytes: Bytes::Runs(vec![(Some(at), n)]),
+                    };
+                    if let Err(e) = send(job) {
+                        *failure = Some(e);
+                    }
+                    at += n;
+                }
+            };
+            let walked = fs.unallocated_runs(|e| {
+                if failure.is_some() {
+                    return;
+                }
+                match pending {
+                    Some((s, l)) if s + l == e.offset => pending = Some((s, l + e.len)),
+                    Some((s, l)) => {
+                        flush(s, l, &mut failure);
+                        pending = Some((e.offset, e.len));
+                    }
+                    None => pending = Some((e.offset, e.len)),
+                }
+            });
+            if let Some((s, l)) = pending {
+                flush(s, l, &mut failure);
+            }
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            if let Err(e) = walked {
+                ctx.record(
+                    Severity::Error,
+                    Problem {
+                        item_kind: Some("volume"),
+                        item_id: Some(volume),
+                        message: format!("unallocated space of this volume not fully indexed: {e}"),
+                        ..Problem::default()
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copy the built index from the temp channel to the case channel (both
+/// counted) and sync it; returns its size in bytes.
+fn copy_index(build: &ChannelDirectory, temp: &Channel, case: &Channel) -> Result<u64, StageError> {
+    let io = |what: &str, e: std::io::Error| StageError::Other(format!("index: {what}: {e}"));
+    let mut names: Vec<String> = std::fs::read_dir(build.root())
+        .map_err(|e| io("listing the built index", e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock") && !n.ends_with(".tmp"))
+        .collect();
+    names.sort();
+    case.create_dir(INDEX_DIR)?;
+    let mut total = 0u64;
+    let mut buf = vec![0u8; WINDOW];
+    for name in names {
+        let src = temp.open(format!("{BUILD_DIR}/{name}"))?;
+        let mut dst = case.create(format!("{INDEX_DIR}/{name}"))?;
+        let mut at = 0u64;
+        loop {
+            let n = src.read_at(&mut buf, at).map_err(|e| io(&name, e))?;
+            if n == 0 {
+                break;
+            }
+            std::io::Write::write_all(&mut dst, &buf[..n]).map_err(|e| io(&name, e))?;
+            at += n as u64;
+        }
+        dst.sync_data().map_err(|e| io(&name, e))?;
+        total += at;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_checked() {
+        let opts = |s: &str| -> StageOptions { toml::from_str(s).unwrap() };
+        assert!(build(&opts("")).is_ok());
+        assert!(build(&opts("entropy_threshold = 9.0")).is_err());
+        assert!(build(&opts("memory_mib = 1")).is_err());
+        assert!(build(&opts("no_such_option = true")).is_err());
+        assert!(build(&opts("slack = true\nunallocated = true\nskip_known = true")).is_ok());
+    }
+
+    #[test]
+    fn budget_blocks_until_permits_drop() {
+        let b = Arc::new(Budget {
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            cap: 100,
+        });
+        let p1 = b.acquire(80);
+        let b2 = Arc::clone(&b);
+        let t = std::thread::spawn(move || {
+            let _p = b2.acquire(50);
+            *b2.used.lock().unwrap()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!t.is_finished());
+        drop(p1);
+        assert_eq!(t.join().unwrap(), 50);
+        // A single request larger than the cap still goes through alone.
+        let big = b.acquire(1000);
+        assert_eq!(*b.used.lock().unwrap(), 1000);
+        drop(big);
+    }
+}
