@@ -128,7 +128,8 @@ fn lex(q: &str) -> Result<Vec<Tok>, SearchError> {
                 }
                 out.push(Tok::Quoted(s));
             }
-            '-' | '+' if out.last().is_none_or(|t| !matches!(t, Tok::Word(_))) => {
+            // A leading `-`/`+` is an operator; inside a word it is text.
+            '-' | '+' => {
                 chars.next();
                 if c == '-' {
                     out.push(Tok::Not);

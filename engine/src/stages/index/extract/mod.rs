@@ -19,6 +19,7 @@ mod markup;
 mod media;
 mod mime;
 mod pdf;
+mod sqlite;
 mod text;
 mod zipx;
 
@@ -82,6 +83,8 @@ pub enum Format {
     Pdf,
     /// JPEG, PNG or GIF (comments and text chunks).
     Image,
+    /// SQLite database (text values of its records).
+    Sqlite,
     /// Printable strings of a binary item.
     Strings,
 }
@@ -97,6 +100,7 @@ impl Format {
             Format::Ooxml => "ooxml",
             Format::Pdf => "pdf",
             Format::Image => "image",
+            Format::Sqlite => "sqlite",
             Format::Strings => "strings",
         }
     }
@@ -118,6 +122,9 @@ pub fn sniff(head: &[u8]) -> Format {
     }
     if media::is_image(head) {
         return Format::Image;
+    }
+    if sqlite::is_sqlite(head) {
+        return Format::Sqlite;
     }
     match classify(head) {
         None => Format::Strings,
@@ -259,6 +266,11 @@ impl<'a> Extraction<'a> {
                 media::extract(self, data, depth);
                 self.separate();
                 Format::Image
+            }
+            Format::Sqlite => {
+                sqlite::extract(self, data);
+                self.separate();
+                Format::Sqlite
             }
             Format::Mail => {
                 mime::extract(self, data, depth);

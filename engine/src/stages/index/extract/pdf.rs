@@ -340,7 +340,7 @@ mod tests {
             let (text, problems) = run(&pdf_with(content, flate));
             assert!(problems.is_empty(), "{problems:?}");
             let words: Vec<&str> = text.split_whitespace().collect();
-            for w in ["Hello", "(PDF)", "Kerned", "split", "octal", "nice"] {
+            for w in ["Hello", "(PDF)", "Kerned", "split", "octal", "(nice)"] {
                 assert!(
                     words.contains(&w),
                     "{w} missing from {words:?} (flate={flate})"

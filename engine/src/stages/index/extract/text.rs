@@ -186,15 +186,9 @@ impl StreamDecoder {
         }
     }
 
-    fn feed_piece(&mut self, mut data: &[u8]) {
+    fn feed_piece(&mut self, data: &[u8]) {
         match &mut self.mode {
             Mode::Utf8 { pending, first } => {
-                if *first {
-                    *first = false;
-                    if let Some(rest) = data.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
-                        data = rest;
-                    }
-                }
                 let mut joined;
                 let bytes: &[u8] = if pending.is_empty() {
                     data
@@ -204,6 +198,7 @@ impl StreamDecoder {
                     &joined
                 };
                 let mut rest = bytes;
+                let start = self.out.len();
                 loop {
                     match std::str::from_utf8(rest) {
                         Ok(s) => {
@@ -229,6 +224,13 @@ impl StreamDecoder {
                                 }
                             }
                         }
+                    }
+                }
+                // A byte-order mark is no text (it may arrive split).
+                if *first && self.out.len() > start {
+                    *first = false;
+                    if self.out[start..].starts_with('\u{FEFF}') {
+                        self.out.replace_range(start..start + 3, "");
                     }
                 }
             }

@@ -124,7 +124,6 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) -> Format {
 #[cfg(test)]
 mod tests {
     use super::super::{Extraction, Limits};
-    use super::*;
     use std::io::Write;
 
     fn build(entries: &[(&str, &[u8])]) -> Vec<u8> {
