@@ -56,10 +56,6 @@ fn invalid_options_are_refused_before_writing() {
             "unknown profile `nope`",
         ),
         (
-            &["--size", "64MiB", "--seed", "1", "--format", "e01"],
-            "not available yet",
-        ),
-        (
             &["--size", "64MiB", "--seed", "1", "--format", "dd,tar"],
             "unknown output format",
         ),

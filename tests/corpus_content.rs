@@ -12,7 +12,7 @@ mod corpus_support;
 
 use caseload_corpus::content::Kind;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
-use corpus_support::{Corpus, have_tools, make, md5_hex, write_tmp};
+use corpus_support::{Corpus, have_tools, make, write_tmp};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Command;
 use std::sync::OnceLock;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Run image-hash on `evidence` into a fresh temp layout; returns run.json.
 fn image_hash(evidence: &Path) -> serde_json::Value {

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod casedb;
 pub mod channel;
 pub mod export;
+pub mod hashset;
 pub mod layout;
 pub mod metrics;
 pub mod probe;

@@ -61,7 +61,8 @@ pub struct SearchHit {
     pub label: String,
     /// Occurrences of the query's terms (or of the pattern).
     pub hits: u64,
-    /// For `--regex`: up to [`MAX_SAMPLES`] distinct matched strings.
+    /// For `--regex`: up to [`MAX_SAMPLES`] distinct matched strings (the
+    /// first ones of each chunk of text, smallest first).
     pub matches: Vec<String>,
 }
 
@@ -434,10 +435,11 @@ pub fn search(
                 let a = acc.entry(key).or_default();
                 a.label = stored_str(&doc, fields.label);
                 a.hits += n;
-                for f in found {
-                    if a.matches.len() < MAX_SAMPLES {
-                        a.matches.insert(f);
-                    }
+                // The smallest distinct matches, so the samples do not depend
+                // on the order documents are visited in.
+                a.matches.extend(found);
+                while a.matches.len() > MAX_SAMPLES {
+                    a.matches.pop_last();
                 }
             }
         }

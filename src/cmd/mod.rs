@@ -3,6 +3,7 @@
 pub mod convert;
 pub mod corpus;
 pub mod export;
+pub mod hashset;
 pub mod probe;
 pub mod quickstart;
 pub mod run;
@@ -34,6 +35,8 @@ enum Command {
     Run(run::Args),
     /// Export a case's file listing as a TSK bodyfile, DFXML or CSV.
     Export(export::Args),
+    /// Import, list, look up and remove hash sets of the KFF library.
+    Hashset(hashset::Args),
     /// Measure each channel's device: sequential MB/s, 4 KiB random-read
     /// IOPS, fsync latency.
     Probe(probe::Args),
@@ -50,6 +53,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
         Command::Export(args) => export::run(args),
+        Command::Hashset(args) => hashset::run(args),
         Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
     }

@@ -45,21 +45,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            std::env::temp_dir().join(format!("caseload-quickstart-{stamp}-{}", std::process::id()))
+            std::env::temp_dir().join(format!(
+                "caseload-quickstart-{stamp}-{}",
+                std::process::id()
+            ))
         }
     };
-    let [evidence, database, case, temp] = ["evidence", "database", "case", "temp"].map(|d| dir.join(d));
+    let [evidence, database, case, temp] =
+        ["evidence", "database", "case", "temp"].map(|d| dir.join(d));
     for d in [&evidence, &database, &case, &temp] {
         std::fs::create_dir_all(d).with_context(|| format!("creating `{}`", d.display()))?;
     }
     let threads = args.threads.unwrap_or_else(default_threads).max(1);
-    eprintln!("caseload quickstart: generating a {} byte corpus (seed {}) in {}", args.size, args.seed, evidence.display());
+    eprintln!(
+        "caseload quickstart: generating a {} byte corpus (seed {}) in {}",
+        args.size,
+        args.seed,
+        evidence.display()
+    );
     let corpus = caseload_corpus::generate(
         &Options {
             out_dir: evidence.clone(),
             size: args.size,
             seed: args.seed,
-            profile: Profile::by_name("workstation").context("the workstation profile is missing")?,
+            profile: Profile::by_name("workstation")
+                .context("the workstation profile is missing")?,
             threads,
             partition_table: None,
             fat: None,
@@ -72,7 +82,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let image = corpus.image.context("the corpus has no image")?;
     let spec = RunSpec {
         evidence: image,
-        layout: Layout::from_dirs("quickstart", Some(evidence.clone()), database, case.clone(), temp),
+        layout: Layout::from_dirs(
+            "quickstart",
+            Some(evidence.clone()),
+            database,
+            case.clone(),
+            temp,
+        ),
         stages: stage_list(&[]),
         workload: None,
         threads,
@@ -85,13 +101,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         instance: None,
     };
     let cancel = interrupt_flag();
-    let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel).context("running the quickstart stages")?;
+    let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
+        .context("running the quickstart stages")?;
     let code = finish(&report, false)?;
     if args.clean {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing `{}`", dir.display()))?;
     } else {
         println!("ground truth: {}", corpus.manifest.display());
-        println!("try: caseload export --case {} --format bodyfile | head", case.display());
+        println!(
+            "try: caseload export --case {} --format bodyfile | head",
+            case.display()
+        );
     }
     Ok(code)
 }

@@ -77,6 +77,14 @@ pub struct Args {
     /// Internal: this process is instance K of an `--instances` run.
     #[arg(long, hide = true)]
     pub instance: Option<usize>,
+    /// Import a hash set into the KFF library before the stages run,
+    /// `known=FILE` or `notable=FILE` (set name = file stem; a set already
+    /// imported from the same file is reused). Repeatable.
+    #[arg(long = "hashset", value_name = "CATEGORY=FILE")]
+    pub hashsets: Vec<String>,
+    /// KFF hash library (default: kff.sqlite in the database directory).
+    #[arg(long, value_name = "PATH")]
+    pub kff_library: Option<PathBuf>,
 }
 
 /// `--cache`.
@@ -416,7 +424,7 @@ fn run_instances(args: &Args, n: usize) -> anyhow::Result<ExitCode> {
 }
 
 /// Run it.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let (mut stage_specs, workload, workload_instances) = match &args.workload {
         Some(w) => {
             let w = caseload_workloads::Workload::resolve(w)?;
@@ -424,6 +432,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => (stage_list(&args.stages), None, None),
     };
+    let kff = super::hashset::prepare_run(
+        &args.hashsets,
+        args.kff_library.as_deref(),
+        &args.layout()?,
+        &stage_specs,
+    )?;
+    args.stage_options.splice(0..0, kff);
     apply_stage_options(&mut stage_specs, &args.stage_options)?;
     let instances = args.instances.or(workload_instances).unwrap_or(1);
     anyhow::ensure!(instances >= 1, "--instances must be at least 1");

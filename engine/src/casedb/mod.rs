@@ -202,6 +202,13 @@ impl CaseDb {
         self.options
     }
 
+    /// The name of this case's counting VFS: open other SQLite files with it
+    /// (the KFF hash library) to charge their I/O to the same database
+    /// channel.
+    pub fn vfs_name(&self) -> &str {
+        &self.vfs
+    }
+
     /// The writer, to send operations to.
     pub fn writer(&self) -> &DbWriter {
         &self.writer
@@ -227,6 +234,14 @@ impl CaseDb {
     pub fn close(self) -> Result<(), DbError> {
         self.writer.close()
     }
+}
+
+/// Register a counting VFS on `channel` for SQLite files opened outside a
+/// run's case database (a hash library being imported); returns the VFS
+/// name to open connections with. Each call registers a new VFS that lives
+/// for the rest of the process, so call it once per channel.
+pub fn counting_vfs(channel: &Channel) -> Result<String, DbError> {
+    Ok(vfs::register(std::sync::Arc::clone(channel.counters()))?)
 }
 
 /// How long a connection waits for another's lock before failing.

@@ -119,7 +119,22 @@ CREATE TABLE carved_items (
     sha256      TEXT,
     entropy     REAL,
     kff         TEXT,
-    detail      TEXT
+    detail      TEXT,
+    source         TEXT,
+    signature      TEXT,
+    record         TEXT,
+    name           TEXT,
+    kind           TEXT,
+    size           INTEGER,
+    content_length INTEGER,
+    deleted        INTEGER,
+    meta_addr      TEXT,
+    first_cluster  INTEGER,
+    extents        TEXT,
+    mtime          INTEGER,
+    atime          INTEGER,
+    ctime          INTEGER,
+    crtime         INTEGER
 );
 
 CREATE TABLE hits (

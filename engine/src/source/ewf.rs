@@ -221,23 +221,28 @@ impl EwfSource {
                 format!("table points at segment {} which is absent", segment + 1),
             )
         })?;
-        if offset.checked_add(stored).is_none_or(|end| end > seg.len) {
+        // The crate derives a chunk's size from the next table entry or the
+        // end of the segment's first `sectors` section, which can overshoot
+        // for the last chunk of a later group or a short final chunk. What
+        // is certain: the data starts inside the segment, a stored chunk is
+        // its logical length plus a 4-byte Adler-32, and a deflate stream
+        // ends by itself (bytes after it are ignored).
+        let available = seg.len.saturating_sub(offset);
+        let needed = if compressed { 1 } else { logical };
+        if available < needed {
             return Err(self.corrupt(
                 chunk,
                 format!(
-                    "data at {offset}+{stored} lies beyond the end of segment {} ({} bytes): corrupt table entry or truncated segment",
+                    "data at {offset}+{needed} lies beyond the end of segment {} ({} bytes): corrupt table entry or truncated segment",
                     segment + 1,
                     seg.len
                 ),
             ));
         }
-        // EWF v1 stores an uncompressed chunk followed by its Adler-32; the
-        // crate's table gives the data size without those 4 bytes, so read
-        // them too (when the segment has them) and check them here.
         let stored = if compressed {
-            stored
+            stored.min(available)
         } else {
-            (logical + 4).min(seg.len - offset).max(stored)
+            (logical + 4).min(available)
         };
         let stored = usize::try_from(stored)
             .map_err(|_| self.corrupt(chunk, "stored size overflows".into()))?;

@@ -3,10 +3,12 @@
 //! Adding a stage: write its module (implementing [`Stage`]) and add one
 //! [`StageSpec`] line to [`REGISTRY`]. Nothing else changes.
 
+mod carve;
 mod file_hash;
 mod filesystem;
 mod image_hash;
 pub mod index;
+mod kff;
 
 use crate::stage::{Stage, StageError, StageOptions};
 
@@ -26,6 +28,8 @@ pub const REGISTRY: &[StageSpec] = &[
     filesystem::SPEC,
     file_hash::SPEC,
     index::SPEC,
+    carve::SPEC,
+    kff::SPEC,
 ];
 
 /// Every stage name of the design, built or not, in pipeline order.

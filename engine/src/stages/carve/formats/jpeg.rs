@@ -1,0 +1,1129 @@
+//! JPEG: markers from SOI through EOI (ITU T.81 Annex B), and the
+//! entropy-coded data of sequential Huffman images decoded block by block
+//! (Annex F) without reconstructing pixels.
+//!
+//! The delimiter follows the marker structure, skipping segments by their
+//! lengths, so an EXIF thumbnail's EOI inside APP1 does not end the item.
+//! The verifier decodes every Huffman code of every block and checks that
+//! each scan holds exactly the blocks the frame header promises: a
+//! fragment followed by foreign data almost never decodes, and one
+//! followed by another image's data ends with the wrong block count.
+
+use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, Verifier, be16};
+
+/// A marker-level event.
+#[derive(Debug)]
+enum Event<'a> {
+    /// A marker segment with its body (empty when not kept).
+    Segment(u8, &'a [u8]),
+    /// Entropy-coded bytes with stuffing removed.
+    Entropy(&'a [u8]),
+    /// A restart marker inside entropy-coded data.
+    Restart(u8),
+    /// The end of a scan's entropy-coded data (a marker follows).
+    ScanEnd,
+    /// A marker with no segment (TEM).
+    Standalone,
+    /// End of image; the item ends after it.
+    Eoi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Soi,
+    MarkerFf,
+    MarkerCode,
+    Length(u8),
+    Body { marker: u8, left: u32, keep: bool },
+    Entropy,
+    EntropyFf,
+    Done,
+}
+
+/// Streaming marker tokenizer shared by the delimiter and the verifier.
+#[derive(Debug)]
+struct Tokenizer {
+    state: State,
+    gather: Gather,
+    body: Vec<u8>,
+    pos: u64,
+    /// Whether to deliver entropy-coded bytes.
+    want_entropy: bool,
+}
+
+/// Segments whose bodies are kept (frame, scan, tables, restart interval).
+fn keep_body(marker: u8) -> bool {
+    matches!(marker, 0xC0..=0xCF | 0xDA | 0xDB | 0xDD | 0xDC)
+}
+
+const FF: [u8; 1] = [0xFF];
+
+impl Tokenizer {
+    fn new(want_entropy: bool) -> Self {
+        let mut gather = Gather::default();
+        gather.start(2);
+        Tokenizer {
+            state: State::Soi,
+            gather,
+            body: Vec::new(),
+            pos: 0,
+            want_entropy,
+        }
+    }
+
+    /// Feed bytes; `on` receives events and returns `false` to stop (an
+    /// error found by the caller). Returns the number of bytes consumed
+    /// (all of `data` unless stopped or EOI reached), or an error message
+    /// with the offset of the offending byte.
+    fn feed(
+        &mut self,
+        data: &[u8],
+        on: &mut dyn FnMut(Event<'_>, u64) -> bool,
+    ) -> Result<usize, (u64, String)> {
+        let mut i = 0usize;
+        while i < data.len() {
+            match self.state {
+                State::Done => return Ok(i),
+                State::Soi => {
+                    if let Some(b) = self.gather.fill(data, &mut i) {
+                        if b != [0xFF, 0xD8] {
+                            return Err((self.pos, "no SOI marker".into()));
+                        }
+                        self.state = State::MarkerFf;
+                    }
+                }
+                State::MarkerFf => {
+                    if data[i] != 0xFF {
+                        return Err((
+                            self.pos + i as u64,
+                            format!("0x{:02X} where a marker was expected", data[i]),
+                        ));
+                    }
+                    i += 1;
+                    self.state = State::MarkerCode;
+                }
+                State::MarkerCode => {
+                    let m = data[i];
+                    i += 1;
+                    self.marker(m, on, self.pos + i as u64)?;
+                }
+                State::Length(marker) => {
+                    if let Some(b) = self.gather.fill(data, &mut i) {
+                        let len = be16(b, 0);
+                        if len < 2 {
+                            return Err((self.pos + i as u64, format!("segment length {len}")));
+                        }
+                        let keep = keep_body(marker);
+                        self.body.clear();
+                        self.state = State::Body {
+                            marker,
+                            left: u32::from(len) - 2,
+                            keep,
+                        };
+                    }
+                }
+                State::Body { marker, left, keep } => {
+                    let take = (left as usize).min(data.len() - i);
+                    if keep {
+                        self.body.extend_from_slice(&data[i..i + take]);
+                    }
+                    i += take;
+                    let left = left - take as u32;
+                    self.state = State::Body { marker, left, keep };
+                    if left == 0 {
+                        let body = std::mem::take(&mut self.body);
+                        let go = on(Event::Segment(marker, &body), self.pos + i as u64);
+                        self.body = body;
+                        if !go {
+                            return Ok(i);
+                        }
+                        self.state = if marker == 0xDA {
+                            State::Entropy
+                        } else {
+                            State::MarkerFf
+                        };
+                    }
+                }
+                State::Entropy => {
+                    let rest = &data[i..];
+                    let n = memchr::memchr(0xFF, rest).unwrap_or(rest.len());
+                    if self.want_entropy
+                        && n > 0
+                        && !on(Event::Entropy(&rest[..n]), self.pos + (i + n) as u64)
+                    {
+                        return Ok(i + n);
+                    }
+                    i += n;
+                    if i < data.len() {
+                        i += 1;
+                        self.state = State::EntropyFf;
+                    }
+                }
+                State::EntropyFf => {
+                    let b = data[i];
+                    i += 1;
+                    let at = self.pos + i as u64;
+                    match b {
+                        0x00 => {
+                            if self.want_entropy && !on(Event::Entropy(&FF), at) {
+                                return Ok(i);
+                            }
+                            self.state = State::Entropy;
+                        }
+                        0xFF => {}
+                        0xD0..=0xD7 => {
+                            if !on(Event::Restart(b & 7), at) {
+                                return Ok(i);
+                            }
+                            self.state = State::Entropy;
+                        }
+                        m => {
+                            if !on(Event::ScanEnd, at) {
+                                return Ok(i);
+                            }
+                            self.marker(m, on, at)?;
+                        }
+                    }
+                }
+            }
+            if self.state == State::Done {
+                break;
+            }
+        }
+        self.pos += i as u64;
+        Ok(i)
+    }
+
+    fn marker(
+        &mut self,
+        m: u8,
+        on: &mut dyn FnMut(Event<'_>, u64) -> bool,
+        at: u64,
+    ) -> Result<(), (u64, String)> {
+        match m {
+            // Fill bytes before a marker.
+            0xFF => self.state = State::MarkerCode,
+            0xD9 => {
+                self.state = State::Done;
+                on(Event::Eoi, at);
+            }
+            0x01 => {
+                if on(Event::Standalone, at) {
+                    self.state = State::MarkerFf;
+                } else {
+                    self.state = State::Done;
+                }
+            }
+            0x00 | 0xD0..=0xD8 => {
+                return Err((
+                    at - 1,
+                    format!("marker 0x{m:02X} outside entropy-coded data"),
+                ));
+            }
+            _ => {
+                self.gather.start(2);
+                self.state = State::Length(m);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A frame component: id, sampling factors, quantisation table.
+#[derive(Debug, Clone, Copy)]
+struct Component {
+    id: u8,
+    h: u8,
+    v: u8,
+}
+
+/// Frame header (SOFn).
+#[derive(Debug, Clone)]
+struct Frame {
+    marker: u8,
+    height: u16,
+    width: u16,
+    components: Vec<Component>,
+}
+
+fn parse_frame(marker: u8, b: &[u8]) -> Result<Frame, String> {
+    if b.len() < 6 {
+        return Err("frame header too short".into());
+    }
+    let precision = b[0];
+    let height = be16(b, 1);
+    let width = be16(b, 3);
+    let n = usize::from(b[5]);
+    if !matches!(precision, 2..=16) {
+        return Err(format!("sample precision {precision}"));
+    }
+    if width == 0 || n == 0 || n > 4 || b.len() != 6 + 3 * n {
+        return Err(format!(
+            "frame header: width {width}, {n} components, {} bytes",
+            b.len()
+        ));
+    }
+    let mut components = Vec::with_capacity(n);
+    for c in b[6..].chunks_exact(3) {
+        let (h, v) = (c[1] >> 4, c[1] & 15);
+        if !(1..=4).contains(&h) || !(1..=4).contains(&v) || c[2] > 3 {
+            return Err(format!("component sampling {h}x{v}, table {}", c[2]));
+        }
+        components.push(Component { id: c[0], h, v });
+    }
+    Ok(Frame {
+        marker,
+        height,
+        width,
+        components,
+    })
+}
+
+/// Scan header (SOS): per component (index in frame, DC table, AC table),
+/// and the spectral selection and approximation fields.
+#[derive(Debug, Clone)]
+struct Scan {
+    components: Vec<(usize, u8, u8)>,
+    ss: u8,
+    se: u8,
+    ahl: u8,
+}
+
+fn parse_scan(b: &[u8], frame: &Frame) -> Result<Scan, String> {
+    let n = usize::from(*b.first().ok_or("empty scan header")?);
+    if n == 0 || n > 4 || b.len() != 4 + 2 * n {
+        return Err(format!("scan header: {n} components, {} bytes", b.len()));
+    }
+    let mut components = Vec::with_capacity(n);
+    for c in b[1..1 + 2 * n].chunks_exact(2) {
+        let index = frame
+            .components
+            .iter()
+            .position(|f| f.id == c[0])
+            .ok_or_else(|| format!("scan names component {} not in the frame", c[0]))?;
+        let (td, ta) = (c[1] >> 4, c[1] & 15);
+        if td > 3 || ta > 3 {
+            return Err(format!("scan table selectors {td}/{ta}"));
+        }
+        components.push((index, td, ta));
+    }
+    Ok(Scan {
+        components,
+        ss: b[1 + 2 * n],
+        se: b[2 + 2 * n],
+        ahl: b[3 + 2 * n],
+    })
+}
+
+/// Where the structure is, for the delimiter's ordering checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    BeforeFrame,
+    BeforeScan,
+    AfterScan,
+}
+
+/// The JPEG delimiter: markers through EOI.
+#[derive(Debug)]
+pub struct JpegDelimiter {
+    tok: Tokenizer,
+    checks: Checks,
+}
+
+/// The delimiter's view of the structure so far.
+#[derive(Debug)]
+struct Checks {
+    phase: Phase,
+    frame: Option<Frame>,
+    restart_interval: u16,
+    next_rst: u8,
+    accepted: bool,
+    problem: Option<(u64, String)>,
+    ended: Option<u64>,
+    first_marker: bool,
+}
+
+impl JpegDelimiter {
+    /// A delimiter for an item starting at `FF D8 FF`.
+    pub fn new() -> Self {
+        JpegDelimiter {
+            tok: Tokenizer::new(false),
+            checks: Checks {
+                phase: Phase::BeforeFrame,
+                frame: None,
+                restart_interval: 0,
+                next_rst: 0,
+                accepted: false,
+                problem: None,
+                ended: None,
+                first_marker: true,
+            },
+        }
+    }
+}
+
+impl Checks {
+    fn event(&mut self, e: Event<'_>, at: u64) -> bool {
+        let bad = |s: &mut Self, msg: String| {
+            s.problem = Some((at, msg));
+            false
+        };
+        match e {
+            Event::Segment(m, body) => {
+                if self.first_marker {
+                    self.first_marker = false;
+                    let ok =
+                        matches!(m, 0xE0..=0xEF | 0xFE | 0xDB | 0xC4 | 0xDD | 0xCC) || (is_sof(m));
+                    if !ok {
+                        return bad(self, format!("first marker 0x{m:02X} cannot start a JPEG"));
+                    }
+                }
+                match m {
+                    _ if is_sof(m) => {
+                        if self.phase != Phase::BeforeFrame {
+                            return bad(self, "second frame header".into());
+                        }
+                        match parse_frame(m, body) {
+                            Ok(f) => self.frame = Some(f),
+                            Err(e) => return bad(self, e),
+                        }
+                        self.phase = Phase::BeforeScan;
+                    }
+                    0xDA => {
+                        let Some(frame) = &self.frame else {
+                            return bad(self, "scan before the frame header".into());
+                        };
+                        if let Err(e) = parse_scan(body, frame) {
+                            return bad(self, e);
+                        }
+                        self.phase = Phase::AfterScan;
+                        self.next_rst = 0;
+                        // The header parsed; what follows is image data.
+                        self.accepted = true;
+                    }
+                    0xDD => {
+                        if body.len() != 2 {
+                            return bad(self, "restart interval segment length".into());
+                        }
+                        self.restart_interval = be16(body, 0);
+                    }
+                    0xC4 | 0xDB | 0xCC | 0xE0..=0xEF | 0xFE => {}
+                    0xDC if self.phase == Phase::AfterScan => {}
+                    0xF0..=0xFD | 0xDE | 0xDF if self.phase == Phase::BeforeFrame => {}
+                    _ => return bad(self, format!("marker 0x{m:02X} out of place")),
+                }
+                true
+            }
+            Event::Restart(n) => {
+                if self.restart_interval == 0 {
+                    return bad(self, "restart marker without a restart interval".into());
+                }
+                if n != self.next_rst {
+                    return bad(self, format!("restart marker {n} out of sequence"));
+                }
+                self.next_rst = (n + 1) & 7;
+                true
+            }
+            Event::Standalone | Event::Entropy(_) | Event::ScanEnd => true,
+            Event::Eoi => {
+                if self.phase != Phase::AfterScan {
+                    return bad(self, "end of image before any scan".into());
+                }
+                self.ended = Some(at);
+                true
+            }
+        }
+    }
+}
+
+impl Default for JpegDelimiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn is_sof(m: u8) -> bool {
+    matches!(m, 0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF)
+}
+
+impl Delimiter for JpegDelimiter {
+    fn feed(&mut self, data: &[u8]) -> Step {
+        let c = &mut self.checks;
+        if let Err(p) = self.tok.feed(data, &mut |e, at| c.event(e, at)) {
+            c.problem.get_or_insert(p);
+        }
+        if let Some((at, msg)) = c.problem.take() {
+            if !c.accepted {
+                return Step::Reject;
+            }
+            return Step::End {
+                len: at,
+                verdict: Verdict::new(Validation::Invalid, msg),
+            };
+        }
+        if let Some(len) = c.ended {
+            return Step::End {
+                len,
+                verdict: Verdict::valid(),
+            };
+        }
+        Step::More
+    }
+
+    fn finish(&mut self, cut: Cut, fed: u64) -> Step {
+        if !self.checks.accepted {
+            return Step::Reject;
+        }
+        let why = match cut {
+            Cut::RangeEnd => "the scanned range ends before EOI",
+            Cut::MaxSize => "no EOI within the maximum size",
+        };
+        Step::End {
+            len: fed,
+            verdict: Verdict::new(Validation::Truncated, why),
+        }
+    }
+
+    fn accepted(&self) -> bool {
+        self.checks.accepted
+    }
+}
+
+/// A Huffman table prepared for decoding (ITU T.81 F.2.2.3), with a
+/// 9-bit fast lookup.
+#[derive(Debug, Clone)]
+struct Huffman {
+    /// For 9-bit prefixes: (code length << 8) | symbol, or 0.
+    fast: Vec<u16>,
+    maxcode: [i32; 18],
+    valptr: [i32; 17],
+    mincode: [i32; 17],
+    symbols: Vec<u8>,
+}
+
+const FAST_BITS: u32 = 9;
+
+impl Huffman {
+    fn build(counts: &[u8], symbols: &[u8]) -> Result<Huffman, String> {
+        let total: usize = counts.iter().map(|&c| usize::from(c)).sum();
+        if total == 0 || total > 256 || symbols.len() != total {
+            return Err(format!("Huffman table with {total} codes"));
+        }
+        let mut maxcode = [-1i32; 18];
+        let mut valptr = [0i32; 17];
+        let mut mincode = [0i32; 17];
+        let mut fast = vec![0u16; 1 << FAST_BITS];
+        let mut code = 0i32;
+        let mut k = 0usize;
+        for len in 1..=16usize {
+            let n = i32::from(counts[len - 1]);
+            valptr[len] = k as i32;
+            mincode[len] = code;
+            for _ in 0..n {
+                if len as u32 <= FAST_BITS {
+                    let shift = FAST_BITS - len as u32;
+                    let base = (code as usize) << shift;
+                    for f in &mut fast[base..base + (1usize << shift)] {
+                        *f = ((len as u16) << 8) | u16::from(symbols[k]);
+                    }
+                }
+                code += 1;
+                k += 1;
+            }
+            if n > 0 {
+                maxcode[len] = code - 1;
+            }
+            if code > (1 << len) {
+                return Err("Huffman table codes overflow their lengths".into());
+            }
+            code <<= 1;
+        }
+        maxcode[17] = i32::MAX;
+        Ok(Huffman {
+            fast,
+            maxcode,
+            valptr,
+            mincode,
+            symbols: symbols.to_vec(),
+        })
+    }
+}
+
+/// Bit reader over destuffed entropy bytes; past the end it reads ones
+/// (as decoders pad) and remembers that it did.
+struct Bits<'a> {
+    data: &'a [u8],
+    pos: usize,
+    acc: u64,
+    /// Bits held in `acc`.
+    n: u32,
+    /// Of those loaded so far, how many were invented past the end.
+    invented: u32,
+}
+
+impl<'a> Bits<'a> {
+    fn new(data: &'a [u8], skip_bits: u32) -> Self {
+        let mut b = Bits {
+            data,
+            pos: 0,
+            acc: 0,
+            n: 0,
+            invented: 0,
+        };
+        b.refill();
+        b.consume(skip_bits);
+        b
+    }
+
+    fn refill(&mut self) {
+        while self.n <= 56 {
+            let byte = match self.data.get(self.pos) {
+                Some(&b) => {
+                    self.pos += 1;
+                    b
+                }
+                None => {
+                    self.invented += 8;
+                    0xFF
+                }
+            };
+            self.acc |= u64::from(byte) << (56 - self.n);
+            self.n += 8;
+        }
+    }
+
+    fn peek(&mut self, bits: u32) -> u32 {
+        if self.n < bits {
+            self.refill();
+        }
+        (self.acc >> (64 - bits)) as u32
+    }
+
+    fn consume(&mut self, bits: u32) {
+        if self.n < bits {
+            self.refill();
+        }
+        self.acc <<= bits;
+        self.n -= bits;
+    }
+
+    /// Bits consumed, counting invented ones.
+    fn consumed(&self) -> u64 {
+        self.pos as u64 * 8 + u64::from(self.invented) - u64::from(self.n)
+    }
+
+    /// Bits consumed from real data.
+    fn used(&self) -> u64 {
+        self.consumed().min(self.data.len() as u64 * 8)
+    }
+
+    /// Whether decoding has read past the real data.
+    fn overrun(&self) -> bool {
+        self.consumed() > self.data.len() as u64 * 8
+    }
+
+    fn decode(&mut self, h: &Huffman) -> Option<u8> {
+        let f = h.fast[self.peek(FAST_BITS) as usize];
+        if f != 0 {
+            self.consume(u32::from(f >> 8));
+            return Some(f as u8);
+        }
+        let p = self.peek(16);
+        for len in 1..=16u32 {
+            let code = (p >> (16 - len)) as i32;
+            let l = len as usize;
+            if h.maxcode[l] >= 0 && code <= h.maxcode[l] && code >= h.mincode[l] {
+                self.consume(len);
+                let idx = h.valptr[l] + code - h.mincode[l];
+                return h.symbols.get(usize::try_from(idx).ok()?).copied();
+            }
+        }
+        None
+    }
+}
+
+/// Decodes one restart interval or scan's blocks, checking codes only.
+struct ScanDecoder {
+    /// Per scan component: (DC table, AC table, blocks per MCU, or the
+    /// component's blocks when the scan is not interleaved).
+    tables: Vec<(usize, usize, u32)>,
+    mcus_total: u64,
+    mcus_done: u64,
+    /// DC magnitude limit (11 for 8-bit samples, 15 for 12-bit).
+    dc_max: u8,
+}
+
+/// The JPEG verifier: decodes sequential Huffman scans.
+pub struct JpegVerifier {
+    tok: Tokenizer,
+    d: Decoding,
+}
+
+/// The verifier's tables and scan state.
+struct Decoding {
+    dc: Vec<Option<Huffman>>,
+    ac: Vec<Option<Huffman>>,
+    frame: Option<Frame>,
+    restart_interval: u16,
+    scan: Option<ScanDecoder>,
+    /// Entropy bytes of the current restart interval not yet decoded, and
+    /// the bits of its first byte already used.
+    pending: Vec<u8>,
+    skip_bits: u32,
+    /// Set when the image uses a coding this verifier does not decode.
+    unsupported: bool,
+    problem: Option<String>,
+    scans: u32,
+}
+
+/// Decode incrementally once this much is buffered, keeping this margin
+/// so no block can run past the buffered bytes (a block is at most a few
+/// hundred bytes).
+const DECODE_AT: usize = 256 << 10;
+const MARGIN: usize = 16 << 10;
+
+impl JpegVerifier {
+    /// A verifier for one item.
+    pub fn new() -> Self {
+        JpegVerifier {
+            tok: Tokenizer::new(true),
+            d: Decoding {
+                dc: vec![None; 4],
+                ac: vec![None; 4],
+                frame: None,
+                restart_interval: 0,
+                scan: None,
+                pending: Vec::new(),
+                skip_bits: 0,
+                unsupported: false,
+                problem: None,
+                scans: 0,
+            },
+        }
+    }
+}
+
+impl Decoding {
+    fn fail(&mut self, msg: impl Into<String>) -> bool {
+        self.problem.get_or_insert(msg.into());
+        false
+    }
+
+    fn event(&mut self, e: Event<'_>) -> bool {
+        if self.unsupported {
+            return false;
+        }
+        match e {
+            Event::Segment(0xC4, body) => {
+                let mut b = body;
+                while !b.is_empty() {
+                    if b.len() < 17 {
+                        return self.fail("truncated Huffman table");
+                    }
+                    let (class, id) = (b[0] >> 4, usize::from(b[0] & 15));
+                    let counts = &b[1..17];
+                    let n: usize = counts.iter().map(|&c| usize::from(c)).sum();
+                    if class > 1 || id > 3 || b.len() < 17 + n {
+                        return self.fail("malformed Huffman table");
+                    }
+                    match Huffman::build(counts, &b[17..17 + n]) {
+                        Ok(h) => {
+                            if class == 0 {
+                                self.dc[id] = Some(h);
+                            } else {
+                                self.ac[id] = Some(h);
+                            }
+                        }
+                        Err(e) => return self.fail(e),
+                    }
+                    b = &b[17 + n..];
+                }
+                true
+            }
+            Event::Segment(m, body) if is_sof(m) => {
+                // Sequential Huffman only; progressive, lossless and
+                // arithmetic coding are left to the marker checks.
+                if !matches!(m, 0xC0 | 0xC1) {
+                    self.unsupported = true;
+                    return false;
+                }
+                match parse_frame(m, body) {
+                    Ok(f) if f.height > 0 => {
+                        self.frame = Some(f);
+                        true
+                    }
+                    // Height from a DNL marker later: blocks cannot be
+                    // counted up front.
+                    Ok(_) => {
+                        self.unsupported = true;
+                        false
+                    }
+                    Err(e) => self.fail(e),
+                }
+            }
+            Event::Segment(0xDD, body) => {
+                if body.len() == 2 {
+                    self.restart_interval = be16(body, 0);
+                }
+                true
+            }
+            Event::Segment(0xDA, body) => self.start_scan(body),
+            Event::Segment(..) | Event::Standalone | Event::Eoi => true,
+            Event::Entropy(bytes) => {
+                if self.scan.is_none() {
+                    return true;
+                }
+                self.pending.extend_from_slice(bytes);
+                if self.pending.len() >= DECODE_AT {
+                    return self.decode(false);
+                }
+                true
+            }
+            Event::Restart(_) => self.decode(true),
+            Event::ScanEnd => {
+                let ok = self.decode(true);
+                if ok && let Some(s) = &self.scan {
+                    if s.mcus_done != s.mcus_total {
+                        let msg =
+                            format!("scan ends after {} of {} blocks", s.mcus_done, s.mcus_total);
+                        return self.fail(msg);
+                    }
+                }
+                self.scan = None;
+                ok
+            }
+        }
+    }
+
+    fn start_scan(&mut self, body: &[u8]) -> bool {
+        let Some(frame) = &self.frame else {
+            return self.fail("scan before the frame header");
+        };
+        let scan = match parse_scan(body, frame) {
+            Ok(s) => s,
+            Err(e) => return self.fail(e),
+        };
+        if scan.ss != 0 || scan.se != 63 || scan.ahl != 0 {
+            self.unsupported = true;
+            return false;
+        }
+        let hmax = frame.components.iter().map(|c| c.h).max().unwrap_or(1);
+        let vmax = frame.components.iter().map(|c| c.v).max().unwrap_or(1);
+        let (w, h) = (u64::from(frame.width), u64::from(frame.height));
+        let mut tables = Vec::new();
+        let mcus_total;
+        if scan.components.len() == 1 {
+            let (i, _, _) = scan.components[0];
+            let c = frame.components[i];
+            let cw = (w * u64::from(c.h)).div_ceil(u64::from(hmax));
+            let ch = (h * u64::from(c.v)).div_ceil(u64::from(vmax));
+            mcus_total = cw.div_ceil(8) * ch.div_ceil(8);
+            tables.push((
+                usize::from(scan.components[0].1),
+                usize::from(scan.components[0].2),
+                1,
+            ));
+        } else {
+            mcus_total = w.div_ceil(8 * u64::from(hmax)) * h.div_ceil(8 * u64::from(vmax));
+            for &(i, td, ta) in &scan.components {
+                let c = frame.components[i];
+                tables.push((
+                    usize::from(td),
+                    usize::from(ta),
+                    u32::from(c.h) * u32::from(c.v),
+                ));
+            }
+        }
+        for &(td, ta, _) in &tables {
+            if self.dc[td].is_none() || self.ac[ta].is_none() {
+                return self.fail("scan uses an undefined Huffman table");
+            }
+        }
+        let dc_max = if frame.marker == 0xC1 { 15 } else { 11 };
+        self.scan = Some(ScanDecoder {
+            tables,
+            mcus_total,
+            mcus_done: 0,
+            dc_max,
+        });
+        self.scans += 1;
+        self.pending.clear();
+        self.skip_bits = 0;
+        true
+    }
+
+    /// Decode buffered entropy data. At an interval's end (`whole`), decode
+    /// the interval's blocks and check nothing but padding is left;
+    /// otherwise decode while a safe margin of data remains.
+    fn decode(&mut self, whole: bool) -> bool {
+        let Some(scan) = self.scan.as_mut() else {
+            return true;
+        };
+        let interval = u64::from(self.restart_interval);
+        let pending = std::mem::take(&mut self.pending);
+        let mut bits = Bits::new(&pending, self.skip_bits);
+        let mut error: Option<String> = None;
+        // MCUs left in this restart interval (or the whole scan).
+        let limit = |done: u64| -> u64 {
+            if interval == 0 {
+                scan.mcus_total - done
+            } else {
+                (interval - done % interval).min(scan.mcus_total - done)
+            }
+        };
+        let mut left = limit(scan.mcus_done);
+        while left > 0 {
+            if !whole
+                && (pending.len() as u64 * 8).saturating_sub(bits.used()) < (MARGIN * 8) as u64
+            {
+                break;
+            }
+            if let Err(e) = decode_mcu(&mut bits, scan, &self.dc, &self.ac) {
+                error = Some(e);
+                break;
+            }
+            if bits.overrun() {
+                error = Some(format!(
+                    "entropy-coded data ends inside block {} of {}",
+                    scan.mcus_done + 1,
+                    scan.mcus_total
+                ));
+                break;
+            }
+            scan.mcus_done += 1;
+            left -= 1;
+        }
+        if let Some(e) = error {
+            return self.fail(e);
+        }
+        if whole {
+            // Only the padding of the last byte may remain (one spare byte
+            // tolerated, as some encoders write it).
+            let rest = (pending.len() as u64 * 8).saturating_sub(bits.used());
+            if rest > 16 {
+                let msg = format!(
+                    "{} bytes of entropy-coded data after block {}",
+                    rest / 8,
+                    scan.mcus_done
+                );
+                return self.fail(msg);
+            }
+            if interval > 0 && scan.mcus_done < scan.mcus_total && scan.mcus_done % interval != 0 {
+                return self.fail("restart marker inside a restart interval");
+            }
+            self.skip_bits = 0;
+        } else {
+            let used = bits.used();
+            let bytes = (used / 8) as usize;
+            self.skip_bits = (used % 8) as u32;
+            self.pending = pending;
+            self.pending.drain(..bytes.min(self.pending.len()));
+        }
+        true
+    }
+}
+
+impl Default for JpegVerifier {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn decode_mcu(
+    bits: &mut Bits<'_>,
+    scan: &ScanDecoder,
+    dc: &[Option<Huffman>],
+    ac: &[Option<Huffman>],
+) -> Result<(), String> {
+    for &(td, ta, blocks) in &scan.tables {
+        let (Some(dct), Some(act)) = (&dc[td], &ac[ta]) else {
+            return Err("undefined Huffman table".into());
+        };
+        for _ in 0..blocks {
+            let s = bits.decode(dct).ok_or("invalid DC Huffman code")?;
+            if s > scan.dc_max {
+                return Err(format!("DC difference of {s} bits"));
+            }
+            bits.consume(u32::from(s));
+            let mut k = 1u32;
+            while k < 64 {
+                let rs = bits.decode(act).ok_or("invalid AC Huffman code")?;
+                let (r, s) = (u32::from(rs >> 4), u32::from(rs & 15));
+                if s == 0 {
+                    if r == 15 {
+                        k += 16;
+                        continue;
+                    }
+                    break;
+                }
+                k += r;
+                if k > 63 {
+                    return Err("AC coefficients past the end of the block".into());
+                }
+                if s >= u32::from(scan.dc_max) {
+                    return Err(format!("AC coefficient of {s} bits"));
+                }
+                bits.consume(s);
+                k += 1;
+            }
+            if k > 64 {
+                return Err("zero run past the end of the block".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Verifier for JpegVerifier {
+    fn update(&mut self, data: &[u8]) {
+        let d = &mut self.d;
+        if d.unsupported || d.problem.is_some() {
+            return;
+        }
+        if self.tok.feed(data, &mut |e, _| d.event(e)).is_err() {
+            // Structure errors are the delimiter's to report.
+            d.unsupported = true;
+        }
+    }
+
+    fn finish(self: Box<Self>, _len: u64) -> Option<Verdict> {
+        let d = self.d;
+        if let Some(p) = d.problem {
+            return Some(Verdict::new(Validation::Invalid, p));
+        }
+        if d.unsupported || d.scans == 0 || self.tok.state != State::Done {
+            return None;
+        }
+        Some(Verdict::valid())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::test_util::{end_of, verify};
+    use super::*;
+
+    /// A small baseline JPEG: 16x8 pixels, one component, standard-ish
+    /// tables, two blocks of DC-only data.
+    pub(crate) fn tiny_jpeg() -> Vec<u8> {
+        let mut j = vec![0xFF, 0xD8];
+        // APP0 JFIF.
+        j.extend_from_slice(b"\xFF\xE0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00");
+        // DQT: table 0, all ones.
+        j.extend_from_slice(&[0xFF, 0xDB, 0x00, 0x43, 0x00]);
+        j.extend_from_slice(&[1u8; 64]);
+        // SOF0: 8-bit, height 8, width 16, 1 component (id 1, 1x1, table 0).
+        j.extend_from_slice(&[0xFF, 0xC0, 0x00, 0x0B, 8, 0, 8, 0, 16, 1, 1, 0x11, 0]);
+        // DHT DC0: one code of length 1 -> symbol 0.
+        let mut dht = vec![0x00];
+        let mut counts = [0u8; 16];
+        counts[0] = 1;
+        dht.extend_from_slice(&counts);
+        dht.push(0);
+        // DHT AC0: one code of length 1 -> symbol 0 (EOB).
+        dht.push(0x10);
+        dht.extend_from_slice(&counts);
+        dht.push(0);
+        j.extend_from_slice(&[0xFF, 0xC4]);
+        j.extend_from_slice(&((dht.len() + 2) as u16).to_be_bytes());
+        j.extend_from_slice(&dht);
+        // SOS: 1 component, tables 0/0, 0..63, 0.
+        j.extend_from_slice(&[0xFF, 0xDA, 0x00, 0x08, 1, 1, 0x00, 0, 63, 0]);
+        // Two blocks: DC code '0' (no bits), AC EOB '0' each -> 4 zero
+        // bits, padded with ones: 0b0000_1111.
+        j.push(0x0F);
+        j.extend_from_slice(&[0xFF, 0xD9]);
+        j
+    }
+
+    #[test]
+    fn marker_walk_finds_eoi_whatever_the_feed_size() {
+        let j = tiny_jpeg();
+        let mut data = j.clone();
+        data.extend_from_slice(b"trailing garbage");
+        for chunk in [1, 2, 3, 7, 64, 1 << 20] {
+            let (len, v) = end_of(&mut JpegDelimiter::new(), &data, chunk);
+            assert_eq!(
+                (len, v),
+                (j.len() as u64, Validation::Valid),
+                "chunk {chunk}"
+            );
+            assert_eq!(
+                verify(Box::new(JpegVerifier::new()), &j, chunk),
+                Some(Verdict::valid()),
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_eoi_inside_a_segment_does_not_end_the_item() {
+        let j = tiny_jpeg();
+        // An APP1 segment holding a thumbnail-like FFD9.
+        let mut data = j[..2].to_vec();
+        data.extend_from_slice(&[0xFF, 0xE1, 0x00, 0x06, 0xFF, 0xD8, 0xFF, 0xD9]);
+        data.extend_from_slice(&j[2..]);
+        let (len, v) = end_of(&mut JpegDelimiter::new(), &data, 5);
+        assert_eq!((len, v), (data.len() as u64, Validation::Valid));
+    }
+
+    #[test]
+    fn noise_after_the_header_is_rejected_and_damage_is_invalid() {
+        let mut d = JpegDelimiter::new();
+        assert_eq!(d.feed(b"\xFF\xD8\xFF\x00\x12\x34"), Step::Reject);
+        let mut d = JpegDelimiter::new();
+        assert_eq!(d.feed(b"\xFF\xD8\xFF\xD9"), Step::Reject);
+        // Damage after the scan starts: reported, not rejected.
+        let j = tiny_jpeg();
+        let sos_end = j.len() - 3;
+        let mut data = j[..sos_end].to_vec();
+        data.extend_from_slice(&[0x0F, 0xFF, 0xD3, 0xFF, 0xD9]);
+        let (_, v) = end_of(&mut JpegDelimiter::new(), &data, 4);
+        assert_eq!(v, Validation::Invalid);
+    }
+
+    #[test]
+    fn a_cut_image_is_truncated() {
+        let j = tiny_jpeg();
+        let (len, v) = end_of(&mut JpegDelimiter::new(), &j[..j.len() - 2], 3);
+        assert_eq!((len, v), (j.len() as u64 - 2, Validation::Truncated));
+        let mut d = JpegDelimiter::new();
+        assert_eq!(d.feed(&j[..20]), Step::More);
+        assert_eq!(d.finish(Cut::RangeEnd, 20), Step::Reject);
+    }
+
+    #[test]
+    fn wrong_block_counts_and_bad_codes_fail_verification() {
+        let j = tiny_jpeg();
+        let sos_end = j.len() - 3;
+        // One block only (0b00 then padding): too few blocks.
+        let mut short = j[..sos_end].to_vec();
+        short.extend_from_slice(&[0x3F, 0xFF, 0xD9]);
+        let v = verify(Box::new(JpegVerifier::new()), &short, 3).unwrap();
+        assert_eq!(v.validation, Validation::Invalid, "{v:?}");
+        // Extra data after the blocks.
+        let mut long = j[..sos_end].to_vec();
+        long.extend_from_slice(&[0x0F, 0x12, 0x34, 0x56, 0xFF, 0xD9]);
+        let v = verify(Box::new(JpegVerifier::new()), &long, 3).unwrap();
+        assert_eq!(v.validation, Validation::Invalid, "{v:?}");
+    }
+
+    #[test]
+    fn real_encoder_output_verifies() {
+        // Images from an independent encoder (the corpus generator's
+        // jpeg-encoder pool) are exercised by the root carve tests; here a
+        // hand-made multi-block image with a restart interval.
+        let mut j = tiny_jpeg();
+        // Insert DRI = 1 before SOS and an RST0 between the two blocks.
+        let sos = j.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+        j.splice(sos..sos, [0xFF, 0xDD, 0x00, 0x04, 0x00, 0x01]);
+        let data_at = j.len() - 3;
+        j.splice(data_at..data_at + 1, [0x3F, 0xFF, 0xD0, 0x3F]);
+        let (len, v) = end_of(&mut JpegDelimiter::new(), &j, 2);
+        assert_eq!((len, v), (j.len() as u64, Validation::Valid));
+        assert_eq!(
+            verify(Box::new(JpegVerifier::new()), &j, 2),
+            Some(Verdict::valid())
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! The signature table: built-in formats and user signature-file entries,
+//! each with its header pattern and how its items are delimited.
+
+use super::conf::{FooterMode, UserSignature};
+use super::formats::{Delimiter, Format, Verifier, user::UserDelimiter};
+use super::pattern::Pattern;
+use std::path::Path;
+
+/// How a signature's items are parsed.
+#[derive(Debug, Clone)]
+pub enum SigKind {
+    /// A built-in format parser.
+    Builtin(Format),
+    /// A user signature: footer search.
+    User {
+        /// Footer, if any.
+        footer: Option<Pattern>,
+        /// How the footer ends items.
+        mode: FooterMode,
+    },
+}
+
+/// Checks on the bytes just before a header hit, for formats whose header
+/// words also occur inside their own items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// None.
+    Any,
+    /// `<html` right after a `<!DOCTYPE html>` belongs to that page.
+    HtmlRoot,
+    /// A header field right after another header line is inside a header
+    /// block, not the start of a message.
+    MessageStart,
+}
+
+/// One header to search for.
+#[derive(Debug, Clone)]
+pub struct Sig {
+    /// Parser.
+    pub kind: SigKind,
+    /// Header pattern.
+    pub header: Pattern,
+    /// Type recorded.
+    pub type_name: String,
+    /// Extension of carved files.
+    pub ext: String,
+    /// Maximum item size.
+    pub max_size: u64,
+    /// Items of one family do not nest: a header inside an open item of
+    /// its family is part of that item.
+    pub family: usize,
+    /// For the `signature` column.
+    pub label: String,
+    /// Context check.
+    pub context: Context,
+}
+
+impl Sig {
+    /// A delimiter for a new item.
+    pub fn delimiter(&self) -> Box<dyn Delimiter> {
+        match &self.kind {
+            SigKind::Builtin(f) => f.delimiter(),
+            SigKind::User { footer, mode } => {
+                Box::new(UserDelimiter::new(self.header.len(), footer.clone(), *mode))
+            }
+        }
+    }
+
+    /// A verifier for a new item, if the format has one.
+    pub fn verifier(&self) -> Option<Box<dyn Verifier>> {
+        match &self.kind {
+            SigKind::Builtin(f) => f.verifier(),
+            SigKind::User { .. } => None,
+        }
+    }
+}
+
+/// The built-in signatures of `formats`.
+pub fn builtin(formats: &[Format]) -> Vec<Sig> {
+    let mut out = Vec::new();
+    for (family, &f) in Format::ALL.iter().enumerate() {
+        if !formats.contains(&f) {
+            continue;
+        }
+        for &(bytes, fold) in f.headers() {
+            let context = match f {
+                Format::Html if bytes.eq_ignore_ascii_case(b"<html") => Context::HtmlRoot,
+                Format::Eml => Context::MessageStart,
+                _ => Context::Any,
+            };
+            out.push(Sig {
+                kind: SigKind::Builtin(f),
+                header: Pattern::literal(bytes, fold),
+                type_name: f.name().to_string(),
+                ext: f.extension().to_string(),
+                max_size: f.max_size(),
+                family,
+                label: f.name().to_string(),
+                context,
+            });
+        }
+    }
+    out
+}
+
+/// Signatures from a user file; each line is its own family.
+pub fn user(sigs: Vec<UserSignature>, path: &Path) -> Vec<Sig> {
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    sigs.into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let type_name = if s.extension.is_empty() {
+                "none".to_string()
+            } else {
+                s.extension.to_ascii_lowercase()
+            };
+            Sig {
+                kind: SigKind::User {
+                    footer: s.footer,
+                    mode: s.mode,
+                },
+                header: s.header,
+                type_name,
+                ext: s.extension,
+                max_size: s.max_size,
+                family: Format::ALL.len() + i,
+                label: format!("{file}:{}", s.line),
+                context: Context::Any,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,937 @@
+//! The sink: worker threads that write carved items to the case channel,
+//! hash them, run their format verifiers and queue their database rows.
+//!
+//! The scan thread decides what an item is; the sink does the per-byte
+//! work, in parallel across items. Each item is handled by one worker (by
+//! id), so its messages arrive in order. Hashing runs [`LAG`] bytes behind
+//! writing, so an item whose end is decided a little after its last byte
+//! (a line end after `</html>`, a footer excluded by NEXT) can still be cut
+//! without rehashing; for ends decided much later, the scan sends a
+//! [`Msg::Mark`] where the hash state is kept.
+
+use super::formats::{Format, Validation, Verdict, Verifier};
+use super::meta::{MetaRecord, NtfsData};
+use super::region::{FsGeom, Volume};
+use crate::channel::ChannelFile;
+use crate::signature;
+use crate::source::hex;
+use crate::stage::{Problem, Severity, StageContext, StageError};
+use crossbeam_channel::Receiver;
+use md5::Digest;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// How far hashing trails writing.
+pub const LAG: u64 = 4096;
+
+/// Files per folder of the case channel at most (folders are id / this).
+pub const PER_FOLDER: u64 = 1000;
+
+/// Which digests to compute.
+#[derive(Debug, Clone, Copy)]
+pub struct Digests {
+    /// MD5.
+    pub md5: bool,
+    /// SHA-1.
+    pub sha1: bool,
+    /// SHA-256.
+    pub sha256: bool,
+    /// Entropy.
+    pub entropy: bool,
+    /// Keep data items found broken (invalid, truncated); otherwise they
+    /// are deleted from the case and counted only, as PhotoRec does unless
+    /// told to keep corrupted files.
+    pub keep_broken: bool,
+}
+
+/// What the scan knows when an item is accepted.
+pub struct Start {
+    /// Row id.
+    pub id: i64,
+    /// Type recorded (`jpeg`, a user extension...).
+    pub type_name: String,
+    /// Extension of the carved file.
+    pub ext: String,
+    /// Media offset.
+    pub offset: u64,
+    /// `volumes.id`, when the filesystem stage recorded the volume.
+    pub volume_id: Option<i64>,
+    /// Where it was found (`unallocated`, `partition`, ...).
+    pub source: &'static str,
+    /// Which signature matched (`jpeg`, `scalpel.conf:12`).
+    pub signature: String,
+    /// Content checks.
+    pub verifier: Option<Box<dyn Verifier>>,
+}
+
+/// Messages from the scan thread.
+pub enum Msg {
+    /// An item was accepted.
+    Start(Box<Start>),
+    /// Bytes of an item (its probation buffer).
+    Bytes(i64, Vec<u8>),
+    /// Bytes of an item from a scanned block.
+    Slice(i64, Arc<Vec<u8>>, usize, usize),
+    /// The item may end where its bytes end now: keep the hash state.
+    Mark(i64),
+    /// The item is `len` bytes long.
+    End {
+        /// Row id.
+        id: i64,
+        /// Length.
+        len: u64,
+        /// The delimiter's verdict.
+        verdict: Verdict,
+        /// Type and extension when known only at the end.
+        final_type: Option<(&'static str, &'static str)>,
+    },
+    /// A metadata record to store, with its content when recoverable.
+    Meta(Box<MetaJob>),
+}
+
+/// A meta-carved record to process.
+pub struct MetaJob {
+    /// Row id.
+    pub id: i64,
+    /// The record.
+    pub record: MetaRecord,
+    /// The volume it was found in.
+    pub volume: Option<Arc<Volume>>,
+    /// Where it was found.
+    pub source: &'static str,
+}
+
+/// Digest state, cloneable so a mark can keep it.
+#[derive(Clone)]
+struct Hashers {
+    md5: Option<md5::Md5>,
+    sha1: Option<sha1::Sha1>,
+    sha256: Option<sha2::Sha256>,
+    histogram: Option<Box<[u64; 256]>>,
+}
+
+impl Hashers {
+    fn new(d: Digests) -> Self {
+        Hashers {
+            md5: d.md5.then(md5::Md5::new),
+            sha1: d.sha1.then(sha1::Sha1::new),
+            sha256: d.sha256.then(sha2::Sha256::new),
+            histogram: d.entropy.then(|| Box::new([0u64; 256])),
+        }
+    }
+
+    fn update(&mut self, b: &[u8]) {
+        if let Some(h) = &mut self.md5 {
+            h.update(b);
+        }
+        if let Some(h) = &mut self.sha1 {
+            h.update(b);
+        }
+        if let Some(h) = &mut self.sha256 {
+            h.update(b);
+        }
+        if let Some(hist) = &mut self.histogram {
+            for &x in b {
+                hist[usize::from(x)] += 1;
+            }
+        }
+    }
+
+    fn finish(self) -> (Option<String>, Option<String>, Option<String>, Option<f64>) {
+        (
+            self.md5.map(|h| hex(&h.finalize())),
+            self.sha1.map(|h| hex(&h.finalize())),
+            self.sha256.map(|h| hex(&h.finalize())),
+            self.histogram.map(|h| signature::entropy(&h)),
+        )
+    }
+}
+
+/// An item being written.
+struct Item {
+    start: Box<Start>,
+    file: ChannelFile,
+    rel: PathBuf,
+    written: u64,
+    hashed: u64,
+    pending: Vec<u8>,
+    hashers: Hashers,
+    snapshot: Option<(u64, Hashers)>,
+    failed: Option<String>,
+}
+
+impl Item {
+    fn hash(&mut self, b: &[u8]) {
+        self.hashers.update(b);
+        if let Some(v) = self.start.verifier.as_mut() {
+            v.update(b);
+        }
+        self.hashed += b.len() as u64;
+    }
+
+    fn receive(&mut self, data: &[u8]) {
+        if self.failed.is_none()
+            && let Err(e) = self.file.write_all(data)
+        {
+            self.failed = Some(format!("writing the carved file failed: {e}"));
+        }
+        self.written += data.len() as u64;
+        let total = self.pending.len() + data.len();
+        let lag = LAG as usize;
+        if total <= lag {
+            self.pending.extend_from_slice(data);
+            return;
+        }
+        let to_hash = total - lag;
+        let from_pending = to_hash.min(self.pending.len());
+        let pending = std::mem::take(&mut self.pending);
+        self.hash(&pending[..from_pending]);
+        let from_data = to_hash - from_pending;
+        self.hash(&data[..from_data]);
+        self.pending = pending;
+        self.pending.drain(..from_pending);
+        self.pending.extend_from_slice(&data[from_data..]);
+    }
+
+    fn mark(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        self.hash(&pending);
+        self.pending = pending;
+        self.pending.clear();
+        self.snapshot = Some((self.hashed, self.hashers.clone()));
+    }
+
+    /// Settle the hash state on `len` bytes; the note when it could not.
+    fn settle(&mut self, len: u64) -> Option<String> {
+        if len >= self.hashed {
+            let take = usize::try_from(len - self.hashed)
+                .unwrap_or(usize::MAX)
+                .min(self.pending.len());
+            let pending = std::mem::take(&mut self.pending);
+            self.hash(&pending[..take]);
+            return None;
+        }
+        match self.snapshot.take() {
+            Some((at, h)) if at == len => {
+                self.hashers = h;
+                self.hashed = len;
+                None
+            }
+            _ => Some(format!(
+                "internal: end {len} before the hashed {} bytes",
+                self.hashed
+            )),
+        }
+    }
+}
+
+/// Shared sink state.
+pub struct Sink<'a> {
+    ctx: &'a StageContext<'a>,
+    digests: Digests,
+    /// A fatal error (case channel full...) stops the stage.
+    pub fatal: std::sync::Mutex<Option<StageError>>,
+    /// Set with `fatal`, for cheap polling.
+    pub failed: AtomicBool,
+    /// Items stored and their bytes.
+    pub items: AtomicU64,
+    /// Bytes written.
+    pub bytes: AtomicU64,
+    /// Validation counts: valid, invalid, truncated, unchecked.
+    pub counts: [AtomicU64; 4],
+    /// Meta records stored, and those with recovered content.
+    pub meta: AtomicU64,
+    /// Meta records whose content was recovered.
+    pub meta_content: AtomicU64,
+    /// Broken data items deleted (invalid, truncated).
+    pub discarded: [AtomicU64; 2],
+    evidence_id: i64,
+}
+
+/// Relative case path of an item.
+pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
+    let folder = format!("{:03}", u64::try_from(id).unwrap_or(0) / PER_FOLDER);
+    let name = if ext.is_empty() {
+        id.to_string()
+    } else {
+        format!("{id}.{ext}")
+    };
+    ["carved", type_dir, &folder, &name].iter().collect()
+}
+
+impl<'a> Sink<'a> {
+    /// A sink writing through `ctx`.
+    pub fn new(ctx: &'a StageContext<'a>, digests: Digests) -> Self {
+        Sink {
+            ctx,
+            digests,
+            fatal: std::sync::Mutex::new(None),
+            failed: AtomicBool::new(false),
+            items: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            counts: Default::default(),
+            meta: AtomicU64::new(0),
+            meta_content: AtomicU64::new(0),
+            discarded: Default::default(),
+            evidence_id: ctx.evidence_id,
+        }
+    }
+
+    fn fail(&self, e: StageError) {
+        let mut f = self
+            .fatal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if f.is_none() {
+            *f = Some(e);
+        }
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Run one worker until its channel closes.
+    pub fn work(&self, rx: Receiver<Msg>) {
+        let mut items: HashMap<i64, Item> = HashMap::new();
+        for msg in rx {
+            if self.failed.load(Ordering::Relaxed) {
+                continue;
+            }
+            match msg {
+                Msg::Start(s) => {
+                    let rel = case_path(s.id, &s.type_name, &s.ext);
+                    match self.ctx.case.create(&rel) {
+                        Ok(file) => {
+                            let id = s.id;
+                            items.insert(
+                                id,
+                                Item {
+                                    start: s,
+                                    file,
+                                    rel,
+                                    written: 0,
+                                    hashed: 0,
+                                    pending: Vec::new(),
+                                    hashers: Hashers::new(self.digests),
+                                    snapshot: None,
+                                    failed: None,
+                                },
+                            );
+                        }
+                        Err(e) => self.fail(e.into()),
+                    }
+                }
+                Msg::Bytes(id, b) => {
+                    if let Some(it) = items.get_mut(&id) {
+                        it.receive(&b);
+                    }
+                }
+                Msg::Slice(id, block, from, to) => {
+                    if let Some(it) = items.get_mut(&id) {
+                        it.receive(&block[from..to]);
+                    }
+                }
+                Msg::Mark(id) => {
+                    if let Some(it) = items.get_mut(&id) {
+                        it.mark();
+                    }
+                }
+                Msg::End {
+                    id,
+                    len,
+                    verdict,
+                    final_type,
+                } => {
+                    if let Some(it) = items.remove(&id) {
+                        self.end(it, len, verdict, final_type);
+                    }
+                }
+                Msg::Meta(job) => self.meta(*job),
+            }
+        }
+    }
+
+    fn end(
+        &self,
+        mut it: Item,
+        len: u64,
+        verdict: Verdict,
+        final_type: Option<(&'static str, &'static str)>,
+    ) {
+        let settle_note = it.settle(len);
+        if it.written > len
+            && let Err(e) = it.file.file().set_len(len)
+        {
+            it.failed
+                .get_or_insert(format!("cutting the carved file failed: {e}"));
+        }
+        let checked = it.start.verifier.take().and_then(|v| v.finish(len));
+        let mut verdict = verdict.lower(checked);
+        if let Some(n) = settle_note {
+            verdict = verdict.lower(Some(Verdict::new(Validation::Invalid, n)));
+        }
+        let broken = match verdict.validation {
+            Validation::Invalid => Some(0),
+            Validation::Truncated => Some(1),
+            Validation::Valid | Validation::Unchecked => None,
+        };
+        if let Some(b) = broken
+            && !self.digests.keep_broken
+        {
+            drop(it.file);
+            self.discarded[b].fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = self.ctx.case.path(&it.rel).map(std::fs::remove_file) {
+                self.fail(e.into());
+            }
+            return;
+        }
+        let (mut type_name, mut rel) = (it.start.type_name.clone(), it.rel.clone());
+        if let Some((t, ext)) = final_type
+            && t != type_name
+        {
+            let new_rel = case_path(it.start.id, t, ext);
+            let moved = self
+                .ctx
+                .case
+                .path(&new_rel)
+                .and_then(|to| {
+                    if let Some(parent) = new_rel.parent() {
+                        self.ctx.case.create_dir(parent)?;
+                    }
+                    Ok(to)
+                })
+                .and_then(|to| {
+                    self.ctx
+                        .case
+                        .path(&it.rel)
+                        .map(|from| std::fs::rename(from, to))
+                });
+            match moved {
+                Ok(Ok(())) => {
+                    type_name = t.to_string();
+                    rel = new_rel;
+                }
+                Ok(Err(e)) => {
+                    it.failed
+                        .get_or_insert(format!("renaming the carved file failed: {e}"));
+                }
+                Err(e) => {
+                    self.fail(e.into());
+                    return;
+                }
+            }
+        }
+        let (md5, sha1, sha256, entropy) = it.hashers.finish();
+        let index = match verdict.validation {
+            Validation::Valid => 0,
+            Validation::Invalid => 1,
+            Validation::Truncated => 2,
+            Validation::Unchecked => 3,
+        };
+        self.counts[index].fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len, Ordering::Relaxed);
+        let s = it.start;
+        if let Some(f) = it.failed {
+            let _ = self.ctx.record(
+                Severity::Error,
+                Problem {
+                    item_kind: Some("carved"),
+                    item_id: Some(s.id),
+                    path: Some(rel.display().to_string()),
+                    message: f,
+                    ..Problem::default()
+                },
+            );
+        }
+        let row = Row {
+            id: s.id,
+            evidence_id: self.evidence_id,
+            volume_id: s.volume_id,
+            method: "data",
+            offset: s.offset,
+            length: len,
+            type_name,
+            validation: verdict.validation.as_str(),
+            case_path: Some(rel.display().to_string()),
+            md5,
+            sha1,
+            sha256,
+            entropy,
+            detail: verdict.note,
+            source: s.source,
+            signature: Some(s.signature),
+            meta: None,
+            content_length: Some(len),
+            extents: Some(format!("[[{},{len}]]", s.offset)),
+        };
+        self.insert(row);
+    }
+
+    fn insert(&self, row: Row) {
+        let r = self.ctx.db.writer().exec(move |c| {
+            let m = row.meta.as_ref();
+            c.prepare_cached(
+                "INSERT INTO carved_items (id, evidence_id, volume_id, method, offset, length, type, validation, case_path,
+                    md5, sha1, sha256, entropy, detail, source, signature, record, name, kind, size, content_length,
+                    deleted, meta_addr, first_cluster, extents, mtime, atime, ctime, crtime)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                    ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+            )?
+            .execute(rusqlite::params![
+                row.id,
+                row.evidence_id,
+                row.volume_id,
+                row.method,
+                i64::try_from(row.offset).unwrap_or(i64::MAX),
+                i64::try_from(row.length).unwrap_or(i64::MAX),
+                row.type_name,
+                row.validation,
+                row.case_path,
+                row.md5,
+                row.sha1,
+                row.sha256,
+                row.entropy,
+                row.detail,
+                row.source,
+                row.signature,
+                m.map(|m| m.record),
+                m.map(|m| m.name.clone()),
+                m.map(|m| m.kind),
+                m.map(|m| i64::try_from(m.size).unwrap_or(i64::MAX)),
+                row.content_length.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
+                m.map(|m| m.deleted),
+                m.and_then(|m| m.meta_addr.clone()),
+                m.and_then(|m| m.first_cluster).map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
+                row.extents,
+                m.and_then(|m| m.times[0]),
+                m.and_then(|m| m.times[1]),
+                m.and_then(|m| m.times[2]),
+                m.and_then(|m| m.times[3]),
+            ])?;
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.fail(e.into());
+        }
+    }
+
+    /// Store a metadata record, recovering its content when its clusters
+    /// are still free.
+    fn meta(&self, job: MetaJob) {
+        let rec = &job.record;
+        let plan = content_plan(self.ctx, rec, job.volume.as_deref());
+        self.meta.fetch_add(1, Ordering::Relaxed);
+        let (mut validation, mut notes) = (Validation::Unchecked, Vec::new());
+        if let Some(n) = &rec.note {
+            notes.push(n.clone());
+        }
+        let mut type_name = "unknown".to_string();
+        let mut digests = (None, None, None, None);
+        let mut case_rel = None;
+        let mut content_length = None;
+        let mut extents_json = None;
+        let (source, extents) = match plan {
+            Plan::Nothing(why) => {
+                notes.push(why);
+                (None, None)
+            }
+            Plan::Content(pieces) => {
+                let text = extents_text(&pieces);
+                (Some(Content::Pieces(pieces)), Some(text))
+            }
+            Plan::Resident(bytes) => {
+                notes.push("resident data, from the record itself".into());
+                (Some(Content::Bytes(bytes)), None)
+            }
+        };
+        if let Some(content) = source {
+            match self.write_meta_content(job.id, &content, rec.size) {
+                Ok(w) => {
+                    self.meta_content.fetch_add(1, Ordering::Relaxed);
+                    type_name = w.type_name;
+                    if let Some(v) = w.verdict {
+                        validation = v.validation;
+                        if let Some(n) = v.note {
+                            notes.push(n);
+                        }
+                    } else {
+                        notes.push("content recovered; its format gives nothing to check".into());
+                    }
+                    digests = w.digests;
+                    case_rel = Some(w.rel.display().to_string());
+                    content_length = Some(w.length);
+                    extents_json = extents;
+                }
+                Err(WriteError::Source(msg)) => notes.push(msg),
+                Err(WriteError::Fatal(e)) => {
+                    self.fail(e);
+                    return;
+                }
+            }
+        }
+        let index = match validation {
+            Validation::Valid => 0,
+            Validation::Invalid => 1,
+            Validation::Truncated => 2,
+            Validation::Unchecked => 3,
+        };
+        self.counts[index].fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(1, Ordering::Relaxed);
+        let (md5, sha1, sha256, entropy) = digests;
+        let row = Row {
+            id: job.id,
+            evidence_id: self.evidence_id,
+            volume_id: job.volume.as_ref().and_then(|v| v.volume_id),
+            method: "meta",
+            offset: rec.offset,
+            length: rec.length,
+            type_name,
+            validation: validation.as_str(),
+            case_path: case_rel,
+            md5,
+            sha1,
+            sha256,
+            entropy,
+            detail: (!notes.is_empty()).then(|| notes.join("; ")),
+            source: job.source,
+            signature: None,
+            meta: Some(job.record),
+            content_length,
+            extents: extents_json,
+        };
+        self.insert(row);
+    }
+
+    fn write_meta_content(
+        &self,
+        id: i64,
+        content: &Content,
+        size: u64,
+    ) -> Result<Written, WriteError> {
+        let size = match content {
+            Content::Bytes(b) => b.len() as u64,
+            Content::Pieces(_) => size,
+        };
+        let mut buf = vec![0u8; (1u64 << 20).min(size) as usize];
+        // Identify the type from the first bytes, to name the file and
+        // pick a verifier.
+        let head_len = (signature::HEAD_LEN as u64).min(size) as usize;
+        let mut head = vec![0u8; head_len];
+        content.read(self.ctx, 0, &mut head)?;
+        let kind = signature::identify(&head);
+        let format = kind.and_then(Format::from_identified);
+        let ext = format.map_or("bin", Format::extension);
+        let rel = case_path(id, "meta", ext);
+        let mut file = self
+            .ctx
+            .case
+            .create(&rel)
+            .map_err(|e| WriteError::Fatal(e.into()))?;
+        let mut hashers = Hashers::new(self.digests);
+        let mut verifier = format.and_then(Format::verifier);
+        let mut done = 0u64;
+        while done < size {
+            self.ctx.check_cancel().map_err(WriteError::Fatal)?;
+            let n = usize::try_from((size - done).min(buf.len() as u64)).unwrap_or(buf.len());
+            content.read(self.ctx, done, &mut buf[..n])?;
+            file.write_all(&buf[..n]).map_err(|e| {
+                WriteError::Source(format!("writing the recovered content failed: {e}"))
+            })?;
+            hashers.update(&buf[..n]);
+            if let Some(v) = verifier.as_mut() {
+                v.update(&buf[..n]);
+            }
+            done += n as u64;
+        }
+        let verdict = verifier.and_then(|v| v.finish(size));
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        Ok(Written {
+            length: size,
+            type_name: kind.unwrap_or("unknown").to_string(),
+            digests: hashers.finish(),
+            verdict,
+            rel,
+        })
+    }
+}
+
+/// A row of `carved_items`.
+struct Row {
+    id: i64,
+    evidence_id: i64,
+    volume_id: Option<i64>,
+    method: &'static str,
+    offset: u64,
+    length: u64,
+    type_name: String,
+    validation: &'static str,
+    case_path: Option<String>,
+    md5: Option<String>,
+    sha1: Option<String>,
+    sha256: Option<String>,
+    entropy: Option<f64>,
+    detail: Option<String>,
+    source: &'static str,
+    signature: Option<String>,
+    meta: Option<MetaRecord>,
+    content_length: Option<u64>,
+    extents: Option<String>,
+}
+
+/// A piece of recovered content: bytes at a media offset, or zeros.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    At(u64, u64),
+    Zeros(u64),
+}
+
+impl Piece {
+    fn len(&self) -> u64 {
+        match *self {
+            Piece::At(_, l) | Piece::Zeros(l) => l,
+        }
+    }
+}
+
+fn extents_text(pieces: &[Piece]) -> String {
+    let parts: Vec<String> = pieces
+        .iter()
+        .map(|p| match *p {
+            Piece::At(o, l) => format!("[{o},{l}]"),
+            Piece::Zeros(l) => format!("[null,{l}]"),
+        })
+        .collect();
+    format!("[{}]", parts.join(","))
+}
+
+enum Plan {
+    Nothing(String),
+    /// Content at these places on the media.
+    Content(Vec<Piece>),
+    /// Content held in the record itself (NTFS resident data).
+    Resident(Vec<u8>),
+}
+
+enum WriteError {
+    /// The content could not be read; the record is still stored.
+    Source(String),
+    /// The stage cannot go on.
+    Fatal(StageError),
+}
+
+struct Written {
+    length: u64,
+    type_name: String,
+    digests: (Option<String>, Option<String>, Option<String>, Option<f64>),
+    verdict: Option<Verdict>,
+    rel: PathBuf,
+}
+
+/// Recovered content to copy.
+enum Content {
+    Pieces(Vec<Piece>),
+    Bytes(Vec<u8>),
+}
+
+impl Content {
+    /// Fill `buf` with the content from content offset `from`.
+    fn read(&self, ctx: &StageContext<'_>, from: u64, buf: &mut [u8]) -> Result<(), WriteError> {
+        match self {
+            Content::Pieces(p) => read_pieces(ctx, p, from, buf),
+            Content::Bytes(b) => {
+                let start = usize::try_from(from).unwrap_or(usize::MAX).min(b.len());
+                let n = buf.len().min(b.len() - start);
+                buf[..n].copy_from_slice(&b[start..start + n]);
+                buf[n..].fill(0);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Read `buf.len()` bytes of the content at content offset `from`.
+fn read_pieces(
+    ctx: &StageContext<'_>,
+    pieces: &[Piece],
+    from: u64,
+    buf: &mut [u8],
+) -> Result<(), WriteError> {
+    let mut pos = 0u64;
+    let mut filled = 0usize;
+    for p in pieces {
+        let len = p.len();
+        let end = pos + len;
+        let want_from = from + filled as u64;
+        if filled < buf.len() && want_from < end {
+            let skip = want_from - pos;
+            let n = usize::try_from(len - skip)
+                .unwrap_or(usize::MAX)
+                .min(buf.len() - filled);
+            let dst = &mut buf[filled..filled + n];
+            match *p {
+                Piece::Zeros(_) => dst.fill(0),
+                Piece::At(o, _) => {
+                    let got = ctx.evidence.read_at(dst, o + skip).map_err(|e| {
+                        WriteError::Source(format!("reading the content failed: {e}"))
+                    })?;
+                    if got < n {
+                        return Err(WriteError::Source(
+                            "content runs past the end of the evidence".into(),
+                        ));
+                    }
+                }
+            }
+            filled += n;
+        }
+        pos = end;
+        if filled == buf.len() {
+            break;
+        }
+    }
+    if filled < buf.len() {
+        buf[filled..].fill(0);
+    }
+    Ok(())
+}
+
+/// Where a record's content is, if it can be recovered.
+fn content_plan(ctx: &StageContext<'_>, rec: &MetaRecord, volume: Option<&Volume>) -> Plan {
+    if rec.kind != "file" {
+        return Plan::Nothing("a directory: no content".into());
+    }
+    if rec.size == 0 {
+        return Plan::Nothing("empty file".into());
+    }
+    let mut read =
+        |at: u64, buf: &mut [u8]| matches!(ctx.evidence.read_at(buf, at), Ok(n) if n == buf.len());
+    match (&rec.data, volume.map(|v| &v.fs)) {
+        (NtfsData::Resident(bytes), _) => Plan::Resident(bytes.clone()),
+        (NtfsData::Encoded, _) => {
+            Plan::Nothing("compressed or encrypted stream: not recovered".into())
+        }
+        (
+            NtfsData::Runs(runs),
+            Some(FsGeom::Ntfs {
+                geometry, bitmap, ..
+            }),
+        ) => {
+            let cs = geometry.cluster_size;
+            let mut pieces = Vec::new();
+            let mut left = rec.size;
+            for &(lcn, count) in runs {
+                if left == 0 {
+                    break;
+                }
+                let bytes = count.saturating_mul(cs).min(left);
+                match lcn {
+                    Some(c) => {
+                        if !clusters_free_ntfs(geometry, bitmap, c, count, &mut read) {
+                            return Plan::Nothing(
+                                "its clusters are allocated to other data now".into(),
+                            );
+                        }
+                        pieces.push(Piece::At(geometry.base + c * cs, bytes));
+                    }
+                    None => pieces.push(Piece::Zeros(bytes)),
+                }
+                left -= bytes;
+            }
+            if left > 0 {
+                return Plan::Nothing("its runs are shorter than its size".into());
+            }
+            Plan::Content(pieces)
+        }
+        (NtfsData::Runs(_), _) => {
+            Plan::Nothing("found outside an NTFS volume: clusters cannot be placed".into())
+        }
+        (NtfsData::None, Some(FsGeom::Fat(g))) => {
+            let Some(first) = rec.first_cluster else {
+                return Plan::Nothing("no first cluster".into());
+            };
+            let n = rec.size.div_ceil(g.cluster_size);
+            if first.saturating_add(n - 1) > g.last_cluster {
+                return Plan::Nothing("its clusters run past the end of the volume".into());
+            }
+            // TSK-style recovery: the clusters from the first one on, for
+            // the size, all of them free now.
+            match g.all_free(first, n, &mut read) {
+                Some(true) => {}
+                Some(false) => {
+                    return Plan::Nothing("its clusters are allocated to other data now".into());
+                }
+                None => return Plan::Nothing("the FAT could not be read".into()),
+            }
+            Plan::Content(vec![Piece::At(g.cluster_offset(first), rec.size)])
+        }
+        _ => Plan::Nothing("found outside a parsed FAT volume: clusters cannot be placed".into()),
+    }
+}
+
+/// Whether clusters `[first, first + count)` are free in `$Bitmap`.
+fn clusters_free_ntfs(
+    g: &super::meta::NtfsGeometry,
+    bitmap: &[(Option<u64>, u64)],
+    first: u64,
+    count: u64,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> bool,
+) -> bool {
+    if bitmap.is_empty() {
+        return false;
+    }
+    if count == 0 {
+        return true;
+    }
+    let end = first.saturating_add(count);
+    let (b0, b1) = (first / 8, (end - 1) / 8 + 1);
+    let mut byte = b0;
+    let mut buf = vec![0u8; 4096];
+    while byte < b1 {
+        let n = usize::try_from((b1 - byte).min(buf.len() as u64)).unwrap_or(buf.len());
+        // Bitmap bytes may cross a run boundary: read them one run piece
+        // at a time.
+        let mut k = 0usize;
+        while k < n {
+            let pos = byte + k as u64;
+            let Some((at, room)) = file_offset(g, bitmap, pos) else {
+                return false;
+            };
+            let m = usize::try_from(room.min((n - k) as u64)).unwrap_or(n - k);
+            if !read(at, &mut buf[k..k + m]) {
+                return false;
+            }
+            k += m;
+        }
+        for (i, &b) in buf[..n].iter().enumerate() {
+            let base = (byte + i as u64) * 8;
+            for bit in 0..8u64 {
+                let c = base + bit;
+                if c >= first && c < end && b & (1 << bit) != 0 {
+                    return false;
+                }
+            }
+        }
+        byte += n as u64;
+    }
+    true
+}
+
+/// Media offset of byte `pos` of a non-resident stream with `runs`, and
+/// the bytes left in its run from there.
+fn file_offset(
+    g: &super::meta::NtfsGeometry,
+    runs: &[(Option<u64>, u64)],
+    pos: u64,
+) -> Option<(u64, u64)> {
+    let cs = g.cluster_size;
+    let mut vpos = 0u64;
+    for &(lcn, count) in runs {
+        let len = count.checked_mul(cs)?;
+        if pos < vpos + len {
+            return lcn.map(|l| (g.base + l * cs + (pos - vpos), vpos + len - pos));
+        }
+        vpos += len;
+    }
+    None
+}
