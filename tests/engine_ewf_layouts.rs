@@ -1,8 +1,9 @@
-//! E01 layouts whose chunk sizes the `ewf` crate's table cannot give
-//! exactly: a short, uncompressed final chunk (libewf `-c none` on a source
-//! that is not a whole number of chunks) and a segment holding more than
-//! one table group (more than 65534 chunks). The engine must hash both to
-//! the source's MD5.
+//! E01 layouts that stress how a chunk's stored size is found: a short,
+//! uncompressed final chunk (libewf `-c none` on a source that is not a
+//! whole number of chunks; the `ewf` crate's table overstates its size,
+//! which the engine once took for a truncated segment) and a segment
+//! holding more than one table group (more than 65534 chunks). The engine
+//! must hash both to the source's MD5.
 
 mod common;
 
