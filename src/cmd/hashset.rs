@@ -408,8 +408,9 @@ fn remove(a: RemoveArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `caseload run --hashset CATEGORY=FILE ... --kff-library PATH`: import
-/// each named file into the library (set name = file stem) unless the same
-/// file is already there as a complete set, and return the `--stage-option`s
+/// the named files into the library (set name = file stem; files sharing a
+/// stem and category make one set) unless a complete set was made from the
+/// same files, and return the `--stage-option`s
 /// that point the `kff` stage at the library and those sets (as options, so
 /// that `--instances` children get them too and share the one library).
 pub fn prepare_run(
@@ -445,7 +446,9 @@ pub fn prepare_run(
     if hashsets.is_empty() {
         return Ok(options);
     }
-    let mut wanted: Vec<(String, Category, PathBuf)> = Vec::new();
+    // Files with the same stem and category make one set (`notable.md5`
+    // and `notable.sha1` are the MD5 and SHA-1 forms of one list).
+    let mut wanted: Vec<(String, Category, Vec<PathBuf>)> = Vec::new();
     for spec in hashsets {
         let (cat, file) = spec
             .split_once('=')
@@ -459,38 +462,49 @@ pub fn prepare_run(
             .map(|s| s.to_string_lossy().into_owned())
             .filter(|s| !s.is_empty())
             .with_context(|| format!("--hashset `{spec}`: no file name"))?;
-        if wanted.iter().any(|(n, _, _)| *n == name) {
-            bail!(
-                "--hashset: two files would both make the set `{name}` (set names are file stems)"
-            );
+        match wanted.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, c, files)) if *c == category => files.push(file),
+            Some((_, c, _)) => bail!(
+                "--hashset: `{}` would make the set `{name}` {category}, but another file of that name makes it {c} (set names are file stems)",
+                file.display()
+            ),
+            None => wanted.push((name, category, vec![file])),
         }
-        wanted.push((name, category, file));
     }
     let (lib, channel) = open_library(&path)?;
     let temp_dir = layout
         .dir(ChannelKind::Temp)
         .map_or_else(|_| channel.root().to_path_buf(), Path::to_path_buf);
     let cancel = super::run::interrupt_flag();
-    for (name, category, file) in &wanted {
-        let meta = std::fs::metadata(file)
-            .with_context(|| format!("--hashset: cannot read `{}`", file.display()))?;
-        let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
-        if let Some(existing) = lib.complete_set(name)?
-            && existing.category == *category
-        {
-            let sources = lib.sources(existing.id)?;
+    for (name, category, files) in &wanted {
+        // (canonical path, size, modification time) of each file, to tell
+        // whether the library's set was made from exactly these files.
+        let mut sources = Vec::with_capacity(files.len());
+        for file in files {
+            let meta = std::fs::metadata(file)
+                .with_context(|| format!("--hashset: cannot read `{}`", file.display()))?;
             let modified = meta
                 .modified()
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map(|d| d.as_secs() as i64);
-            if sources.len() == 1
-                && sources[0].0.path == canonical
-                && sources[0].0.bytes == meta.len()
-                && sources[0].1 == modified
-            {
+            let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+            sources.push((canonical, meta.len(), modified));
+        }
+        if let Some(existing) = lib.complete_set(name)?
+            && existing.category == *category
+        {
+            let stored = lib.sources(existing.id)?;
+            let same = stored.len() == sources.len()
+                && stored
+                    .iter()
+                    .zip(&sources)
+                    .all(|((s, m), (p, len, modified))| {
+                        s.path == *p && s.bytes == *len && m == modified
+                    });
+            if same {
                 eprintln!(
-                    "hash set `{name}` ({category}): already in {} from the same file, reused",
+                    "hash set `{name}` ({category}): already in {} from the same file(s), reused",
                     path.display()
                 );
                 continue;
@@ -499,7 +513,7 @@ pub fn prepare_run(
         let request = ImportRequest {
             name: name.clone(),
             category: *category,
-            sources: vec![canonical],
+            sources: sources.into_iter().map(|(p, _, _)| p).collect(),
             format: None,
             strict: false,
             replace: true,
@@ -507,10 +521,16 @@ pub fn prepare_run(
             memory: 256 << 20,
         };
         let r = import_one(&lib, &request, &temp_dir, &cancel)
-            .with_context(|| format!("--hashset: importing `{}`", file.display()))?;
+            .with_context(|| format!("--hashset: importing set `{name}`"))?;
         eprintln!(
-            "hash set `{name}` ({category}): {} records (md5 {}, sha1 {}, sha256 {}), {} malformed lines skipped, {:.1} s",
-            r.set.records, r.set.md5, r.set.sha1, r.set.sha256, r.set.malformed, r.seconds
+            "hash set `{name}` ({category}): {} records (md5 {}, sha1 {}, sha256 {}), {} duplicates merged, {} malformed lines skipped, {:.1} s",
+            r.set.records,
+            r.set.md5,
+            r.set.sha1,
+            r.set.sha256,
+            r.set.duplicates,
+            r.set.malformed,
+            r.seconds
         );
     }
     options.push(format!(

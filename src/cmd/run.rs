@@ -78,8 +78,9 @@ pub struct Args {
     #[arg(long, hide = true)]
     pub instance: Option<usize>,
     /// Import a hash set into the KFF library before the stages run,
-    /// `known=FILE` or `notable=FILE` (set name = file stem; a set already
-    /// imported from the same file is reused). Repeatable.
+    /// `known=FILE` or `notable=FILE` (set name = file stem; files sharing a
+    /// stem make one set; a set already imported from the same files is
+    /// reused). Repeatable.
     #[arg(long = "hashset", value_name = "CATEGORY=FILE")]
     pub hashsets: Vec<String>,
     /// KFF hash library (default: kff.sqlite in the database directory).
