@@ -210,7 +210,8 @@ struct Decoded {
 impl Decoded {
     fn decode(&mut self, kind: HashKind, field: &[u8]) -> Result<(), String> {
         let i = kind.index();
-        decode_hex(field, &mut self.bufs[i][..kind.digest_len()]).map_err(|e| e.describe(kind, field))?;
+        decode_hex(field, &mut self.bufs[i][..kind.digest_len()])
+            .map_err(|e| e.describe(kind, field))?;
         self.have[i] = true;
         Ok(())
     }
