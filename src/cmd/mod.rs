@@ -1,5 +1,6 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
+pub mod compare;
 pub mod convert;
 pub mod corpus;
 pub mod export;
@@ -33,6 +34,10 @@ enum Command {
     /// Run forensic stages over evidence on a storage layout, timing each
     /// stage and I/O channel.
     Run(run::Args),
+    /// Compare layouts and evidence formats: one workload over evidence ×
+    /// layouts, repeated and interleaved, with medians, ratios and an HTML
+    /// report.
+    Compare(compare::Args),
     /// Export a case's file listing as a TSK bodyfile, DFXML or CSV.
     Export(export::Args),
     /// Import, list, look up and remove hash sets of the KFF library.
@@ -52,6 +57,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpus(args) => corpus::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Export(args) => export::run(args),
         Command::Hashset(args) => hashset::run(args),
         Command::Search(args) => search::run(args),

@@ -5,6 +5,10 @@
 //! layout maps channels to directories (`workloads/layouts/*.toml`). The
 //! comparison runner runs workloads over a matrix of evidence and layouts.
 
+pub mod compare;
+pub mod report;
 pub mod workload;
 
+pub use compare::{Baseline, CompareError, CompareSpec, StageSelection, run_compare};
+pub use report::CompareReport;
 pub use workload::{Workload, WorkloadError};

@@ -1,0 +1,231 @@
+//! `caseload compare`: one workload over evidence × layouts, repeated and
+//! interleaved, each run a cold-cache `caseload run` in its own process;
+//! medians, ranges and ratios against a baseline in a table, CSV,
+//! `compare.json` and `report.html`.
+
+use super::run::{JournalArg, SyncArg, apply_stage_options, interrupt_flag, stage_list};
+use super::util::parse_size;
+use anyhow::Context;
+use caseload_engine::casedb::{DbOptions, JournalMode, Synchronous};
+use caseload_engine::layout::Layout;
+use caseload_engine::probe::ProbeOptions;
+use caseload_workloads::compare::{CompareObserver, Prober};
+use caseload_workloads::report::{RunRecord, files, render_table};
+use caseload_workloads::{Baseline, CompareSpec, StageSelection, Workload, run_compare};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `caseload compare`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Evidence image (raw or first E01 segment). Repeat to compare several.
+    #[arg(long, required = true)]
+    pub evidence: Vec<PathBuf>,
+    /// Layout file. Repeat to compare several. Configurations are every
+    /// evidence on every layout, numbered from 1 in that order.
+    #[arg(long, required = true)]
+    pub layout: Vec<PathBuf>,
+    /// Workload: a workload file or a built-in name (ftk4-default,
+    /// encase-verify, triage, full).
+    #[arg(long, conflicts_with = "stages")]
+    pub workload: Option<String>,
+    /// Stages to run instead of a workload, in order (default: every stage
+    /// this build has).
+    #[arg(long, value_delimiter = ',')]
+    pub stages: Vec<String>,
+    /// A stage option, `STAGE.KEY=VALUE`, passed to every run. Repeatable.
+    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
+    pub stage_options: Vec<String>,
+    /// Runs per configuration.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Output directory for compare.json, CSV, report.html and each run's
+    /// report. Must not already hold a comparison.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The configuration ratios are taken against: its number (from 1) or
+    /// label (`EVIDENCE@LAYOUT`, or an evidence or layout name that picks
+    /// out one configuration). Default: the first.
+    #[arg(long, default_value = "1")]
+    pub baseline: Baseline,
+    /// Concurrent pipelines per run (default: the workload's `instances`,
+    /// else 1). Figures are the aggregate over instances; each instance's
+    /// own are kept too.
+    #[arg(long)]
+    pub instances: Option<usize>,
+    /// Probe each layout's devices (and each evidence file) before the runs
+    /// and set the results beside the stage figures.
+    #[arg(long)]
+    pub probe: bool,
+    /// Scratch file size of each probe.
+    #[arg(long, default_value = "256MiB", value_parser = parse_size, requires = "probe")]
+    pub probe_size: u64,
+    /// Seconds of 4 KiB random reads per probed channel.
+    #[arg(long, default_value_t = 3.0, requires = "probe")]
+    pub probe_seconds: f64,
+    /// Keep each run's case directories (removed after each run otherwise).
+    #[arg(long)]
+    pub keep_runs: bool,
+    /// Worker threads per run (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// SQLite journal mode of every run's case database.
+    #[arg(long, value_enum, default_value = "wal")]
+    pub journal_mode: JournalArg,
+    /// SQLite synchronous level of every run's case database.
+    #[arg(long, value_enum, default_value = "normal")]
+    pub synchronous: SyncArg,
+    /// Database operations per transaction in every run.
+    #[arg(long, default_value_t = 1000)]
+    pub batch_size: usize,
+}
+
+struct Printer;
+
+impl CompareObserver for Printer {
+    fn probing(&self, what: &str) {
+        eprintln!("caseload compare: probing {what}");
+    }
+    fn run_started(&self, sequence: usize, total: usize, label: &str, repeat: usize) {
+        eprintln!("caseload compare: run {sequence}/{total}: {label} repeat {repeat}");
+    }
+    fn run_finished(&self, record: &RunRecord, total: usize, label: &str) {
+        let stages: f64 = record.stages.iter().map(|s| s.wall_seconds).sum();
+        eprintln!(
+            "caseload compare: run {}/{total}: {label} repeat {}: {} ({stages:.2} s in stages){}",
+            record.sequence,
+            record.repeat,
+            record.status,
+            record
+                .error
+                .as_deref()
+                .map_or(String::new(), |e| format!(": {e}"))
+        );
+        for s in record.stages.iter().filter(|s| s.status != "completed") {
+            eprintln!(
+                "caseload compare:     stage {} {}{}",
+                s.name,
+                s.status,
+                s.error
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(": {e}"))
+            );
+        }
+    }
+}
+
+fn db_options(args: &Args) -> anyhow::Result<DbOptions> {
+    anyhow::ensure!(args.batch_size > 0, "--batch-size must be at least 1");
+    Ok(DbOptions {
+        journal_mode: match args.journal_mode {
+            JournalArg::Delete => JournalMode::Delete,
+            JournalArg::Truncate => JournalMode::Truncate,
+            JournalArg::Persist => JournalMode::Persist,
+            JournalArg::Wal => JournalMode::Wal,
+            JournalArg::Memory => JournalMode::Memory,
+            JournalArg::Off => JournalMode::Off,
+        },
+        synchronous: match args.synchronous {
+            SyncArg::Off => Synchronous::Off,
+            SyncArg::Normal => Synchronous::Normal,
+            SyncArg::Full => Synchronous::Full,
+            SyncArg::Extra => Synchronous::Extra,
+        },
+        batch_size: args.batch_size,
+    })
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Everything the runs will be given is checked here, once, so a bad
+    // workload or option is one clear error, not a matrix of failed runs.
+    let (selection, mut stage_specs, workload_instances) = match &args.workload {
+        Some(w) => {
+            let workload = Workload::resolve(w)?;
+            // A file is handed to the runs by absolute path, so a run started
+            // from elsewhere still finds it.
+            let arg = match std::fs::canonicalize(w) {
+                Ok(p) if p.is_file() => p.to_string_lossy().into_owned(),
+                _ => w.clone(),
+            };
+            (
+                StageSelection::Workload {
+                    arg,
+                    name: workload.name.clone(),
+                    origin: workload.origin.clone(),
+                    stages: workload.stages.iter().map(|(n, _)| n.clone()).collect(),
+                },
+                workload.stages.clone(),
+                workload.instances,
+            )
+        }
+        None => {
+            let specs = stage_list(&args.stages);
+            (
+                StageSelection::Stages(specs.iter().map(|(n, _)| n.clone()).collect()),
+                specs,
+                None,
+            )
+        }
+    };
+    apply_stage_options(&mut stage_specs, &args.stage_options)?;
+    caseload_engine::run::build_stages(&stage_specs)?;
+    let db = db_options(&args)?;
+    anyhow::ensure!(
+        args.probe_seconds > 0.0 && args.probe_seconds.is_finite(),
+        "--probe-seconds must be positive"
+    );
+    let mut layouts = Vec::new();
+    for path in &args.layout {
+        layouts.push(Layout::load(path)?);
+    }
+    let exe = std::env::current_exe().context("locating the caseload executable")?;
+    let probe_options = ProbeOptions {
+        file_size: args.probe_size.max(1 << 20),
+        random_duration: Duration::from_secs_f64(args.probe_seconds),
+        ..ProbeOptions::default()
+    };
+    let probe_fn = |layout: &Layout, evidence: Option<&std::path::Path>| {
+        super::probe::probe_layout(layout, evidence, &probe_options)
+    };
+    let prober: Option<Prober<'_>> = if args.probe { Some(&probe_fn) } else { None };
+    let spec = CompareSpec {
+        exe,
+        evidence: args.evidence.clone(),
+        layouts,
+        stages: selection,
+        stage_options: args.stage_options.clone(),
+        repeat: args.repeat,
+        out: args.out.clone(),
+        baseline: args.baseline.clone(),
+        instances: args.instances.or(workload_instances).unwrap_or(1),
+        threads: args.threads,
+        db,
+        keep_runs: args.keep_runs,
+        prober,
+        command: std::env::args().collect(),
+    };
+    let cancel = interrupt_flag();
+    let report = run_compare(&spec, &Printer, &cancel)?;
+    print!("{}", render_table(&report));
+    println!(
+        "reports: {} ({}, {}, {}, {})",
+        args.out.display(),
+        files::COMPARE_JSON,
+        files::SUMMARY_CSV,
+        files::RUNS_CSV,
+        files::REPORT_HTML
+    );
+    Ok(match report.status.as_str() {
+        "completed" => ExitCode::SUCCESS,
+        "interrupted" => {
+            eprintln!("caseload compare: interrupted; the reports hold the runs that finished");
+            ExitCode::from(130)
+        }
+        _ => {
+            eprintln!("caseload compare: some runs did not complete (see the table above)");
+            ExitCode::FAILURE
+        }
+    })
+}
