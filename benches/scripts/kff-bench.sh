@@ -31,6 +31,7 @@ if [ -z "${BIN:-}" ]; then
   [ -n "${CARGO_TARGET_DIR:-}" ] && BIN=$CARGO_TARGET_DIR/release/caseload
 fi
 command -v hfind >/dev/null || { echo "hfind (sleuthkit) is not installed"; exit 1; }
+[ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) is not installed"; exit 1; }
 
 # The set: corpus-gen's NSRLFile.txt with ENTRIES decoys (the smallest
 # corpus; only the hash-set file is used).
@@ -55,13 +56,15 @@ if [ ! -f "$Q" ]; then
 fi
 [ "$(wc -l < "$Q")" -eq "$LOOKUPS" ] || { echo "query file is short"; exit 1; }
 
-now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-# timeit OUT CMD...: seconds to stdout, the command's stdout to OUT.
+# timeit OUT CMD...: "wall_seconds cpu_seconds" (user + system) to stdout,
+# the command's stdout to OUT. CPU time is printed too because this machine
+# is shared: wall time carries other jobs' load, CPU time much less so.
 timeit() {
-  local out=$1 t0 t1; shift
-  t0=$(now); "$@" > "$out" 2>"$WORK/last.err" || { cat "$WORK/last.err" >&2; exit 1; }
-  t1=$(now); echo "$t1 - $t0" | bc -l
+  local out=$1; shift
+  /usr/bin/time -f "%e %U %S" -o "$WORK/last.time" "$@" > "$out" 2>"$WORK/last.err" \
+    || { cat "$WORK/last.err" >&2; exit 1; }
+  awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/last.time"
 }
 
 HF=$WORK/hfind
@@ -79,7 +82,7 @@ done
 # Default import (MD5 and SHA-1), once, into its own library.
 rm -rf "$WORK/library-both"; mkdir -p "$WORK/library-both"
 t_both=$(timeit /dev/null "$BIN" hashset import --library "$WORK/library-both/kff.sqlite" \
-    --name nsrl --category known "$NSRL")
+    --name nsrl --category known "$NSRL" | cut -d' ' -f1)
 lib_mb=$(du -m "$LIB/kff.sqlite" | cut -f1)
 idx_mb=$(du -mc "$HF"/NSRLFile.txt-md5.idx* | tail -1 | cut -f1)
 rm -rf "$WORK/library-both"
@@ -96,22 +99,26 @@ hf_found=$(grep -vc 'Hash Not Found' "$WORK/hf.out" || true)
 cl_found=$(grep -vc $'\t-$' "$WORK/cl.out" || true)
 cl1_found=$(grep -vc $'\t-$' "$WORK/cl1.out" || true)
 
-m() { median < "$WORK/t.$1"; }
-mi_cl=$(m cl-import); mi_hf=$(m hf-import)
+m() { cut -d' ' -f1 < "$WORK/t.$1" | median; }
+c() { cut -d' ' -f2 < "$WORK/t.$1" | median; }
+mi_cl=$(m cl-import); mi_hf=$(m hf-import); ci_cl=$(c cl-import); ci_hf=$(c hf-import)
 ml_cl=$(m cl-lookup); ml_cl1=$(m cl-lookup1); ml_hf=$(m hf-lookup)
+cl_cl=$(c cl-lookup); cl_cl1=$(c cl-lookup1); cl_hf=$(c hf-lookup)
 rate() { echo "$LOOKUPS / $1" | bc -l; }
+ratio() { echo "$1 / $2" | bc -l; }
 echo "set: $NSRL ($ROWS entries); queries: $LOOKUPS ($PRESENT present); repeats: $REPEAT; cpus: $(nproc)"
-printf "%-52s %8.2f s  %9.0f entries/s\n" "hfind -i nsrl-md5 (import)" "$mi_hf" "$(echo "$ROWS / $mi_hf" | bc -l)"
-printf "%-52s %8.2f s  %9.0f entries/s\n" "caseload hashset import --hashes md5" "$mi_cl" "$(echo "$ROWS / $mi_cl" | bc -l)"
-printf "%-52s %8.2f s  (one run)\n" "caseload hashset import (md5 + sha1)" "$t_both"
-printf "import speed-up caseload vs hfind -i (goal >= 1.0): %.2f\n" "$(echo "$mi_hf / $mi_cl" | bc -l)"
+echo "medians; wall seconds (cpu seconds = user + system)"
+printf "%-44s %8.2f s (cpu %7.2f s)  %9.0f entries/s\n" "hfind -i nsrl-md5 (import)" "$mi_hf" "$ci_hf" "$(echo "$ROWS / $mi_hf" | bc -l)"
+printf "%-44s %8.2f s (cpu %7.2f s)  %9.0f entries/s\n" "caseload hashset import --hashes md5" "$mi_cl" "$ci_cl" "$(echo "$ROWS / $mi_cl" | bc -l)"
+printf "%-44s %8.2f s (one run)\n" "caseload hashset import (md5 + sha1)" "$t_both"
+printf "import speed-up caseload vs hfind -i (goal >= 1.0): wall %.2f, cpu %.2f\n" "$(ratio "$mi_hf" "$mi_cl")" "$(ratio "$ci_hf" "$ci_cl")"
 printf "on disk: caseload library %s MB, hfind index %s MB\n" "$lib_mb" "$idx_mb"
-printf "%-52s %8.2f s  %9.0f lookups/s  found %s\n" "hfind -f" "$ml_hf" "$(rate "$ml_hf")" "$hf_found"
-printf "%-52s %8.2f s  %9.0f lookups/s  found %s\n" "caseload hashset lookup ($(nproc) threads)" "$ml_cl" "$(rate "$ml_cl")" "$cl_found"
-printf "%-52s %8.2f s  %9.0f lookups/s  found %s\n" "caseload hashset lookup (1 thread)" "$ml_cl1" "$(rate "$ml_cl1")" "$cl1_found"
-printf "lookup speed-up caseload vs hfind -f (goal >= 1.0): %.2f (1 thread: %.2f)\n" \
-  "$(echo "$ml_hf / $ml_cl" | bc -l)" "$(echo "$ml_hf / $ml_cl1" | bc -l)"
-for f in hf-import cl-import hf-lookup cl-lookup cl-lookup1; do echo "$f runs: $(tr '\n' ' ' < "$WORK/t.$f")"; done
+printf "%-44s %8.2f s (cpu %7.2f s)  %9.0f lookups/s  found %s\n" "hfind -f" "$ml_hf" "$cl_hf" "$(rate "$ml_hf")" "$hf_found"
+printf "%-44s %8.2f s (cpu %7.2f s)  %9.0f lookups/s  found %s\n" "caseload hashset lookup ($(nproc) threads)" "$ml_cl" "$cl_cl" "$(rate "$ml_cl")" "$cl_found"
+printf "%-44s %8.2f s (cpu %7.2f s)  %9.0f lookups/s  found %s\n" "caseload hashset lookup (1 thread)" "$ml_cl1" "$cl_cl1" "$(rate "$ml_cl1")" "$cl1_found"
+printf "lookup speed-up caseload vs hfind -f (goal >= 1.0): wall %.2f (1 thread: %.2f), cpu (1 thread) %.2f\n" \
+  "$(ratio "$ml_hf" "$ml_cl")" "$(ratio "$ml_hf" "$ml_cl1")" "$(ratio "$cl_hf" "$cl_cl1")"
+for f in hf-import cl-import hf-lookup cl-lookup cl-lookup1; do echo "$f runs (wall cpu): $(tr '\n' ';' < "$WORK/t.$f")"; done
 if [ "$hf_found" != "$PRESENT" ] || [ "$cl_found" != "$PRESENT" ] || [ "$cl1_found" != "$PRESENT" ]; then
   echo "MISMATCH: expected $PRESENT found by each tool"; exit 1
 fi
