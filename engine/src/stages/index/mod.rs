@@ -1,6 +1,7 @@
 //! `index`: the dtSearch pass of a suite. Every text-bearing item is read
-//! again from the evidence (files through their extents, carved items by
-//! offset and length, and optionally file slack and unallocated space),
+//! again from the evidence (files and carved items through their extents,
+//! optionally file slack and unallocated space; carved NTFS resident
+//! content, which has no place on the media, from the case channel),
 //! its text extracted ([`extract`]), and a full-text index written to the
 //! case channel (`case/index/`), with its temporary segments on the temp
 //! channel. `caseload search` queries it ([`crate::search`]).
@@ -706,7 +707,8 @@ impl Stage for IndexStage {
         if self.o.carved {
             let bytes: i64 = reader
                 .query_row(
-                    "SELECT coalesce(sum(length), 0) FROM carved_items",
+                    "SELECT coalesce(sum(coalesce(content_length, length)), 0) FROM carved_items
+                     WHERE extents IS NOT NULL OR case_path IS NOT NULL",
                     [],
                     |r| r.get(0),
                 )
@@ -962,36 +964,7 @@ impl IndexStage {
             }
         }
         if self.o.carved {
-            let mut after = (i64::MIN, i64::MIN);
-            loop {
-                let page: Vec<(i64, i64, i64, String)> = {
-                    let mut stmt = reader
-                        .prepare_cached(
-                            "SELECT offset, id, length, type FROM carved_items
-                             WHERE (offset, id) > (?1, ?2) ORDER BY offset, id LIMIT 1000",
-                        )
-                        .map_err(sql_err)?;
-                    let rows = stmt
-                        .query_map(rusqlite::params![after.0, after.1], |r| {
-                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                        })
-                        .map_err(sql_err)?;
-                    rows.collect::<Result<_, _>>().map_err(sql_err)?
-                };
-                let Some(last) = page.last() else { break };
-                after = (last.0, last.1);
-                for (offset, id, length, kind) in page {
-                    let (Ok(o), Ok(l)) = (u64::try_from(offset), u64::try_from(length)) else {
-                        continue;
-                    };
-                    send(Job {
-                        kind: ItemKind::Carved,
-                        id,
-                        label: format!("carved #{id} ({kind} at byte {offset})"),
-                        bytes: Bytes::Runs(vec![(Some(o), l)]),
-                    })?;
-                }
-            }
+            self.feed_carved(ctx, reader, &send)?;
         }
         if self.o.slack {
             let mut after = i64::MIN;
@@ -1027,6 +1000,136 @@ impl IndexStage {
             self.feed_unallocated(ctx, reader, &send)?;
         }
         Ok(())
+    }
+
+    /// Carved items, in media order. A data item's content is its
+    /// `extents` on the media (its offset and length); a meta item's row
+    /// describes the directory entry or MFT record, so its content is read
+    /// through `extents` too, or, for NTFS resident data (no extents), from
+    /// the file the carve stage wrote to the case channel. Items without
+    /// recovered content are skipped.
+    fn feed_carved(
+        &self,
+        ctx: &StageContext<'_>,
+        reader: &rusqlite::Connection,
+        send: &dyn Fn(Job) -> Result<(), StageError>,
+    ) -> Result<(), StageError> {
+        type CarvedPage = Vec<(
+            i64,
+            i64,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        )>;
+        let mut after = (i64::MIN, i64::MIN);
+        loop {
+            let page: CarvedPage = {
+                let mut stmt = reader
+                    .prepare_cached(
+                        "SELECT offset, id, type, method, extents, case_path, name FROM carved_items
+                         WHERE (offset, id) > (?1, ?2)
+                           AND (?3 = 0 OR coalesce(kff, '') <> 'known')
+                         ORDER BY offset, id LIMIT 1000",
+                    )
+                    .map_err(sql_err)?;
+                let rows = stmt
+                    .query_map(
+                        rusqlite::params![after.0, after.1, self.o.skip_known],
+                        |r| {
+                            Ok((
+                                r.get(0)?,
+                                r.get(1)?,
+                                r.get(2)?,
+                                r.get(3)?,
+                                r.get(4)?,
+                                r.get(5)?,
+                                r.get(6)?,
+                            ))
+                        },
+                    )
+                    .map_err(sql_err)?;
+                rows.collect::<Result<_, _>>().map_err(sql_err)?
+            };
+            let Some(last) = page.last() else { break };
+            after = (last.0, last.1);
+            for (offset, id, kind, method, extents, case_path, name) in page {
+                let label = match name {
+                    Some(n) if method == "meta" => {
+                        format!("carved #{id} ({method} {kind} `{n}`, record at byte {offset})")
+                    }
+                    _ => format!("carved #{id} ({method} {kind} at byte {offset})"),
+                };
+                let problem = |message: String| {
+                    ctx.record(
+                        Severity::Error,
+                        Problem {
+                            item_kind: Some("carved"),
+                            item_id: Some(id),
+                            path: Some(label.clone()),
+                            message,
+                            ..Problem::default()
+                        },
+                    )
+                };
+                let bytes = match (extents, case_path) {
+                    (Some(e), _) => match parse_runs(&e) {
+                        Ok(r) => Bytes::Runs(r),
+                        Err(err) => {
+                            problem(format!("unreadable extents in carved_items: {err}"))?;
+                            continue;
+                        }
+                    },
+                    (None, Some(p)) => match self.read_case_file(ctx, &p) {
+                        Ok(b) => Bytes::Resident(b),
+                        Err(message) => {
+                            problem(message)?;
+                            continue;
+                        }
+                    },
+                    (None, None) => continue,
+                };
+                send(Job {
+                    kind: ItemKind::Carved,
+                    id,
+                    label,
+                    bytes,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A carved item's content from the case channel (NTFS resident data,
+    /// which has no place on the media of its own): at most `max_item_mib`.
+    fn read_case_file(&self, ctx: &StageContext<'_>, path: &str) -> Result<Vec<u8>, String> {
+        let file = ctx
+            .case
+            .open(path)
+            .map_err(|e| format!("carved content `{path}` could not be opened: {e}"))?;
+        let len = file
+            .len()
+            .map_err(|e| format!("carved content `{path}`: {e}"))?;
+        let cap = self.o.max_item_mib << 20;
+        if len > cap {
+            return Err(format!(
+                "carved content `{path}` of {len} bytes without extents is larger than max_item_mib; not indexed"
+            ));
+        }
+        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        let mut at = 0;
+        while at < buf.len() {
+            let n = file
+                .read_at(&mut buf[at..], at as u64)
+                .map_err(|e| format!("carved content `{path}`: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            at += n;
+        }
+        buf.truncate(at);
+        Ok(buf)
     }
 
     /// Unallocated clusters of every parsed file system, as items of at

@@ -1,20 +1,22 @@
 //! Text extraction: from an item's bytes to the text that is indexed.
 //!
 //! The format is found from the bytes (never the name): ZIP (and OOXML
-//! inside it), PDF, JPEG/PNG/GIF comments, e-mail (RFC 5322/MIME, mbox),
+//! inside it), gzip, PDF, JPEG/PNG/GIF comments, e-mail (RFC 5322/MIME, mbox),
 //! HTML, plain text in UTF-8, UTF-16 (with or without BOM) or Latin-1
 //! (Windows-1252), and otherwise printable strings of a binary item.
-//! Containers recurse: e-mail attachments, ZIP members and their members.
+//! Containers recurse: e-mail attachments, ZIP members, gzip content and
+//! their members.
 //!
 //! Memory is bounded per item: structured formats are parsed from a buffer
 //! of at most [`Limits::max_item_bytes`]; every byte produced by
-//! decompression or transfer decoding (Flate, ZIP members, base64,
+//! decompression or transfer decoding (Flate, ZIP members, gzip, base64,
 //! quoted-printable) counts against [`Limits::max_expansion`], and nesting
 //! stops at [`Limits::max_depth`], so a zip bomb or a recursive archive
 //! costs a bounded amount and is recorded as a problem. Plain text and
 //! binary strings are decoded as a stream ([`StreamDecoder`]), so their
 //! size is not limited at all.
 
+mod gzip;
 mod markup;
 mod media;
 mod mime;
@@ -79,6 +81,8 @@ pub enum Format {
     Zip,
     /// Word, Excel or PowerPoint (OOXML).
     Ooxml,
+    /// gzip-compressed content (decompressed and extracted in turn).
+    Gzip,
     /// PDF.
     Pdf,
     /// JPEG, PNG or GIF (comments and text chunks).
@@ -98,6 +102,7 @@ impl Format {
             Format::Mail => "mail",
             Format::Zip => "zip",
             Format::Ooxml => "ooxml",
+            Format::Gzip => "gzip",
             Format::Pdf => "pdf",
             Format::Image => "image",
             Format::Sqlite => "sqlite",
@@ -116,6 +121,9 @@ impl Format {
 pub fn sniff(head: &[u8]) -> Format {
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         return Format::Zip;
+    }
+    if gzip::is_gzip(head) {
+        return Format::Gzip;
     }
     if memchr::memmem::find(&head[..head.len().min(1024)], b"%PDF-").is_some() {
         return Format::Pdf;
@@ -237,6 +245,42 @@ impl<'a> Extraction<'a> {
         cap.min(usize::try_from(self.expansion_left).unwrap_or(usize::MAX))
     }
 
+    /// Decode a member (ZIP member, gzip content, PDF stream) at nesting
+    /// `depth` into a buffer of at most [`Self::member_cap`] bytes, counted
+    /// against the expansion cap. A read error (broken deflate data, a CRC
+    /// mismatch) and a member larger than the cap are recorded with `what`
+    /// named; what was decoded before either is returned. `None` once the
+    /// expansion cap is exhausted.
+    pub fn read_member(
+        &mut self,
+        reader: &mut dyn std::io::Read,
+        depth: u32,
+        what: &str,
+    ) -> Option<Vec<u8>> {
+        let cap = self.member_cap(depth);
+        let mut buf = Vec::new();
+        let read = std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut *reader, cap as u64 + 1),
+            &mut buf,
+        );
+        if let Err(e) = read {
+            self.problem(format!(
+                "broken {what}: {e}; text of its intact part is kept"
+            ));
+        }
+        let over = buf.len() > cap;
+        buf.truncate(cap);
+        if !self.expand(buf.len() as u64) {
+            return None;
+        }
+        if over {
+            self.problem(format!(
+                "{what} inflates beyond the {cap}-byte member cap (possible decompression bomb); only its start is extracted"
+            ));
+        }
+        Some(buf)
+    }
+
     /// Extract an in-memory item (or member) at nesting `depth`; returns the
     /// format found.
     pub fn extract(&mut self, data: &[u8], depth: u32) -> Format {
@@ -256,6 +300,11 @@ impl<'a> Extraction<'a> {
                 let f = zipx::extract(self, data, depth);
                 self.separate();
                 f
+            }
+            Format::Gzip => {
+                gzip::extract(self, data, depth);
+                self.separate();
+                Format::Gzip
             }
             Format::Pdf => {
                 pdf::extract(self, data, depth);
@@ -328,6 +377,7 @@ mod tests {
     fn formats_are_sniffed_from_content() {
         assert_eq!(sniff(b"PK\x03\x04rest"), Format::Zip);
         assert_eq!(sniff(b"%PDF-1.4\n"), Format::Pdf);
+        assert_eq!(sniff(b"\x1f\x8b\x08\0\0\0\0\0"), Format::Gzip);
         assert_eq!(sniff(b"\xFF\xD8\xFF\xE0"), Format::Image);
         assert_eq!(sniff(b"hello world, plain text\n"), Format::Text);
         assert_eq!(
@@ -362,8 +412,9 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        let heads: [&[u8]; 8] = [
+        let heads: [&[u8]; 9] = [
             b"PK\x03\x04",
+            b"\x1f\x8b\x08\0\0\0\0\0\0\x03",
             b"%PDF-1.4\n1 0 obj\n<< /Filter /FlateDecode /Length 99 >>\nstream\n",
             b"\xFF\xD8\xFF\xFE\x00\x10",
             b"\x89PNG\r\n\x1a\n",

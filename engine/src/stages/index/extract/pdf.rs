@@ -10,10 +10,9 @@
 
 use super::Extraction;
 use super::text::push_latin1;
-use std::io::Read;
 
 /// Extract a PDF held in memory.
-pub fn extract(x: &mut Extraction<'_>, data: &[u8], _depth: u32) {
+pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
     let mut pos = 0;
     let mut outside_start = 0;
     while let Some(found) = memchr::memmem::find(&data[pos..], b"stream") {
@@ -45,7 +44,7 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], _depth: u32) {
             }
         };
         let raw = &data[start..end];
-        stream(x, dict, raw, start);
+        stream(x, dict, raw, start, depth);
         pos = end;
         outside_start = end;
         if x.expansion_left() == 0 {
@@ -79,7 +78,7 @@ fn direct_length(dict: &[u8]) -> Option<usize> {
 }
 
 /// Decode one stream and take text from it when it is a content stream.
-fn stream(x: &mut Extraction<'_>, dict: &[u8], raw: &[u8], offset: usize) {
+fn stream(x: &mut Extraction<'_>, dict: &[u8], raw: &[u8], offset: usize, depth: u32) {
     let has = |name: &[u8]| memchr::memmem::find(dict, name).is_some();
     if has(b"/Subtype /Image") || has(b"/Subtype/Image") || has(b"/DCTDecode") || has(b"/JPXDecode")
     {
@@ -93,17 +92,11 @@ fn stream(x: &mut Extraction<'_>, dict: &[u8], raw: &[u8], offset: usize) {
     }
     let decoded;
     let content: &[u8] = if flate {
-        let cap = x.expansion_left();
-        let mut out = Vec::new();
-        let mut z = flate2::read::ZlibDecoder::new(raw).take(cap.saturating_add(1));
-        if let Err(e) = z.read_to_end(&mut out) {
-            x.problem(format!(
-                "broken Flate stream at byte {offset}: {e}; text of its intact part is kept"
-            ));
-        }
-        if !x.expand(out.len() as u64) {
-            out.truncate(usize::try_from(cap).unwrap_or(out.len()));
-        }
+        let mut z = flate2::read::ZlibDecoder::new(raw);
+        let what = format!("Flate stream at byte {offset}");
+        let Some(out) = x.read_member(&mut z, depth + 1, &what) else {
+            return;
+        };
         decoded = out;
         &decoded
     } else {
@@ -114,11 +107,61 @@ fn stream(x: &mut Extraction<'_>, dict: &[u8], raw: &[u8], offset: usize) {
     }
 }
 
+/// Where text is drawn, enough to tell whether two pieces of text are
+/// one run of a line: the current transformation (uniform scale and
+/// translation; rotation and skew are rare in text and ignored) and the
+/// text matrix.
+#[derive(Clone, Copy)]
+struct Ctm {
+    scale: f64,
+    e: f64,
+    f: f64,
+}
+
+/// The last text shown, in user space.
+struct Shown {
+    y: f64,
+    start_x: f64,
+    end_x: f64,
+    em: f64,
+    /// In an earlier text object (`BT` ... `ET`) than the current one.
+    closed: bool,
+}
+
+/// Average glyph advance as a share of the font size: text widths are
+/// estimated without reading font metrics.
+const AVERAGE_ADVANCE: f64 = 0.5;
+
 /// The text shown by a content stream.
+///
+/// Producers split a line into several text objects (a run per style or
+/// hyperlink: Word writes `(user_doc) Tj ET ... BT (@example.com) Tj`),
+/// so a text object that starts about where the previous one ended on the
+/// same baseline continues it without a separator, as `pdftotext` joins
+/// them. Widths are estimated ([`AVERAGE_ADVANCE`]), not measured, so
+/// only that case is joined: text repositioned inside one object (`Td`,
+/// per-word placement) or further along the line gets a space, text on
+/// another line a line break.
 fn text_operators(x: &mut Extraction<'_>, content: &[u8]) {
     let mut out = String::new();
     let mut operands: Vec<Vec<u8>> = Vec::new();
+    let mut nums: Vec<f64> = Vec::new();
     let mut array: Option<Vec<u8>> = None;
+    let identity = Ctm {
+        scale: 1.0,
+        e: 0.0,
+        f: 0.0,
+    };
+    let mut ctm = identity;
+    let mut saved: Vec<Ctm> = Vec::new();
+    let mut unsaved = 0usize;
+    // Text line matrix (scale, x, y) and the x the next glyph goes to.
+    let mut tm = (1.0f64, 0.0f64, 0.0f64);
+    let mut cur_x = 0.0f64;
+    // Whether the text position was set since the last text shown.
+    let mut moved = true;
+    let mut font_size = 1.0f64;
+    let mut last: Option<Shown> = None;
     let mut i = 0;
     while i < content.len() {
         let c = content[i];
@@ -153,19 +196,29 @@ fn text_operators(x: &mut Extraction<'_>, content: &[u8]) {
             b'%' => {
                 i = memchr::memchr2(b'\n', b'\r', &content[i..]).map_or(content.len(), |e| i + e);
             }
-            b'-' | b'.' | b'0'..=b'9' => {
+            b'-' | b'+' | b'.' | b'0'..=b'9' => {
                 let start = i;
-                while i < content.len() && matches!(content[i], b'-' | b'.' | b'0'..=b'9') {
+                while i < content.len() && matches!(content[i], b'-' | b'+' | b'.' | b'0'..=b'9') {
                     i += 1;
                 }
-                // A large negative kerning inside TJ is a word space.
-                if let Some(a) = &mut array
-                    && let Ok(n) = std::str::from_utf8(&content[start..i])
-                        .unwrap_or("0")
-                        .parse::<f64>()
-                    && n <= -200.0
-                {
-                    a.push(b' ');
+                let n = std::str::from_utf8(&content[start..i])
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .filter(|n| n.is_finite())
+                    .unwrap_or(0.0);
+                match &mut array {
+                    // A large negative kerning inside TJ is a word space.
+                    Some(a) => {
+                        if n <= -200.0 {
+                            a.push(b' ');
+                        }
+                    }
+                    None => {
+                        if nums.len() >= 16 {
+                            nums.remove(0);
+                        }
+                        nums.push(n);
+                    }
                 }
             }
             c if c.is_ascii_alphabetic() || c == b'\'' || c == b'"' || c == b'*' => {
@@ -176,19 +229,102 @@ fn text_operators(x: &mut Extraction<'_>, content: &[u8]) {
                     i += 1;
                 }
                 let op = &content[start..i];
+                // The last `n` numeric operands.
+                let arg = |n: usize, k: usize| -> f64 {
+                    nums.len()
+                        .checked_sub(n)
+                        .and_then(|b| nums.get(b + k))
+                        .copied()
+                        .unwrap_or(0.0)
+                };
                 match op {
-                    b"Tj" | b"TJ" | b"'" | b"\"" => {
-                        if op != b"Tj" && op != b"TJ" {
-                            out.push('\n');
-                        }
-                        if let Some(s) = operands.last() {
-                            push_pdf_string(s, &mut out);
+                    // Nesting is capped; saves past the cap are counted so
+                    // their restores do not pop an outer state.
+                    b"q" if saved.len() < 64 => saved.push(ctm),
+                    b"q" => unsaved += 1,
+                    b"Q" if unsaved > 0 => unsaved -= 1,
+                    b"Q" => ctm = saved.pop().unwrap_or(identity),
+                    b"cm" if nums.len() >= 6 => {
+                        let (a, e, f) = (arg(6, 0), arg(6, 4), arg(6, 5));
+                        ctm = Ctm {
+                            scale: a * ctm.scale,
+                            e: e * ctm.scale + ctm.e,
+                            f: f * ctm.scale + ctm.f,
+                        };
+                    }
+                    b"BT" => {
+                        tm = (1.0, 0.0, 0.0);
+                        cur_x = 0.0;
+                        moved = true;
+                    }
+                    b"ET" => {
+                        if let Some(l) = &mut last {
+                            l.closed = true;
                         }
                     }
-                    b"T*" | b"Td" | b"TD" | b"Tm" | b"ET" => out.push('\n'),
+                    b"Tm" if nums.len() >= 6 => {
+                        tm = (arg(6, 0), arg(6, 4), arg(6, 5));
+                        cur_x = tm.1;
+                        moved = true;
+                    }
+                    b"Td" | b"TD" if nums.len() >= 2 => {
+                        tm.1 += arg(2, 0) * tm.0;
+                        tm.2 += arg(2, 1) * tm.0;
+                        cur_x = tm.1;
+                        moved = true;
+                    }
+                    b"Tf" if !nums.is_empty() => font_size = arg(1, 0),
+                    b"T*" => {
+                        // The next line: below, by an unknown leading.
+                        tm.2 -= font_size.abs().max(1.0) * tm.0;
+                        cur_x = tm.1;
+                        moved = true;
+                    }
+                    b"Tj" | b"TJ" | b"'" | b"\"" => {
+                        if op == b"'" || op == b"\"" {
+                            tm.2 -= font_size.abs().max(1.0) * tm.0;
+                            cur_x = tm.1;
+                            moved = true;
+                        }
+                        if let Some(s) = operands.last() {
+                            let em = (font_size * tm.0 * ctm.scale).abs();
+                            let at_x = ctm.e + ctm.scale * cur_x;
+                            let at_y = ctm.f + ctm.scale * tm.2;
+                            if let Some(prev) = &last {
+                                let tolerance = 0.3 * prev.em.max(em).max(0.01);
+                                let same_line = (at_y - prev.y).abs() < tolerance;
+                                let continues = at_x
+                                    >= prev.start_x + (prev.end_x - prev.start_x) / 2.0
+                                    && at_x <= prev.end_x + tolerance;
+                                if !same_line {
+                                    out.push('\n');
+                                } else if !moved {
+                                    // The next glyphs of the same run.
+                                } else if !(prev.closed && continues) {
+                                    out.push(' ');
+                                }
+                            }
+                            push_pdf_string(s, &mut out);
+                            let width = s.len() as f64 * AVERAGE_ADVANCE * em;
+                            // The text matrix advances with the glyphs, so
+                            // a following Tj in this object continues here.
+                            if ctm.scale != 0.0 {
+                                cur_x += width / ctm.scale;
+                            }
+                            moved = false;
+                            last = Some(Shown {
+                                y: at_y,
+                                start_x: at_x,
+                                end_x: at_x + width,
+                                em,
+                                closed: false,
+                            });
+                        }
+                    }
                     _ => {}
                 }
                 operands.clear();
+                nums.clear();
                 if out.len() >= 64 * 1024 {
                     x.emit(&out);
                     out.clear();
@@ -197,6 +333,7 @@ fn text_operators(x: &mut Extraction<'_>, content: &[u8]) {
             _ => i += 1,
         }
     }
+    out.push('\n');
     x.emit(&out);
 }
 
@@ -347,6 +484,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn runs_split_into_text_objects_join_words_do_not() {
+        // As Word for Mac writes a hyperlink: one text object per run,
+        // each placed by `cm` where the previous one ended.
+        let word = b"q 0.24 0 0 0.24 90 708.96 cm BT 50 0 0 50 0 0 Tm /F1.0 1 Tf (mail: ) Tj ET Q \
+            q 0.24 0 0 0.24 171.3227 708.96 cm BT 50 0 0 50 0 0 Tm /F1.0 1 Tf (user_doc) Tj ET Q \
+            q 0.24 0 0 0.24 214.6423 708.96 cm BT 50 0 0 50 0 0 Tm /F1.0 1 Tf (_pdf) Tj ET Q \
+            q 0.24 0 0 0.24 236.6382 708.96 cm BT 50 0 0 50 0 0 Tm /F1.0 1 Tf (@example.com) Tj ET Q \
+            q 0.24 0 0 0.24 90 690 cm BT 50 0 0 50 0 0 Tm /F1.0 1 Tf (next) Tj ET Q";
+        let (text, _) = run(&pdf_with(word, true));
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(
+            words[3..],
+            ["mail:", "user_doc_pdf@example.com", "next"],
+            "{text:?}"
+        );
+        // Words placed one by one inside a text object stay apart, and
+        // objects far apart on a line too.
+        let placed = b"BT /F1 12 Tf 72 700 Td (alpha) Tj 40 0 Td (beta) Tj 0 -14 Td (gamma) Tj ET \
+            BT /F1 12 Tf 300 686 Td (delta) Tj ET";
+        let (text, _) = run(&pdf_with(placed, false));
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(words[3..], ["alpha", "beta", "gamma", "delta"], "{text:?}");
     }
 
     #[test]

@@ -10,7 +10,6 @@
 
 use super::markup;
 use super::{Extraction, Format};
-use std::io::Read;
 
 /// OOXML parts that hold a document's text (others are styles, rels...).
 fn ooxml_text_part(name: &str) -> bool {
@@ -92,25 +91,11 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) -> Format {
             x.emit(&name);
             x.separate();
         }
-        let cap = x.member_cap(depth + 1);
-        let mut buf = Vec::new();
-        let limit = cap as u64 + 1;
-        let read = (&mut member).take(limit).read_to_end(&mut buf);
-        drop(member);
-        if let Err(e) = read {
-            // A CRC mismatch or a broken deflate stream: index what came out.
-            x.problem(format!("ZIP member `{name}`: {e}"));
-        }
-        let over = buf.len() as u64 > cap as u64;
-        buf.truncate(cap);
-        if !x.expand(buf.len() as u64) {
+        let what = format!("ZIP member `{name}`");
+        let Some(buf) = x.read_member(&mut member, depth + 1, &what) else {
             break;
-        }
-        if over {
-            x.problem(format!(
-                "ZIP member `{name}` inflates beyond the {cap}-byte member cap (possible zip bomb); only its start is extracted"
-            ));
-        }
+        };
+        drop(member);
         if ooxml && name.to_ascii_lowercase().ends_with(".xml") {
             markup::xml_to_text(x, &buf);
         } else {

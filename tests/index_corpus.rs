@@ -1,0 +1,229 @@
+//! The index stage against corpus-gen ground truth: every planted keyword
+//! query returns exactly the manifest's items (allocated files and intact
+//! deleted files; deleted files whose content is not intact may or may not
+//! hold their token, and are the only extras allowed), tokens planted
+//! across cluster and fragment boundaries are found through file-level
+//! extraction, and the whole index content (every item's words) is the
+//! same with 1 and 2 threads. With the carve stage, intact carvable items'
+//! tokens are found in carved items too.
+
+mod common;
+mod index_support;
+
+use caseload_corpus::manifest::Manifest;
+use index_support::{Hit, run, search};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn corpus(dir: &Path, size: &str, seed: &str) -> (PathBuf, Manifest) {
+    let out = common::caseload()
+        .args([
+            "corpus", "--size", size, "--seed", seed, "--decoys", "100", "--out",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: Manifest =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    (dir.join("image.dd"), manifest)
+}
+
+/// files.id by (path, deleted).
+fn file_ids(case: &Path) -> BTreeMap<(String, bool), i64> {
+    let conn = rusqlite::Connection::open(case.join("case.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT path, allocated, id FROM files")
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                (r.get::<_, String>(0)?, !r.get::<_, bool>(1)?),
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn check_keywords(manifest: &Manifest, case: &Path, label: &str) {
+    let ids = file_ids(case);
+    let id_of = |tsk_path: &str, deleted: bool| -> i64 {
+        *ids.get(&(tsk_path.to_string(), deleted))
+            .unwrap_or_else(|| panic!("{label}: {tsk_path} not in the files table"))
+    };
+    // Files whose content the manifest does not vouch for.
+    let unvouched: BTreeSet<i64> = manifest
+        .files
+        .iter()
+        .filter(|f| !f.intact && f.deleted)
+        .map(|f| id_of(&f.tsk_path, f.deleted))
+        .collect();
+    let mut expected: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
+    let (mut cluster, mut fragment, mut deleted) = (0, 0, 0);
+    for f in &manifest.files {
+        for k in &f.keywords {
+            let set = expected.entry(k.token.as_str()).or_default();
+            if f.intact {
+                set.insert(id_of(&f.tsk_path, f.deleted));
+                cluster += k.raw.iter().filter(|o| o.crosses_cluster_boundary).count();
+                fragment += k.raw.iter().filter(|o| o.crosses_fragment_boundary).count();
+                deleted += usize::from(f.deleted);
+            }
+        }
+    }
+    assert!(expected.len() >= 10, "{label}: the corpus plants keywords");
+    assert!(
+        cluster > 0,
+        "{label}: no token crosses a cluster boundary; the test would prove nothing"
+    );
+    eprintln!(
+        "{label}: {} tokens; intact occurrences crossing clusters {cluster}, fragments {fragment}; in deleted files {deleted}",
+        expected.len()
+    );
+    for (token, want) in &expected {
+        let got = search(case, token, false);
+        let files: BTreeSet<i64> = got
+            .iter()
+            .filter(|h| h.kind == "file")
+            .map(|h| h.id)
+            .collect();
+        let missing: Vec<_> = want.difference(&files).collect();
+        assert!(
+            missing.is_empty(),
+            "{label}: {token} not found in files {missing:?} (got {got:?})"
+        );
+        let extra: Vec<_> = files
+            .difference(want)
+            .filter(|id| !unvouched.contains(id))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{label}: {token} found in unexpected files {extra:?}"
+        );
+        assert!(got.iter().all(|h| h.hits >= 1));
+    }
+}
+
+/// Every item's words: a regex over all extracted text, as search prints it.
+fn whole_index(case: &Path) -> Vec<Hit> {
+    let mut all = search(case, r"[A-Za-z0-9@._-]{3,}", true);
+    all.sort();
+    all
+}
+
+#[test]
+fn planted_keywords_are_found_exactly_and_threads_do_not_matter() {
+    let work = tempfile::tempdir().unwrap();
+    let (image, manifest) = corpus(&work.path().join("c48"), "48MiB", "21");
+    let case1 = run(&image, "filesystem,file-hash,index", "1", &[]);
+    check_keywords(&manifest, case1.path(), "48MiB 1 thread");
+    let case2 = run(&image, "filesystem,file-hash,index", "2", &[]);
+    check_keywords(&manifest, case2.path(), "48MiB 2 threads");
+    let a = whole_index(case1.path());
+    let b = whole_index(case2.path());
+    assert!(
+        a.len() > 50,
+        "the index holds the corpus' items ({})",
+        a.len()
+    );
+    assert_eq!(a, b, "index content differs between 1 and 2 threads");
+
+    // With the carve stage, intact contiguous carvable items are found as
+    // carved items.
+    let case3 = run(&image, "filesystem,file-hash,carve,index", "2", &[]);
+    check_keywords(&manifest, case3.path(), "48MiB with carving");
+    let conn = rusqlite::Connection::open(case3.path().join("case.sqlite")).unwrap();
+    let mut carved_tokens = 0;
+    for item in manifest.carvable.iter().filter(|c| c.contiguous) {
+        let carved: Vec<i64> = {
+            let mut stmt = conn
+                .prepare("SELECT id FROM carved_items WHERE offset = ?1 AND length = ?2")
+                .unwrap();
+            stmt.query_map([item.offset as i64, item.length as i64], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let Some(&id) = carved.first() else { continue };
+        for k in &item.keywords {
+            carved_tokens += 1;
+            let got = search(case3.path(), &k.token, false);
+            assert!(
+                got.iter().any(|h| h.kind == "carved" && h.id == id),
+                "{}: carved item {id} at {} not found (got {got:?})",
+                k.token,
+                item.offset
+            );
+        }
+    }
+    eprintln!("{carved_tokens} tokens of intact carvable items checked in carved items");
+    assert!(
+        carved_tokens > 0,
+        "no carvable item with tokens was carved; the check proved nothing"
+    );
+}
+
+#[test]
+fn unallocated_space_and_slack_options_add_items() {
+    let work = tempfile::tempdir().unwrap();
+    let (image, manifest) = corpus(&work.path().join("c48"), "48MiB", "21");
+    let case = run(
+        &image,
+        "filesystem,index",
+        "2",
+        &[
+            "--stage-option",
+            "index.unallocated=true",
+            "--stage-option",
+            "index.slack=true",
+        ],
+    );
+    // Residue (content with no entry anywhere) is found in unallocated space.
+    let mut residue_tokens = 0;
+    for item in manifest
+        .carvable
+        .iter()
+        .filter(|c| c.contiguous && c.source == caseload_corpus::manifest::CarveSource::Residue)
+    {
+        for k in item.keywords.iter().filter(|k| {
+            k.raw
+                .iter()
+                .any(|o| o.disk_offset.is_some() && !o.overwritten)
+        }) {
+            residue_tokens += 1;
+            let got = search(case.path(), &k.token, false);
+            assert!(
+                got.iter().any(|h| h.kind == "unallocated"
+                    && (h.id as u64) <= item.offset
+                    && item.offset < h.id as u64 + (16 << 20)),
+                "{} of residue at {} not found in unallocated space: {got:?}",
+                k.token,
+                item.offset
+            );
+        }
+    }
+    assert!(residue_tokens > 0, "the corpus has residue with tokens");
+    let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
+    let summary: String = conn
+        .query_row(
+            "SELECT summary FROM stage_runs WHERE stage = 'index'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert!(s["items_indexed"].as_u64().unwrap() > 0, "{s}");
+    let slack: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM files WHERE slack IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(slack > 0);
+}
