@@ -396,7 +396,11 @@ mod tests {
             };
             let (mut ok, mut bad) = (0, 0);
             for (n, l) in text.split(|&b| b == b'\n').enumerate() {
-                let t: Vec<u8> = l.iter().skip_while(|b| b.is_ascii_whitespace()).copied().collect();
+                let t: Vec<u8> = l
+                    .iter()
+                    .skip_while(|b| b.is_ascii_whitespace())
+                    .copied()
+                    .collect();
                 let body = t.strip_prefix(b"#").unwrap_or(&t);
                 let fields: Vec<&[u8]> = body
                     .split(|b| b.is_ascii_whitespace())
@@ -423,7 +427,10 @@ mod tests {
                     Err(e) => panic!("{path}: {e}"),
                 }
             }
-            assert!(ok > 20 && bad * 10 < ok, "{path}: {ok} parsed, {bad} refused");
+            assert!(
+                ok > 20 && bad * 10 < ok,
+                "{path}: {ok} parsed, {bad} refused"
+            );
         }
     }
 }

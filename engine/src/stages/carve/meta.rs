@@ -304,7 +304,10 @@ fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
         return Slot::Garbage;
     }
     let size = le32(s, 28);
-    if attr & ATTR_DIRECTORY != 0 && size != 0 {
+    // Directories record size 0, but some writers store their byte count
+    // (DFTT #6's deleted `dir1` says 1024), which TSK ignores; only a
+    // count that is no whole number of entries marks noise.
+    if attr & ATTR_DIRECTORY != 0 && size % 32 != 0 {
         return Slot::Garbage;
     }
     if size > 0 && cluster == 0 {
@@ -401,9 +404,30 @@ impl LongName {
 
     /// The name, when the pieces belong to the short entry `name11`.
     fn name_for(&self, name11: &[u8]) -> Option<String> {
-        if self.pieces.is_empty() || lfn_checksum(name11) != self.checksum {
+        if self.pieces.is_empty() {
             return None;
         }
+        let name = self.text()?;
+        if lfn_checksum(name11) == self.checksum {
+            return Some(name);
+        }
+        // Deletion overwrote the short name's first byte, over which the
+        // checksum was taken. Windows derives that byte from the long
+        // name's first usable character, upper-cased: try that one.
+        if name11.first() != Some(&DELETED) {
+            return None;
+        }
+        let first = name
+            .chars()
+            .find(|&c| c != '.' && c != ' ')
+            .filter(char::is_ascii)?;
+        let mut restored = name11.to_vec();
+        restored[0] = first.to_ascii_uppercase() as u8;
+        (lfn_checksum(&restored) == self.checksum).then_some(name)
+    }
+
+    /// The long name the pieces spell.
+    fn text(&self) -> Option<String> {
         let mut units: Vec<u16> = self
             .pieces
             .iter()
@@ -942,6 +966,37 @@ mod tests {
         p.sector(&sector, 8192, None, Report::All, &mut |r| all.push(r));
         assert_eq!(all.len(), 2);
         assert_eq!(all[1].name, "LIVE.TXT");
+        // A deleted directory that records its byte count (as DFTT #6's
+        // `dir1` does) still makes a directory sector.
+        sector[128..160].copy_from_slice(&entry(b"\xE5IR1       ", 0x10, 13, 1024));
+        assert!(is_dir_sector(&sector, None));
+        sector[128..160].copy_from_slice(&entry(b"\xE5IR1       ", 0x10, 13, 1000));
+        assert!(!is_dir_sector(&sector, None));
+    }
+
+    #[test]
+    fn deleted_long_names_match_through_their_lost_first_byte() {
+        // The checksum was taken over `SEE201~2JPG`; deletion made it
+        // `\xE5EE201~2JPG`.
+        let ck = lfn_checksum(b"SEE201~2JPG");
+        let mut sector = vec![0u8; 512];
+        sector[..32].copy_from_slice(&lfn(0xE5, ck, "8.jpg"));
+        sector[32..64].copy_from_slice(&lfn(0xE5, ck, "See 2016-06-0"));
+        sector[64..96].copy_from_slice(&entry(b"\xE5EE201~2JPG", 0x20, 7, 91602));
+        let mut got = Vec::new();
+        FatSectorParser::default()
+            .sector(&sector, 0, None, Report::DeletedOnly, &mut |r| got.push(r));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].name, "See 2016-06-08.jpg");
+        assert_eq!(got[0].note, None);
+        // Slots of another name do not attach.
+        let other = lfn_checksum(b"TEE201~2JPG");
+        sector[..32].copy_from_slice(&lfn(0xE5, other, "8.jpg"));
+        sector[32..64].copy_from_slice(&lfn(0xE5, other, "See 2016-06-0"));
+        let mut got = Vec::new();
+        FatSectorParser::default()
+            .sector(&sector, 0, None, Report::DeletedOnly, &mut |r| got.push(r));
+        assert_eq!(got[0].name, "_EE201~2.JPG");
     }
 
     #[test]

@@ -174,6 +174,32 @@ fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
     }))
 }
 
+/// The header search of the built-in signatures over one block, exactly
+/// as the scan's reader threads run it; public for the `carve_scan`
+/// criterion bench, which measures the scanner alone.
+#[derive(Debug)]
+pub struct HeaderScanner(HeaderSearch);
+
+impl HeaderScanner {
+    /// The search for every built-in signature, at sector starts only
+    /// (`aligned`) or at every byte.
+    pub fn builtin(aligned: bool) -> Result<Self, String> {
+        let patterns = signatures::builtin(&Format::ALL)
+            .into_iter()
+            .map(|s| s.header)
+            .collect();
+        HeaderSearch::new(patterns, aligned.then_some(scan::SECTOR)).map(HeaderScanner)
+    }
+
+    /// Header hits in `block`, whose first byte is at media offset
+    /// `offset` (alignment is judged on the media).
+    pub fn count(&self, block: &[u8], offset: u64) -> usize {
+        let mut n = 0;
+        self.0.find(block, offset, 0..block.len(), |_, _| n += 1);
+        n
+    }
+}
+
 /// The carve stage.
 pub struct Carve {
     scope: Scope,

@@ -519,12 +519,14 @@ impl Consumer<'_, '_> {
                 o.last_mark = Some(m);
             }
             if !accepted {
-                if o.probation.len() > PROBATION {
+                if o.probation.len() <= PROBATION {
+                    return true;
+                }
+                if !o.delim.outlasts_probation() {
                     // Too long without proving itself.
                     self.reject(k, from);
                     return false;
                 }
-                return true;
             }
             self.accept(k);
             return true;

@@ -46,6 +46,9 @@ struct Walker {
     images: u32,
     blocks: u32,
     image_size: (u16, u16),
+    /// The first block began as a GIF block does: an extension with a
+    /// defined label or an image with a valid code size.
+    known_block: bool,
 }
 
 impl Walker {
@@ -59,6 +62,7 @@ impl Walker {
             images: 0,
             blocks: 0,
             image_size: (0, 0),
+            known_block: false,
         }
     }
 
@@ -124,6 +128,10 @@ impl Walker {
                     }
                 }
                 State::ExtLabel => {
+                    // Graphic control, comment, plain text, application.
+                    if matches!(data[i], 0xF9 | 0xFE | 0x01 | 0xFF) {
+                        self.known_block = true;
+                    }
                     i += 1;
                     self.state = State::SubLen { image: false };
                 }
@@ -143,6 +151,7 @@ impl Walker {
                     if !(2..=11).contains(&c) {
                         return Err((at, format!("LZW minimum code size {c}")));
                     }
+                    self.known_block = true;
                     on(Event::Image(self.image_size.0, self.image_size.1, c));
                     self.images += 1;
                     self.state = State::SubLen { image: true };
@@ -234,8 +243,11 @@ impl Delimiter for GifDelimiter {
     }
 
     fn accepted(&self) -> bool {
-        // A first block followed its sub-block chain to the terminator.
-        self.walker.blocks >= 1 || self.walker.state == State::Done
+        // The header, screen descriptor and colour table led to a block
+        // that starts as GIF blocks do (text that merely says `GIF89a`
+        // fails at the introducer or label). Waiting for the first block
+        // to end would not do: a comment can run for hundreds of KiB.
+        self.walker.known_block || self.walker.blocks >= 1 || self.walker.state == State::Done
     }
 }
 
@@ -453,6 +465,30 @@ mod tests {
         g.push(0);
         g.push(0x3B);
         g
+    }
+
+    #[test]
+    fn a_long_comment_first_does_not_delay_acceptance() {
+        let g = tiny_gif();
+        let at = g.windows(2).position(|w| w == b"\x21\xFE").unwrap();
+        let mut data = g[..at].to_vec();
+        data.extend_from_slice(b"\x21\xFE");
+        for _ in 0..800 {
+            data.push(255);
+            data.extend(std::iter::repeat_n(b'c', 255));
+        }
+        data.push(0);
+        let tail = at + 2 + 5;
+        data.extend_from_slice(&g[tail..]);
+        let mut d = GifDelimiter::new();
+        assert_eq!(d.feed(&data[..at + 3]), Step::More);
+        assert!(d.accepted());
+        let (len, v) = end_of(&mut GifDelimiter::new(), &data, 1000);
+        assert_eq!((len, v), (data.len() as u64, Validation::Valid));
+        // Text naming the format is not a GIF.
+        let mut d = GifDelimiter::new();
+        let text = b"GIF89a images are smaller! they say";
+        assert!(!matches!(d.feed(text), Step::More) || !d.accepted());
     }
 
     #[test]

@@ -341,7 +341,16 @@ struct Checks {
     problem: Option<(u64, String)>,
     ended: Option<u64>,
     first_marker: bool,
+    /// Well-formed marker segments so far.
+    segments: u32,
 }
+
+/// Chained well-formed segments that prove a JPEG before its scan: each
+/// length must land on `FF` and a marker legal in its place, which data
+/// that is not a JPEG does about once in thousands of tries, so four in a
+/// row are proof. Needed because a header may hold megabytes of APPn/COM
+/// segments (camera makers' notes, padding) before the frame header.
+const PROVING_SEGMENTS: u32 = 4;
 
 impl JpegDelimiter {
     /// A delimiter for an item starting at `FF D8 FF`.
@@ -357,6 +366,7 @@ impl JpegDelimiter {
                 problem: None,
                 ended: None,
                 first_marker: true,
+                segments: 0,
             },
         }
     }
@@ -411,6 +421,10 @@ impl Checks {
                     0xDC if self.phase == Phase::AfterScan => {}
                     0xF0..=0xFD | 0xDE | 0xDF if self.phase == Phase::BeforeFrame => {}
                     _ => return bad(self, format!("marker 0x{m:02X} out of place")),
+                }
+                self.segments += 1;
+                if self.segments >= PROVING_SEGMENTS {
+                    self.accepted = true;
                 }
                 true
             }
@@ -486,6 +500,12 @@ impl Delimiter for JpegDelimiter {
 
     fn accepted(&self) -> bool {
         self.checks.accepted
+    }
+
+    fn outlasts_probation(&self) -> bool {
+        // A legal first marker and an unbroken segment chain so far: real
+        // files carry long APPn/COM runs before the frame header.
+        !self.checks.first_marker && self.checks.problem.is_none()
     }
 }
 
@@ -1054,6 +1074,30 @@ pub(crate) mod tests {
                 "chunk {chunk}"
             );
         }
+    }
+
+    #[test]
+    fn long_comment_runs_before_the_frame_prove_the_item() {
+        // 1 MiB of COM segments before the frame, as corpus-gen pads its
+        // JPEGs: the item is accepted long before its scan.
+        let j = tiny_jpeg();
+        let mut data = j[..2].to_vec();
+        for _ in 0..16 {
+            data.extend_from_slice(&[0xFF, 0xFE, 0xFF, 0xFF]);
+            data.extend(std::iter::repeat_n(0xA5u8, 0xFFFD));
+        }
+        data.extend_from_slice(&j[2..]);
+        let mut d = JpegDelimiter::new();
+        assert_eq!(d.feed(&data[..4 * 0x10001 + 8]), Step::More);
+        assert!(d.accepted());
+        let (len, v) = end_of(&mut JpegDelimiter::new(), &data, 4096);
+        assert_eq!((len, v), (data.len() as u64, Validation::Valid));
+        // One segment is not proof, but a chain that holds so far may
+        // outlast the probation buffer.
+        let mut d = JpegDelimiter::new();
+        assert_eq!(d.feed(&data[..0x10001 + 8]), Step::More);
+        assert!(!d.accepted());
+        assert!(d.outlasts_probation());
     }
 
     #[test]

@@ -137,6 +137,15 @@ pub trait Delimiter: Send {
     /// Whether the item is real (probation is over).
     fn accepted(&self) -> bool;
 
+    /// Whether an item whose probation buffer is full, but not yet
+    /// proved, should be accepted rather than dropped: its structure has
+    /// held so far and only runs long before it can be proved (a JPEG's
+    /// megabytes of APPn/COM segments before its frame header). If it
+    /// breaks later, it ends `invalid`.
+    fn outlasts_probation(&self) -> bool {
+        false
+    }
+
     /// The latest length at which the item may end, when the end can only
     /// be confirmed by looking further (PDF incremental updates, a line end
     /// after `</html>`, scalpel's REVERSE footers).

@@ -44,6 +44,23 @@ fn startxref_before(b: &[u8]) -> Option<u64> {
     (k < end && b[..k].ends_with(b"startxref")).then_some(n)
 }
 
+/// The digits after leading whitespace of `text`.
+fn leading_digits(text: &[u8]) -> Vec<u8> {
+    text.iter()
+        .copied()
+        .skip_while(|&c| is_ws(c))
+        .take_while(u8::is_ascii_digit)
+        .collect()
+}
+
+/// A decimal number of at most 19 digits.
+fn parse_digits(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 /// When `b` ends with `N G ` (the bytes before an `obj` keyword), the
 /// offset in `b` where `N` starts.
 fn object_header_before(b: &[u8]) -> Option<usize> {
@@ -492,22 +509,14 @@ impl Verifier for PdfVerifier {
         }
         if let Some((at, text)) = self.sx.as_mut() {
             text.extend_from_slice(&data[..data.len().min(32)]);
-            let digits: Vec<u8> = text
-                .iter()
-                .copied()
-                .skip_while(|&c| is_ws(c))
-                .take_while(u8::is_ascii_digit)
-                .collect();
+            let digits = leading_digits(text);
             let complete = text
                 .iter()
                 .skip_while(|&&c| is_ws(c))
                 .nth(digits.len())
                 .is_some();
             if complete || text.len() >= 32 {
-                if let Some(n) = std::str::from_utf8(&digits)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                {
+                if let Some(n) = parse_digits(&digits) {
                     self.startxrefs.push((*at, n));
                 }
                 self.sx = None;
@@ -545,19 +554,10 @@ impl Verifier for PdfVerifier {
             if rest.len() >= 32 {
                 // Complete within this feed: parse now.
                 let t = std::mem::take(&mut self.sx);
-                if let Some((at, text)) = t {
-                    let digits: Vec<u8> = text
-                        .iter()
-                        .copied()
-                        .skip_while(|&c| is_ws(c))
-                        .take_while(u8::is_ascii_digit)
-                        .collect();
-                    if let Some(n) = std::str::from_utf8(&digits)
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                    {
-                        self.startxrefs.push((at, n));
-                    }
+                if let Some((at, text)) = t
+                    && let Some(n) = parse_digits(&leading_digits(&text))
+                {
+                    self.startxrefs.push((at, n));
                 }
             }
         }
@@ -566,6 +566,14 @@ impl Verifier for PdfVerifier {
     }
 
     fn finish(mut self: Box<Self>, len: u64) -> Option<Verdict> {
+        // A `startxref` value still waiting for more bytes when the item
+        // ended (`startxref\nN\n%%EOF\n` are its last bytes): the end
+        // is the delimiter it waited for.
+        if let Some((at, text)) = self.sx.take()
+            && let Some(n) = parse_digits(&leading_digits(&text))
+        {
+            self.startxrefs.push((at, n));
+        }
         if self.table.is_some() {
             self.parse_table(true);
         }
@@ -644,6 +652,13 @@ pub(crate) mod tests {
                 verify(Box::new(PdfVerifier::new()), &data, chunk),
                 Some(Verdict::valid()),
                 "chunk {chunk}"
+            );
+            // The item alone, ending right after `%%EOF\n`: the verifier
+            // never sees a byte past the `startxref` value's line.
+            assert_eq!(
+                verify(Box::new(PdfVerifier::new()), &p, chunk),
+                Some(Verdict::valid()),
+                "exact, chunk {chunk}"
             );
         }
     }
