@@ -307,7 +307,7 @@ fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
     // Directories record size 0, but some writers store their byte count
     // (DFTT #6's deleted `dir1` says 1024), which TSK ignores; only a
     // count that is no whole number of entries marks noise.
-    if attr & ATTR_DIRECTORY != 0 && size % 32 != 0 {
+    if attr & ATTR_DIRECTORY != 0 && !size.is_multiple_of(32) {
         return Slot::Garbage;
     }
     if size > 0 && cluster == 0 {

@@ -109,8 +109,8 @@ pub struct HeaderSearch {
     max_len: usize,
     /// Unaligned: automata over anchors, case-sensitive and -insensitive,
     /// each with the pattern index and anchor offset of its anchors.
-    sensitive: Option<(AhoCorasick, Vec<(usize, usize)>)>,
-    insensitive: Option<(AhoCorasick, Vec<(usize, usize)>)>,
+    sensitive: Option<Automaton>,
+    insensitive: Option<Automaton>,
     /// Aligned: patterns to try for each first byte, and those whose first
     /// byte is a wildcard (tried everywhere).
     by_first: Vec<Vec<usize>>,
@@ -128,10 +128,10 @@ impl std::fmt::Debug for HeaderSearch {
     }
 }
 
-fn automaton(
-    patterns: &[Pattern],
-    case_insensitive: bool,
-) -> Result<Option<(AhoCorasick, Vec<(usize, usize)>)>, String> {
+/// An automaton over anchors, with each anchor's pattern index and offset.
+type Automaton = (AhoCorasick, Vec<(usize, usize)>);
+
+fn automaton(patterns: &[Pattern], case_insensitive: bool) -> Result<Option<Automaton>, String> {
     let mut anchors = Vec::new();
     let mut index = Vec::new();
     for (i, p) in patterns.iter().enumerate() {

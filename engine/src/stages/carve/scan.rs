@@ -718,13 +718,17 @@ fn junction_hits(settings: &Settings<'_>, a: &Scanned, b: &Scanned) -> Vec<Hit> 
     hits
 }
 
+/// Produces the regions to scan, in order, through the callback it is
+/// given (which returns false to stop).
+pub type PlanFn<'a> = dyn FnMut(&mut dyn FnMut(Region) -> bool) + Send + 'a;
+
 /// Run the scan over the regions `plan` produces.
 pub fn run(
     ctx: &StageContext<'_>,
     settings: &Settings<'_>,
     sinks: &[Sender<Msg>],
     failed: &AtomicBool,
-    plan: &mut (dyn FnMut(&mut dyn FnMut(Region) -> bool) + Send),
+    plan: &mut PlanFn<'_>,
 ) -> Result<Outcome, StageError> {
     let in_flight = settings.in_flight.max(2);
     let (permit_tx, permit_rx) = bounded::<()>(in_flight);

@@ -802,12 +802,12 @@ impl Decoding {
             Event::Restart(_) => self.decode(true),
             Event::ScanEnd => {
                 let ok = self.decode(true);
-                if ok && let Some(s) = &self.scan {
-                    if s.mcus_done != s.mcus_total {
-                        let msg =
-                            format!("scan ends after {} of {} blocks", s.mcus_done, s.mcus_total);
-                        return self.fail(msg);
-                    }
+                if ok
+                    && let Some(s) = &self.scan
+                    && s.mcus_done != s.mcus_total
+                {
+                    let msg = format!("scan ends after {} of {} blocks", s.mcus_done, s.mcus_total);
+                    return self.fail(msg);
                 }
                 self.scan = None;
                 ok

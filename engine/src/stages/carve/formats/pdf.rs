@@ -534,7 +534,7 @@ impl Verifier for PdfVerifier {
         for e in xrefs {
             let at = (self.pos + e as u64).saturating_sub(4);
             // Not the tail of `startxref`, and on a line of its own.
-            if sxs.iter().any(|&s| s == e) {
+            if sxs.contains(&e) {
                 continue;
             }
             let mut before = self.window.before(data, e);
