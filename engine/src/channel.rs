@@ -331,7 +331,7 @@ impl Channel {
                 .unwrap_or_else(|_| path.to_path_buf()),
             _ => path.to_path_buf(),
         };
-        if self.protected.iter().any(|p| *p == canonical) {
+        if self.protected.contains(&canonical) {
             return Err(ChannelError::WouldWriteEvidence(canonical));
         }
         Ok(())

@@ -188,7 +188,7 @@ impl Layout {
             };
             let canonical = std::fs::canonicalize(dir)
                 .map_err(|e| unusable(format!("does not exist or cannot be resolved ({e})")))?;
-            if evidence_files.iter().any(|f| *f == canonical) {
+            if evidence_files.contains(&canonical) {
                 return Err(unusable(
                     "is the evidence file itself; evidence is read-only".into(),
                 ));

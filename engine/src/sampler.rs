@@ -118,7 +118,7 @@ impl Sampler {
                     if let (Some(a), Some(b)) = (prev, now) {
                         let total = b.total.saturating_sub(a.total);
                         n += 1;
-                        if n % keep_every == 0 {
+                        if n.is_multiple_of(keep_every) {
                             samples.push(CpuSample {
                                 t: begin.elapsed().as_secs_f64(),
                                 user_pct: share(b.user.saturating_sub(a.user), total),

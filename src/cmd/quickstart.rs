@@ -3,7 +3,9 @@
 //! out as sub-directories of it, run the default stages and print the
 //! per-stage table.
 
-use super::run::{TerminalObserver, default_threads, finish, interrupt_flag, stage_list};
+use super::run::{
+    TerminalObserver, apply_stage_options, default_threads, finish, interrupt_flag, stage_list,
+};
 use super::util::parse_size;
 use anyhow::Context;
 use caseload_corpus::{NoProgress, Options, Profile};
@@ -80,16 +82,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let corpus = corpus.context("generating the quickstart corpus")?;
     let image = corpus.image.context("the corpus has no image")?;
+    let layout = Layout::from_dirs(
+        "quickstart",
+        Some(evidence.clone()),
+        database,
+        case.clone(),
+        temp,
+    );
+    // The KFF stage looks hashes up in the corpus's own hash sets (planted
+    // known and notable files among decoys), imported into the library on
+    // the database channel as `caseload run --hashset` does.
+    let mut stages = stage_list(&[]);
+    let hashsets = [
+        format!("known={}", evidence.join("NSRLFile.txt").display()),
+        format!("notable={}", evidence.join("notable.md5").display()),
+    ];
+    let kff_options = super::hashset::prepare_run(&hashsets, None, &layout, &stages)?;
+    apply_stage_options(&mut stages, &kff_options)?;
     let spec = RunSpec {
         evidence: image,
-        layout: Layout::from_dirs(
-            "quickstart",
-            Some(evidence.clone()),
-            database,
-            case.clone(),
-            temp,
-        ),
-        stages: stage_list(&[]),
+        layout,
+        stages,
         workload: None,
         threads,
         cache: match args.cache {
