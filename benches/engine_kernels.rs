@@ -17,7 +17,16 @@ fn sample(len: usize) -> Vec<u8> {
         state ^= state << 17;
         state
     };
-    let words: [&[u8]; 8] = [b"the ", b"evidence ", b"of ", b"storage ", b"case ", b"stage ", b"and ", b"file "];
+    let words: [&[u8]; 8] = [
+        b"the ",
+        b"evidence ",
+        b"of ",
+        b"storage ",
+        b"case ",
+        b"stage ",
+        b"and ",
+        b"file ",
+    ];
     let mut out = Vec::with_capacity(len);
     while out.len() < len {
         match next() % 4 {
@@ -40,7 +49,9 @@ fn hashes(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(data.len() as u64));
     g.bench_function("md5", |b| b.iter(|| md5::Md5::digest(black_box(&data))));
     g.bench_function("sha1", |b| b.iter(|| sha1::Sha1::digest(black_box(&data))));
-    g.bench_function("sha256", |b| b.iter(|| sha2::Sha256::digest(black_box(&data))));
+    g.bench_function("sha256", |b| {
+        b.iter(|| sha2::Sha256::digest(black_box(&data)))
+    });
     g.finish();
 }
 
@@ -62,7 +73,8 @@ fn inflate(c: &mut Criterion) {
         b.iter(|| {
             for chunk in &chunks {
                 d.reset(true);
-                d.decompress(black_box(chunk), &mut out, FlushDecompress::Finish).unwrap();
+                d.decompress(black_box(chunk), &mut out, FlushDecompress::Finish)
+                    .unwrap();
             }
         })
     });
@@ -72,7 +84,9 @@ fn inflate(c: &mut Criterion) {
 fn signatures(c: &mut Criterion) {
     let data = sample(1 << 20);
     let head = &data[..4096];
-    c.bench_function("signature-identify-4KiB", |b| b.iter(|| caseload_engine::signature::identify(black_box(head))));
+    c.bench_function("signature-identify-4KiB", |b| {
+        b.iter(|| caseload_engine::signature::identify(black_box(head)))
+    });
     let mut g = c.benchmark_group("entropy-1MiB");
     g.throughput(Throughput::Bytes(data.len() as u64));
     g.bench_function("histogram+entropy", |b| {
