@@ -50,21 +50,19 @@ fn carve(image: &Path, options: &[&str]) -> Vec<Row> {
     let mut st = conn
         .prepare("SELECT method, offset, validation, md5, name, type FROM carved_items ORDER BY id")
         .unwrap();
-    let rows = st
-        .query_map([], |r| {
-            Ok(Row {
-                method: r.get(0)?,
-                offset: r.get::<_, i64>(1)? as u64,
-                validation: r.get(2)?,
-                md5: r.get(3)?,
-                name: r.get(4)?,
-                kind_of_item: r.get(5)?,
-            })
+    st.query_map([], |r| {
+        Ok(Row {
+            method: r.get(0)?,
+            offset: r.get::<_, i64>(1)? as u64,
+            validation: r.get(2)?,
+            md5: r.get(3)?,
+            name: r.get(4)?,
+            kind_of_item: r.get(5)?,
         })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    rows
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
 }
 
 fn truth(root: &Path, image: &str) -> Value {
