@@ -110,9 +110,7 @@ fn disk_full_midway_leaves_nothing_complete() {
     let out = d.path().join("out");
     // The file-size limit (512-byte blocks in POSIX sh) makes writes fail
     // with EFBIG about 16 MiB into the 64 MiB image, as a full disk would.
-    let cmd = format!(
-        "ulimit -f 32768; trap '' XFSZ; exec \"$0\" corpus --out \"$1\" --size 64MiB --seed 4 --decoys 1000"
-    );
+    let cmd = "ulimit -f 32768; trap '' XFSZ; exec \"$0\" corpus --out \"$1\" --size 64MiB --seed 4 --decoys 1000";
     let o = std::process::Command::new("sh")
         .arg("-c")
         .arg(cmd)
