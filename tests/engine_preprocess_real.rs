@@ -8,6 +8,7 @@
 //!   stream's own bytes, which is what the DFTT #7 answer key publishes;
 //! * lines whose MD5 TSK prints as all zeros (index-only attributes such as
 //!   `$ObjId:$O`) are streams TSK did not hash, so there is nothing to compare.
+//!
 //! Fragmented deleted FAT files come out exactly as TSK recovers them
 //! (consecutive clusters from the first one), which the DFTT #6 key calls
 //! the "naive contiguous" result; the test checks that documented behaviour.
