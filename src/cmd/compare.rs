@@ -3,7 +3,9 @@
 //! medians, ranges and ratios against a baseline in a table, CSV,
 //! `compare.json` and `report.html`.
 
-use super::run::{JournalArg, SyncArg, apply_stage_options, interrupt_flag, stage_list};
+use super::run::{
+    JournalArg, SyncArg, apply_stage_options, configures_kff, interrupt_flag, stages_or_default,
+};
 use super::util::parse_size;
 use anyhow::Context;
 use caseload_engine::casedb::{DbOptions, JournalMode, Synchronous};
@@ -31,7 +33,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "stages")]
     pub workload: Option<String>,
     /// Stages to run instead of a workload, in order (default: every stage
-    /// this build has).
+    /// this build has; `kff` only with a kff stage option naming its library).
     #[arg(long, value_delimiter = ',')]
     pub stages: Vec<String>,
     /// A stage option, `STAGE.KEY=VALUE`, passed to every run. Repeatable.
@@ -161,7 +163,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )
         }
         None => {
-            let specs = stage_list(&args.stages);
+            let specs = stages_or_default(&args.stages, configures_kff(&args.stage_options));
             (
                 StageSelection::Stages(specs.iter().map(|(n, _)| n.clone()).collect()),
                 specs,

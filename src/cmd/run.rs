@@ -39,7 +39,8 @@ pub struct Args {
     /// (ftk4-default, encase-verify, triage, full).
     #[arg(long, conflicts_with = "stages")]
     pub workload: Option<String>,
-    /// Stages to run, in order (default: every stage this build has).
+    /// Stages to run, in order (default: every stage this build has; `kff`
+    /// only with --hashset, --kff-library or a kff stage option).
     #[arg(long, value_delimiter = ',')]
     pub stages: Vec<String>,
     /// A stage option, `STAGE.KEY=VALUE` (VALUE in TOML syntax, or a bare
@@ -175,6 +176,23 @@ pub fn stage_list(names: &[String]) -> Vec<(String, StageOptions)> {
             .map(|n| (n.trim().to_string(), StageOptions::new()))
             .collect()
     }
+}
+
+/// The stages named by `--stages`, or when none are named every stage this
+/// build has, except `kff` unless a hash library is configured: without one
+/// it has nothing to look hashes up in, and a default run should not fail
+/// for want of an option the user never had to think about.
+pub fn stages_or_default(names: &[String], kff_configured: bool) -> Vec<(String, StageOptions)> {
+    let mut list = stage_list(names);
+    if names.is_empty() && !kff_configured {
+        list.retain(|(name, _)| name != "kff");
+    }
+    list
+}
+
+/// Whether `--stage-option`s configure the `kff` stage (its library).
+pub fn configures_kff(stage_options: &[String]) -> bool {
+    stage_options.iter().any(|o| o.starts_with("kff."))
 }
 
 /// Apply `STAGE.KEY=VALUE` options to the stage list. An option for a stage
@@ -431,7 +449,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             let w = caseload_workloads::Workload::resolve(w)?;
             (w.stages.clone(), Some(w.name), w.instances)
         }
-        None => (stage_list(&args.stages), None, None),
+        None => {
+            let kff_configured = !args.hashsets.is_empty()
+                || args.kff_library.is_some()
+                || configures_kff(&args.stage_options);
+            (stages_or_default(&args.stages, kff_configured), None, None)
+        }
     };
     let kff = super::hashset::prepare_run(
         &args.hashsets,
