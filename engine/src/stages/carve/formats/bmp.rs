@@ -108,19 +108,11 @@ impl Delimiter for BmpDelimiter {
     }
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
-        if self.size.is_none() {
-            return Step::Reject;
-        }
-        Step::End {
-            len: fed,
-            verdict: Verdict::new(
-                Validation::Truncated,
-                match cut {
-                    Cut::RangeEnd => "the scanned range ends before the declared size",
-                    Cut::MaxSize => "declared size above the maximum",
-                },
-            ),
-        }
+        let why = match cut {
+            Cut::RangeEnd => "the scanned range ends before the declared size",
+            Cut::MaxSize => "declared size above the maximum",
+        };
+        Step::cut_short(self.accepted(), fed, why)
     }
 
     fn accepted(&self) -> bool {

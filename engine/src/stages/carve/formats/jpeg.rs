@@ -485,17 +485,11 @@ impl Delimiter for JpegDelimiter {
     }
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
-        if !self.checks.accepted {
-            return Step::Reject;
-        }
         let why = match cut {
             Cut::RangeEnd => "the scanned range ends before EOI",
             Cut::MaxSize => "no EOI within the maximum size",
         };
-        Step::End {
-            len: fed,
-            verdict: Verdict::new(Validation::Truncated, why),
-        }
+        Step::cut_short(self.checks.accepted, fed, why)
     }
 
     fn accepted(&self) -> bool {

@@ -126,6 +126,21 @@ pub enum Cut {
     MaxSize,
 }
 
+impl Step {
+    /// An item cut short before its end marker (by the end of the scanned
+    /// range or its maximum size): rejected while still in probation,
+    /// otherwise truncated at what was fed, with `why`.
+    pub fn cut_short(accepted: bool, fed: u64, why: &str) -> Step {
+        if !accepted {
+            return Step::Reject;
+        }
+        Step::End {
+            len: fed,
+            verdict: Verdict::new(Validation::Truncated, why),
+        }
+    }
+}
+
 /// Finds where an item ends, on the scan thread.
 pub trait Delimiter: Send {
     /// The next bytes of the item, in order.

@@ -256,19 +256,11 @@ impl Delimiter for PdfDelimiter {
         if self.mark.is_some() {
             return self.end_at_mark();
         }
-        if !self.accepted() {
-            return Step::Reject;
-        }
-        Step::End {
-            len: fed,
-            verdict: Verdict::new(
-                Validation::Truncated,
-                match cut {
-                    Cut::RangeEnd => "the scanned range ends before a trailer and %%EOF",
-                    Cut::MaxSize => "no trailer and %%EOF within the maximum size",
-                },
-            ),
-        }
+        let why = match cut {
+            Cut::RangeEnd => "the scanned range ends before a trailer and %%EOF",
+            Cut::MaxSize => "no trailer and %%EOF within the maximum size",
+        };
+        Step::cut_short(self.accepted(), fed, why)
     }
 
     fn accepted(&self) -> bool {

@@ -173,19 +173,11 @@ impl Delimiter for PngDelimiter {
     }
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
-        if !self.accepted() {
-            return Step::Reject;
-        }
-        Step::End {
-            len: fed,
-            verdict: Verdict::new(
-                Validation::Truncated,
-                match cut {
-                    Cut::RangeEnd => "the scanned range ends before IEND",
-                    Cut::MaxSize => "no IEND within the maximum size",
-                },
-            ),
-        }
+        let why = match cut {
+            Cut::RangeEnd => "the scanned range ends before IEND",
+            Cut::MaxSize => "no IEND within the maximum size",
+        };
+        Step::cut_short(self.accepted(), fed, why)
     }
 
     fn accepted(&self) -> bool {

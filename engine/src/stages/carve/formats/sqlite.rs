@@ -96,18 +96,12 @@ impl Delimiter for SqliteDelimiter {
     }
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
-        if !self.header_ok {
-            return Step::Reject;
-        }
         let why = match (self.len, cut) {
             (None, _) => "the header does not record the database size",
             (Some(_), Cut::RangeEnd) => "the scanned range ends before the last page",
             (Some(_), Cut::MaxSize) => "database larger than the maximum size",
         };
-        Step::End {
-            len: fed,
-            verdict: Verdict::new(Validation::Truncated, why),
-        }
+        Step::cut_short(self.header_ok, fed, why)
     }
 
     fn accepted(&self) -> bool {
