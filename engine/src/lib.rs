@@ -23,3 +23,4 @@ pub mod source;
 pub mod stage;
 pub mod stages;
 pub mod system;
+mod thread_priority;

@@ -16,6 +16,7 @@ use crate::stage::{
 use crossbeam_channel::bounded;
 use md5::Digest;
 use serde::Deserialize;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub(super) const SPEC: StageSpec = StageSpec {
@@ -66,15 +67,21 @@ pub struct ImageHash {
     algorithms: Vec<Algorithm>,
 }
 
-/// Feed blocks to a hasher on its own thread; returns the hex digest.
+/// Feed blocks to a hasher on its own thread; returns the hex digest. The
+/// hasher that sets the pace (`critical`) keeps normal priority, the others
+/// run as helpers.
 fn spawn_hasher(
     algorithm: Algorithm,
+    critical: bool,
 ) -> (
     crossbeam_channel::Sender<Arc<Vec<u8>>>,
     std::thread::JoinHandle<String>,
 ) {
     let (tx, rx) = bounded::<Arc<Vec<u8>>>(8);
     let handle = std::thread::spawn(move || {
+        if !critical {
+            crate::thread_priority::become_helper();
+        }
         fn drain<D: Digest>(mut d: D, rx: crossbeam_channel::Receiver<Arc<Vec<u8>>>) -> String {
             for block in rx {
                 d.update(&block[..]);
@@ -113,15 +120,24 @@ impl Stage for ImageHash {
                 },
             )?;
         }
+        // Slowest per byte first: MD5 is a single dependency chain, the SHAs
+        // run on SHA-NI where the CPU has it.
+        let critical = [Algorithm::Md5, Algorithm::Sha256, Algorithm::Sha1]
+            .into_iter()
+            .find(|a| self.algorithms.contains(a));
         let hashers: Vec<_> = self
             .algorithms
             .iter()
-            .map(|&a| (a, spawn_hasher(a)))
+            .map(|&a| (a, spawn_hasher(a, Some(a) == critical)))
             .collect();
         let mut bytes = 0u64;
         let mut damaged = 0u64;
         let mut interrupted = false;
-        for block in BlockStream::new(Arc::clone(&source), 0..size, options) {
+        let mut stream = BlockStream::new(Arc::clone(&source), 0..size, options);
+        // Blocks the hashers may still be reading, oldest first; once only
+        // this list holds one, its buffer goes back to the stream.
+        let mut in_use: VecDeque<Arc<Vec<u8>>> = VecDeque::new();
+        while let Some(block) = stream.next() {
             if ctx.check_cancel().is_err() {
                 interrupted = true;
                 break;
@@ -136,6 +152,12 @@ impl Stage for ImageHash {
             for (_, (tx, _)) in &hashers {
                 // A hasher only goes away by panicking; the join reports it.
                 let _ = tx.send(Arc::clone(&shared));
+            }
+            in_use.push_back(shared);
+            while in_use.front().is_some_and(|b| Arc::strong_count(b) == 1) {
+                if let Some(Ok(data)) = in_use.pop_front().map(Arc::try_unwrap) {
+                    stream.recycle(data);
+                }
             }
         }
         let mut digests = Vec::new();
