@@ -106,8 +106,11 @@ impl Stage for ImageHash {
         let source = Arc::clone(ctx.evidence);
         let size = source.size();
         ctx.progress.set_total(size, ProgressUnit::Bytes);
-        // Hashers take one core each; readers (inflaters) get the rest.
-        let readers = ctx.threads.saturating_sub(1).max(1);
+        // One reader (inflater) per thread: readers run as helpers, at a
+        // lower priority than the pace-setting hasher, so they fill the
+        // time it leaves on every core rather than take it (on 2 cores and
+        // an E01, 2 readers beat 1 by ~3%: 3.95 s vs 4.06 s median).
+        let readers = ctx.threads.max(1);
         let options = StreamOptions::for_source(source.as_ref(), readers);
         for note in &source.info().notes {
             ctx.record(
