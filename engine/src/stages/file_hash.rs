@@ -108,7 +108,7 @@ struct Hashers {
     md5: Option<md5::Md5>,
     sha1: Option<sha1::Sha1>,
     sha256: Option<sha2::Sha256>,
-    histogram: Option<Box<[u64; 256]>>,
+    histogram: Option<signature::ByteHistogram>,
     head: Vec<u8>,
     want_head: bool,
 }
@@ -119,7 +119,7 @@ impl Hashers {
             md5: stage.md5.then(md5::Md5::new),
             sha1: stage.sha1.then(sha1::Sha1::new),
             sha256: stage.sha256.then(sha2::Sha256::new),
-            histogram: stage.entropy.then(|| Box::new([0u64; 256])),
+            histogram: stage.entropy.then(signature::ByteHistogram::default),
             head: Vec::new(),
             want_head: stage.signature && is_file,
         }
@@ -136,9 +136,7 @@ impl Hashers {
             h.update(data);
         }
         if let Some(hist) = &mut self.histogram {
-            for &b in data {
-                hist[usize::from(b)] += 1;
-            }
+            hist.add(data);
         }
         if self.want_head && self.head.len() < signature::HEAD_LEN {
             let take = (signature::HEAD_LEN - self.head.len()).min(data.len());
@@ -161,7 +159,7 @@ impl Hashers {
             } else {
                 None
             },
-            entropy: self.histogram.map(|h| signature::entropy(&h)),
+            entropy: self.histogram.map(|h| h.entropy()),
         }
     }
 }

@@ -110,7 +110,7 @@ struct Hashers {
     md5: Option<md5::Md5>,
     sha1: Option<sha1::Sha1>,
     sha256: Option<sha2::Sha256>,
-    histogram: Option<Box<[u64; 256]>>,
+    histogram: Option<signature::ByteHistogram>,
 }
 
 impl Hashers {
@@ -119,7 +119,7 @@ impl Hashers {
             md5: d.md5.then(md5::Md5::new),
             sha1: d.sha1.then(sha1::Sha1::new),
             sha256: d.sha256.then(sha2::Sha256::new),
-            histogram: d.entropy.then(|| Box::new([0u64; 256])),
+            histogram: d.entropy.then(signature::ByteHistogram::default),
         }
     }
 
@@ -134,9 +134,7 @@ impl Hashers {
             h.update(b);
         }
         if let Some(hist) = &mut self.histogram {
-            for &x in b {
-                hist[usize::from(x)] += 1;
-            }
+            hist.add(b);
         }
     }
 
@@ -145,7 +143,7 @@ impl Hashers {
             self.md5.map(|h| hex(&h.finalize())),
             self.sha1.map(|h| hex(&h.finalize())),
             self.sha256.map(|h| hex(&h.finalize())),
-            self.histogram.map(|h| signature::entropy(&h)),
+            self.histogram.map(|h| h.entropy()),
         )
     }
 }

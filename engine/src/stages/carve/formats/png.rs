@@ -9,6 +9,39 @@ const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 /// Largest chunk length PNG allows (2^31 - 1).
 const MAX_CHUNK: u32 = 0x7FFF_FFFF;
 
+/// Chunk lengths up to this are plausible whatever the image (metadata
+/// chunks can outgrow a tiny image's pixels).
+const PLAUSIBLE_CHUNK: u64 = 16 << 20;
+
+/// The longest chunk an image with these IHDR fields can need: its
+/// filtered scanlines stored without compression (deflate's worst case:
+/// 5 bytes per 64 KiB block, plus the zlib wrapper), or
+/// [`PLAUSIBLE_CHUNK`], whichever is larger. Why: a fragment or an
+/// overwrite after IHDR puts foreign bytes where the next chunk header
+/// belongs; text there reads as four letters and a length of hundreds of
+/// MB, and without this bound the item would run to the maximum size.
+fn chunk_bound(ihdr: &[u8]) -> u64 {
+    if ihdr.len() < 13 {
+        return u64::from(MAX_CHUNK);
+    }
+    let width = u64::from(be32(ihdr, 0));
+    let height = u64::from(be32(ihdr, 4));
+    let channels: u64 = match ihdr[9] {
+        0 | 3 => 1,
+        4 => 2,
+        2 => 3,
+        _ => 4,
+    };
+    let bits = u64::from(ihdr[8]).max(1) * channels;
+    let row = 1 + (width.saturating_mul(bits)).div_ceil(8);
+    // Interlacing adds at most one filter byte per row of each pass.
+    let raw = height
+        .saturating_mul(row)
+        .saturating_add(height.saturating_mul(7));
+    let deflated = raw.saturating_add(raw / 65_535 * 5 + 1024);
+    deflated.max(PLAUSIBLE_CHUNK)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Signature,
@@ -27,6 +60,8 @@ struct Walker {
     pos: u64,
     chunks: u64,
     current: [u8; 4],
+    /// IHDR's data, gathered as it passes.
+    ihdr: Vec<u8>,
 }
 
 /// What a chunk header said.
@@ -53,6 +88,7 @@ impl Walker {
             pos: 0,
             chunks: 0,
             current: [0; 4],
+            ihdr: Vec::new(),
         }
     }
 
@@ -98,6 +134,10 @@ impl Walker {
                 }
                 State::Skip(left) => {
                     let take = (left.min((data.len() - i) as u64)) as usize;
+                    if self.chunks == 1 && self.ihdr.len() < 13 {
+                        let want = (13 - self.ihdr.len()).min(take);
+                        self.ihdr.extend_from_slice(&data[i..i + want]);
+                    }
                     body(Piece::Bytes(&data[i..i + take]));
                     i += take;
                     let left = left - take as u64;
@@ -127,6 +167,11 @@ impl Walker {
         }
         if self.chunks == 0 && (&ty != b"IHDR" || len != 13) {
             return Head::Bad("first chunk is not a 13-byte IHDR".into());
+        }
+        if self.chunks >= 1 && u64::from(len) > chunk_bound(&self.ihdr) {
+            return Head::Bad(format!(
+                "chunk length {len} is more than the image's pixels can need"
+            ));
         }
         if &ty == b"IEND" && len != 0 {
             return Head::Bad("IEND with data".into());
@@ -296,5 +341,66 @@ impl Verifier for PngVerifier {
             }
         }
         Some(Verdict::valid())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(ty: &[u8; 4], data: &[u8]) -> Vec<u8> {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        c.extend_from_slice(ty);
+        c.extend_from_slice(data);
+        let mut h = crc32fast::Hasher::new();
+        h.update(ty);
+        h.update(data);
+        c.extend_from_slice(&h.finalize().to_be_bytes());
+        c
+    }
+
+    fn head(width: u32, height: u32) -> Vec<u8> {
+        let mut ihdr = width.to_be_bytes().to_vec();
+        ihdr.extend_from_slice(&height.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let mut png = SIGNATURE.to_vec();
+        png.extend(chunk(b"IHDR", &ihdr));
+        png
+    }
+
+    #[test]
+    fn a_whole_png_ends_after_iend() {
+        let mut png = head(4, 4);
+        png.extend(chunk(b"IDAT", &[0u8; 100]));
+        png.extend(chunk(b"IEND", b""));
+        let mut d = PngDelimiter::new();
+        match d.feed(&png) {
+            Step::End { len, verdict } => {
+                assert_eq!(len, png.len() as u64);
+                assert_eq!(verdict.validation, Validation::Valid);
+            }
+            _ => panic!("a whole PNG must end"),
+        }
+    }
+
+    /// Text over the rest of a PNG reads as a chunk of four letters and a
+    /// huge length: the item ends there as invalid instead of running on.
+    #[test]
+    fn text_after_ihdr_ends_the_item_at_the_implausible_chunk() {
+        let mut png = head(640, 480);
+        png.extend(chunk(b"IDAT", &[0u8; 100]));
+        let at = png.len() as u64;
+        png.extend_from_slice(b"the quick brown fox jumps over the lazy dog");
+        let mut d = PngDelimiter::new();
+        match d.feed(&png) {
+            Step::End { len, verdict } => {
+                assert_eq!(len, at);
+                assert_eq!(verdict.validation, Validation::Invalid);
+            }
+            _ => panic!("an implausible chunk length must end the item"),
+        }
+        // A big image may have a big chunk: 8000x8000 RGB allows ~192 MB.
+        assert!(chunk_bound(&head(8000, 8000)[16..29]) > 190_000_000);
+        assert_eq!(chunk_bound(&head(16, 16)[16..29]), PLAUSIBLE_CHUNK);
     }
 }
