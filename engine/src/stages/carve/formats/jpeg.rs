@@ -650,13 +650,6 @@ impl<'a> Bits<'a> {
         }
     }
 
-    fn peek(&mut self, bits: u32) -> u32 {
-        if self.n < bits {
-            self.refill();
-        }
-        (self.acc >> (64 - bits)) as u32
-    }
-
     fn consume(&mut self, bits: u32) {
         if self.n < bits {
             self.refill();
