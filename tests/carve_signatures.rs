@@ -106,27 +106,10 @@ fn build() -> Image {
 }
 
 fn run(image: &Path, conf: &Path, options: &[&str], case: &Path) -> std::process::Output {
-    let mut cmd = common::caseload();
-    cmd.args([
-        "run",
-        "--stages",
-        "carve",
-        "--cache",
-        "warm",
-        "--threads",
-        "2",
-    ])
-    .arg("--evidence")
-    .arg(image);
-    for flag in ["--database", "--case", "--temp"] {
-        cmd.arg(flag).arg(case);
-    }
-    cmd.arg("--stage-option")
-        .arg(format!("carve.signatures={:?}", conf.display().to_string()));
-    for o in options {
-        cmd.args(["--stage-option", o]);
-    }
-    cmd.output().unwrap()
+    let signatures = format!("carve.signatures={:?}", conf.display().to_string());
+    let mut all = vec![signatures.as_str()];
+    all.extend_from_slice(options);
+    common::carve_run(image, case, &all).output().unwrap()
 }
 
 fn carved(image: &Path, conf: &Path, options: &[&str], bytes: &[u8]) -> BTreeSet<Expected> {

@@ -52,3 +52,36 @@ pub fn have_tool(test: &str, tool: &str) -> bool {
     }
     found
 }
+
+/// Lower-case hex MD5 of `data` (md-5, independent of the engine's MD5).
+pub fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `caseload run --stages carve` over `image` with every channel in
+/// `case`, two threads, warm cache, plus `--stage-option` for each option.
+pub fn carve_run(image: &Path, case: &Path, options: &[&str]) -> Command {
+    let mut cmd = caseload();
+    cmd.args([
+        "run",
+        "--stages",
+        "carve",
+        "--cache",
+        "warm",
+        "--threads",
+        "2",
+    ])
+    .arg("--evidence")
+    .arg(image);
+    for flag in ["--database", "--case", "--temp"] {
+        cmd.arg(flag).arg(case);
+    }
+    for o in options {
+        cmd.args(["--stage-option", o]);
+    }
+    cmd
+}

@@ -260,6 +260,20 @@ impl Consumer<'_, '_> {
                 HitKind::Data(i) => {
                     let i = i as usize;
                     let sig = &self.settings.sigs[i];
+                    if sig.ends_at_own_header() {
+                        // Open items reach the header first; an accepted
+                        // one of the same family is cut short there.
+                        self.advance(b, hit.pos.min(end));
+                        let family = sig.family;
+                        if let Some(j) = self.open.iter().position(|o| {
+                            o.id.is_some()
+                                && self.settings.sigs[o.sig].family == family
+                                && o.start < hit.pos
+                        }) {
+                            self.close(j, b, Cut::NextHeader);
+                        }
+                    }
+                    let sig = &self.settings.sigs[i];
                     let target = (hit.pos + sig.header.len() as u64).min(end);
                     self.advance(b, target);
                     self.out.candidates += 1;

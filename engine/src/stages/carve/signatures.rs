@@ -56,6 +56,15 @@ pub struct Sig {
 }
 
 impl Sig {
+    /// Whether its header inside an open item of the same format cuts that
+    /// item short (built-ins that say so; never user signatures).
+    pub fn ends_at_own_header(&self) -> bool {
+        match &self.kind {
+            SigKind::Builtin(f) => f.ends_at_own_header(),
+            SigKind::User { .. } => false,
+        }
+    }
+
     /// A delimiter for a new item.
     pub fn delimiter(&self) -> Box<dyn Delimiter> {
         match &self.kind {

@@ -109,7 +109,7 @@ impl Delimiter for BmpDelimiter {
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
         let why = match cut {
-            Cut::RangeEnd => "the scanned range ends before the declared size",
+            Cut::RangeEnd | Cut::NextHeader => "the scanned range ends before the declared size",
             Cut::MaxSize => "declared size above the maximum",
         };
         Step::cut_short(self.accepted(), fed, why)

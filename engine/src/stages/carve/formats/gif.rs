@@ -230,6 +230,7 @@ impl Delimiter for GifDelimiter {
         let why = match cut {
             Cut::RangeEnd => "the scanned range ends before the trailer",
             Cut::MaxSize => "no trailer within the maximum size",
+            Cut::NextHeader => "another GIF header begins before the trailer",
         };
         Step::cut_short(self.accepted(), fed, why)
     }

@@ -486,7 +486,7 @@ impl Delimiter for JpegDelimiter {
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
         let why = match cut {
-            Cut::RangeEnd => "the scanned range ends before EOI",
+            Cut::RangeEnd | Cut::NextHeader => "the scanned range ends before EOI",
             Cut::MaxSize => "no EOI within the maximum size",
         };
         Step::cut_short(self.checks.accepted, fed, why)

@@ -124,6 +124,9 @@ pub enum Cut {
     RangeEnd,
     /// The signature's maximum size.
     MaxSize,
+    /// Another header of the same format, in a format whose files never
+    /// hold their own header (see [`Format::ends_at_own_header`]).
+    NextHeader,
 }
 
 impl Step {
@@ -249,6 +252,18 @@ impl Format {
             Format::Eml => "eml",
             Format::Html => "html",
         }
+    }
+
+    /// Whether a header of this format inside an open item of it means the
+    /// open item is cut short there. True where a file cannot hold the
+    /// header raw (PNG's 8-byte signature, GIF's, PDF's `%PDF-`, which
+    /// compressed or binary content does not spell): a deleted, partly
+    /// overwritten file then no longer swallows the next intact one up to
+    /// that one's end marker. False where nesting is normal (JPEG
+    /// thumbnails, ZIP local headers, quoted e-mail, HTML in HTML) or the
+    /// header is short enough to occur in data (BMP's `BM`).
+    pub fn ends_at_own_header(self) -> bool {
+        matches!(self, Format::Png | Format::Gif | Format::Pdf)
     }
 
     /// Largest item carved, in bytes: well above real files of the type,

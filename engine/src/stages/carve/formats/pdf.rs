@@ -259,6 +259,7 @@ impl Delimiter for PdfDelimiter {
         let why = match cut {
             Cut::RangeEnd => "the scanned range ends before a trailer and %%EOF",
             Cut::MaxSize => "no trailer and %%EOF within the maximum size",
+            Cut::NextHeader => "another PDF header begins before a trailer and %%EOF",
         };
         Step::cut_short(self.accepted(), fed, why)
     }

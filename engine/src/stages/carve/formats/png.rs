@@ -221,6 +221,7 @@ impl Delimiter for PngDelimiter {
         let why = match cut {
             Cut::RangeEnd => "the scanned range ends before IEND",
             Cut::MaxSize => "no IEND within the maximum size",
+            Cut::NextHeader => "another PNG signature begins before IEND",
         };
         Step::cut_short(self.accepted(), fed, why)
     }

@@ -98,7 +98,9 @@ impl Delimiter for SqliteDelimiter {
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
         let why = match (self.len, cut) {
             (None, _) => "the header does not record the database size",
-            (Some(_), Cut::RangeEnd) => "the scanned range ends before the last page",
+            (Some(_), Cut::RangeEnd | Cut::NextHeader) => {
+                "the scanned range ends before the last page"
+            }
             (Some(_), Cut::MaxSize) => "database larger than the maximum size",
         };
         Step::cut_short(self.header_ok, fed, why)

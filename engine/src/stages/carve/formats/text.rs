@@ -169,7 +169,7 @@ impl Delimiter for HtmlDelimiter {
             verdict: Verdict::new(
                 Validation::Truncated,
                 match cut {
-                    Cut::RangeEnd => "the scanned range ends before </html>",
+                    Cut::RangeEnd | Cut::NextHeader => "the scanned range ends before </html>",
                     Cut::MaxSize => "no </html> within the maximum size",
                 },
             ),
@@ -515,7 +515,9 @@ impl Delimiter for EmlDelimiter {
             verdict: Verdict::new(
                 Validation::Truncated,
                 match cut {
-                    Cut::RangeEnd => "the scanned range ends before the closing MIME boundary",
+                    Cut::RangeEnd | Cut::NextHeader => {
+                        "the scanned range ends before the closing MIME boundary"
+                    }
                     Cut::MaxSize => "no closing MIME boundary within the maximum size",
                 },
             ),

@@ -159,14 +159,14 @@ impl Delimiter for UserDelimiter {
                 Validation::Unchecked,
                 "no footer defined: the maximum size is carved",
             ),
-            (false, Cut::RangeEnd) => Verdict::new(
+            (false, Cut::RangeEnd | Cut::NextHeader) => Verdict::new(
                 Validation::Truncated,
                 "the scanned range ends before the maximum size",
             ),
             (true, Cut::MaxSize) => {
                 Verdict::new(Validation::Truncated, "no footer within the maximum size")
             }
-            (true, Cut::RangeEnd) => Verdict::new(
+            (true, Cut::RangeEnd | Cut::NextHeader) => Verdict::new(
                 Validation::Truncated,
                 "the scanned range ends before a footer",
             ),

@@ -606,7 +606,9 @@ impl Delimiter for ZipDelimiter {
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
         let why = match cut {
-            Cut::RangeEnd => "the scanned range ends before the end of central directory",
+            Cut::RangeEnd | Cut::NextHeader => {
+                "the scanned range ends before the end of central directory"
+            }
             Cut::MaxSize => "no end of central directory within the maximum size",
         };
         Step::cut_short(self.accepted(), fed, why)
