@@ -130,6 +130,26 @@ pub enum Cut {
 }
 
 impl Step {
+    /// The step of a delimiter whose structure walker returned `walked`
+    /// (`Ok(Some(len))` at the end, `Ok(None)` for more, `Err((at, why))`
+    /// on a structure error), given whether the item is accepted by now:
+    /// an error rejects a candidate still in probation and otherwise ends
+    /// the item as invalid where the error is.
+    pub fn from_walk(walked: Result<Option<u64>, (u64, String)>, accepted: bool) -> Step {
+        match walked {
+            Ok(Some(len)) => Step::End {
+                len,
+                verdict: Verdict::valid(),
+            },
+            Ok(None) => Step::More,
+            Err(_) if !accepted => Step::Reject,
+            Err((at, msg)) => Step::End {
+                len: at,
+                verdict: Verdict::new(Validation::Invalid, msg),
+            },
+        }
+    }
+
     /// An item cut short before its end marker (by the end of the scanned
     /// range or its maximum size): rejected while still in probation,
     /// otherwise truncated at what was fed, with `why`.

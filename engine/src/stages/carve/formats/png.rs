@@ -203,18 +203,8 @@ impl Default for PngDelimiter {
 
 impl Delimiter for PngDelimiter {
     fn feed(&mut self, data: &[u8]) -> Step {
-        match self.walker.feed(data, &mut |_| {}) {
-            Ok(Some(len)) => Step::End {
-                len,
-                verdict: Verdict::valid(),
-            },
-            Ok(None) => Step::More,
-            Err(_) if !self.accepted() => Step::Reject,
-            Err((at, msg)) => Step::End {
-                len: at,
-                verdict: Verdict::new(Validation::Invalid, msg),
-            },
-        }
+        let walked = self.walker.feed(data, &mut |_| {});
+        Step::from_walk(walked, self.accepted())
     }
 
     fn finish(&mut self, cut: Cut, fed: u64) -> Step {
