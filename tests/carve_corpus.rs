@@ -20,7 +20,6 @@ mod common;
 
 use caseload_corpus::content::Kind;
 use caseload_corpus::manifest::{EntryKind, Manifest};
-use md5::Digest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -74,22 +73,9 @@ struct Carved {
 
 fn carve(image: &Path, threads: &str, options: &[&str]) -> Carved {
     let case = tempfile::tempdir().unwrap();
-    let mut cmd = common::caseload();
-    cmd.args(["run", "--stages", "filesystem,carve", "--cache", "warm"])
-        .args(["--threads", threads])
-        .arg("--evidence")
-        .arg(image);
-    for flag in ["--database", "--case", "--temp"] {
-        cmd.arg(flag).arg(case.path());
-    }
-    for o in options {
-        cmd.args(["--stage-option", o]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        common::stage_run("filesystem,carve", image, case.path(), options)
+            .args(["--threads", threads]),
     );
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut rows = Vec::new();
@@ -160,16 +146,9 @@ fn list_files(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
             list_files(&p, root, out);
         } else {
             let rel = p.strip_prefix(root).unwrap().display().to_string();
-            out.insert(rel, md5_hex(&std::fs::read(&p).unwrap()));
+            out.insert(rel, common::md5_hex(&std::fs::read(&p).unwrap()));
         }
     }
-}
-
-fn md5_hex(b: &[u8]) -> String {
-    md5::Md5::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
 }
 
 fn type_name(kind: &Kind) -> String {
@@ -191,7 +170,7 @@ fn carved_at<'a>(c: &'a Carved, offset: u64, md5: &str) -> Option<&'a Row> {
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes.len() as u64, row.length, "{path:?}");
     assert_eq!(
-        md5_hex(&bytes),
+        common::md5_hex(&bytes),
         md5,
         "{path:?}: case file differs from its row"
     );

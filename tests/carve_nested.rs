@@ -51,21 +51,18 @@ fn an_overwritten_pdf_does_not_swallow_the_next_one() {
     std::fs::write(&path, &image).unwrap();
     let case = dir.path().join("case");
     std::fs::create_dir(&case).unwrap();
-    let out = common::carve_run(
-        &path,
-        &case,
-        &[
-            "carve.scope=image",
-            "carve.meta=false",
-            "carve.aligned=false",
-        ],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        common::stage_run(
+            "carve",
+            &path,
+            &case,
+            &[
+                "carve.scope=image",
+                "carve.meta=false",
+                "carve.aligned=false",
+            ],
+        )
+        .args(["--threads", "2"]),
     );
     let conn = rusqlite::Connection::open(case.join("case.sqlite")).unwrap();
     let rows: Vec<(i64, i64, String, String)> = conn

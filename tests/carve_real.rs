@@ -30,22 +30,12 @@ struct Row {
 
 fn carve(image: &Path, options: &[&str]) -> Vec<Row> {
     let case = tempfile::tempdir().unwrap();
-    let mut cmd = common::caseload();
-    cmd.args(["run", "--stages", "filesystem,carve", "--cache", "warm"])
-        .arg("--evidence")
-        .arg(image);
-    for flag in ["--database", "--case", "--temp"] {
-        cmd.arg(flag).arg(case.path());
-    }
-    for o in options {
-        cmd.args(["--stage-option", o]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_ok(&mut common::stage_run(
+        "filesystem,carve",
+        image,
+        case.path(),
+        options,
+    ));
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut st = conn
         .prepare("SELECT method, offset, validation, md5, name, type FROM carved_items ORDER BY id")

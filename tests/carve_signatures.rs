@@ -109,7 +109,10 @@ fn run(image: &Path, conf: &Path, options: &[&str], case: &Path) -> std::process
     let signatures = format!("carve.signatures={:?}", conf.display().to_string());
     let mut all = vec![signatures.as_str()];
     all.extend_from_slice(options);
-    common::carve_run(image, case, &all).output().unwrap()
+    common::stage_run("carve", image, case, &all)
+        .args(["--threads", "2"])
+        .output()
+        .unwrap()
 }
 
 fn carved(image: &Path, conf: &Path, options: &[&str], bytes: &[u8]) -> BTreeSet<Expected> {

@@ -62,21 +62,13 @@ pub fn md5_hex(data: &[u8]) -> String {
         .collect()
 }
 
-/// `caseload run --stages carve` over `image` with every channel in
-/// `case`, two threads, warm cache, plus `--stage-option` for each option.
-pub fn carve_run(image: &Path, case: &Path, options: &[&str]) -> Command {
+/// `caseload run --stages STAGES` over `image` with every channel in
+/// `case`, warm cache, plus `--stage-option` for each option.
+pub fn stage_run(stages: &str, image: &Path, case: &Path, options: &[&str]) -> Command {
     let mut cmd = caseload();
-    cmd.args([
-        "run",
-        "--stages",
-        "carve",
-        "--cache",
-        "warm",
-        "--threads",
-        "2",
-    ])
-    .arg("--evidence")
-    .arg(image);
+    cmd.args(["run", "--stages", stages, "--cache", "warm"])
+        .arg("--evidence")
+        .arg(image);
     for flag in ["--database", "--case", "--temp"] {
         cmd.arg(flag).arg(case);
     }
@@ -84,4 +76,16 @@ pub fn carve_run(image: &Path, case: &Path, options: &[&str]) -> Command {
         cmd.args(["--stage-option", o]);
     }
     cmd
+}
+
+/// Run `cmd` and return its output, failing the test with its stderr when
+/// it did not succeed.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
