@@ -9,50 +9,14 @@ use caseload_engine::stages::carve::HeaderScanner;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-/// Mixed content like unallocated space, with a planted header now and
-/// then so hits are verified as well as searched for.
-fn sample(len: usize) -> Vec<u8> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let words: [&[u8]; 8] = [
-        b"the ",
-        b"evidence ",
-        b"of ",
-        b"storage ",
-        b"case ",
-        b"stage ",
-        b"and ",
-        b"file ",
-    ];
-    let headers: [&[u8]; 4] = [b"\xFF\xD8\xFF\xE0", b"%PDF-1.4", b"PK\x03\x04", b"<html"];
-    let mut out = Vec::with_capacity(len);
-    while out.len() < len {
-        match next() % 4 {
-            0 | 1 => {
-                for _ in 0..512 {
-                    out.extend_from_slice(words[(next() % 8) as usize]);
-                }
-            }
-            2 => out.extend((0..4096).map(|_| next() as u8)),
-            _ => out.extend(std::iter::repeat_n(0u8, 4096)),
-        }
-        if next() % 16 == 0 {
-            let pad = (512 - out.len() % 512) % 512;
-            out.extend(std::iter::repeat_n(0u8, pad));
-            out.extend_from_slice(headers[(next() % 4) as usize]);
-        }
-    }
-    out.truncate(len);
-    out
-}
+#[path = "support/disk_like.rs"]
+mod disk_like;
+
+/// Built-in headers planted in the sample.
+const HEADERS: [&[u8]; 4] = [b"\xFF\xD8\xFF\xE0", b"%PDF-1.4", b"PK\x03\x04", b"<html"];
 
 fn scan(c: &mut Criterion) {
-    let data = sample(8 << 20);
+    let data = disk_like::disk_like(8 << 20, &HEADERS);
     let mut g = c.benchmark_group("carve-header-scan-8MiB");
     g.throughput(Throughput::Bytes(data.len() as u64));
     for (name, aligned) in [("aligned", true), ("unaligned", false)] {

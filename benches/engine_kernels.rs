@@ -9,39 +9,12 @@ use md5::Digest;
 use std::hint::black_box;
 use std::io::Write;
 
-/// Mixed content like a disk: text-like runs, random runs and zeros.
+#[path = "support/disk_like.rs"]
+mod disk_like;
+
+/// Disk-like content, no planted headers.
 fn sample(len: usize) -> Vec<u8> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let words: [&[u8]; 8] = [
-        b"the ",
-        b"evidence ",
-        b"of ",
-        b"storage ",
-        b"case ",
-        b"stage ",
-        b"and ",
-        b"file ",
-    ];
-    let mut out = Vec::with_capacity(len);
-    while out.len() < len {
-        match next() % 4 {
-            0 | 1 => {
-                for _ in 0..512 {
-                    out.extend_from_slice(words[(next() % 8) as usize]);
-                }
-            }
-            2 => out.extend((0..4096).map(|_| next() as u8)),
-            _ => out.extend(std::iter::repeat_n(0u8, 4096)),
-        }
-    }
-    out.truncate(len);
-    out
+    disk_like::disk_like(len, &[])
 }
 
 fn hashes(c: &mut Criterion) {
@@ -99,11 +72,10 @@ fn signatures(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(data.len() as u64));
     g.bench_function("histogram+entropy", |b| {
         b.iter(|| {
-            let mut h = [0u64; 256];
-            for &x in black_box(&data) {
-                h[usize::from(x)] += 1;
-            }
-            caseload_engine::signature::entropy(&h)
+            // The engine's counter (four interleaved tables).
+            let mut h = caseload_engine::signature::ByteHistogram::default();
+            h.add(black_box(&data));
+            h.entropy()
         })
     });
     g.finish();
