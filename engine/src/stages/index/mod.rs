@@ -537,11 +537,9 @@ impl IndexStage {
         }
         let unstructured = !format.structured() || !whole;
         if unstructured && self.o.skip_high_entropy && size >= ENTROPY_MIN_BYTES {
-            let mut hist = [0u64; 256];
-            for &b in head {
-                hist[usize::from(b)] += 1;
-            }
-            let e = extract::entropy(&hist);
+            let mut hist = crate::signature::ByteHistogram::default();
+            hist.add(head);
+            let e = hist.entropy();
             if e > self.o.entropy_threshold {
                 ctx.progress.advance(size.saturating_sub(first as u64));
                 return Ok(Outcome::HighEntropy(e));

@@ -343,23 +343,6 @@ impl<'a> Extraction<'a> {
     }
 }
 
-/// Shannon entropy of a byte histogram, in bits per byte.
-pub fn entropy(histogram: &[u64; 256]) -> f64 {
-    let total: u64 = histogram.iter().sum();
-    if total == 0 {
-        return 0.0;
-    }
-    let n = total as f64;
-    histogram
-        .iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.log2()
-        })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,15 +375,6 @@ mod tests {
             sniff(&[0u8, 1, 2, 3, 200, 201, 7, 8, 0, 0]),
             Format::Strings
         );
-    }
-
-    #[test]
-    fn entropy_of_uniform_and_constant_data() {
-        let mut h = [0u64; 256];
-        h[7] = 100;
-        assert_eq!(entropy(&h), 0.0);
-        let h = [4u64; 256];
-        assert!((entropy(&h) - 8.0).abs() < 1e-9);
     }
 
     #[test]
