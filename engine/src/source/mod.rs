@@ -10,6 +10,7 @@ mod stream;
 
 pub use self::ewf::EwfSource;
 pub use raw::RawSource;
+pub(crate) use stream::read_block;
 pub use stream::{Block, BlockStream, StreamOptions};
 
 use crate::channel::{Channel, ChannelError};

@@ -138,7 +138,8 @@ impl BlockStream {
 /// retry unit by unit so that only the damaged units are lost (zero-filled)
 /// and each is reported with its sectors. Every byte kept is either read or
 /// zero-filled here, so nothing of a recycled buffer's old content remains.
-fn read_block(
+/// Also the read of the carve stage's own pipeline.
+pub(crate) fn read_block(
     source: &dyn EvidenceSource,
     offset: u64,
     len: u64,

@@ -24,7 +24,7 @@ use super::pattern::HeaderSearch;
 use super::region::{FsGeom, Region};
 use super::signatures::{Context, Sig};
 use super::sink::{MetaJob, Msg, Start};
-use crate::source::{EvidenceSource, SourceError};
+use crate::source::{Block, SourceError, read_block};
 use crate::stage::{StageContext, StageError};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use std::collections::BTreeMap;
@@ -111,37 +111,6 @@ pub struct Outcome {
     pub nested: u64,
     /// Next unassigned id.
     pub next_id: i64,
-}
-
-/// Read one block; damaged units are zero-filled and reported, as the
-/// engine's block stream does, so one bad sector costs only itself.
-fn read_block(src: &dyn EvidenceSource, offset: u64, len: usize) -> (Vec<u8>, Vec<SourceError>) {
-    let mut data = vec![0u8; len];
-    let mut errors = Vec::new();
-    match src.read_at(&mut data, offset) {
-        Ok(n) if n == len => {}
-        Ok(n) => data.truncate(n),
-        Err(_) => {
-            let unit = usize::try_from(src.damage_unit().max(1)).unwrap_or(512);
-            let mut pos = 0usize;
-            while pos < len {
-                let step = unit.min(len - pos);
-                match src.read_at(&mut data[pos..pos + step], offset + pos as u64) {
-                    Ok(n) if n == step => {}
-                    Ok(n) => {
-                        data.truncate(pos + n);
-                        break;
-                    }
-                    Err(e) => {
-                        data[pos..pos + step].fill(0);
-                        errors.push(e);
-                    }
-                }
-                pos += step;
-            }
-        }
-    }
-    (data, errors)
 }
 
 /// Search a block for headers and metadata records.
@@ -790,7 +759,12 @@ pub fn run(
             let done_tx = done_tx.clone();
             scope.spawn(move || {
                 for job in job_rx {
-                    let (data, errors) = read_block(ctx.evidence.as_ref(), job.offset, job.len);
+                    // Damaged units are zero-filled and reported, so one bad
+                    // sector costs only itself.
+                    let src = ctx.evidence.as_ref();
+                    let unit = src.damage_unit().max(1);
+                    let Block { data, errors, .. } =
+                        read_block(src, job.offset, job.len as u64, unit, Vec::new());
                     let hits = search_block(settings, &job.region, job.offset, &data);
                     let s = Scanned {
                         job,
