@@ -9,7 +9,8 @@
 //! - meta carving recovers every deleted file's entry (name, size) and the
 //!   content of every intact one (MD5);
 //! - the whole image scope in unaligned mode also carves every contiguous
-//!   allocated file of a carvable type and every contiguous item, except
+//!   allocated file of a carvable type (a fragmented one along the chain
+//!   the file system maps for it) and every contiguous item, except
 //!   (at most 10%) those whose header lies inside an item of the same
 //!   family that a fragmented file before it left open, which must then
 //!   have ended broken, never valid;
@@ -61,6 +62,8 @@ struct Row {
     name: Option<String>,
     size: Option<u64>,
     deleted: Option<bool>,
+    /// Runs in `extents` (more than one: carved along a file's map).
+    fragments: usize,
 }
 
 /// A finished carve run: its case directory, rows, a canonical dump of
@@ -81,7 +84,8 @@ fn carve(image: &Path, threads: &str, options: &[&str]) -> Carved {
     let mut rows = Vec::new();
     let mut st = conn
         .prepare(
-            "SELECT method, offset, length, type, validation, md5, case_path, name, size, deleted
+            "SELECT method, offset, length, type, validation, md5, case_path, name, size, deleted,
+                    coalesce(json_array_length(extents), 0)
              FROM carved_items ORDER BY id",
         )
         .unwrap();
@@ -98,6 +102,7 @@ fn carve(image: &Path, threads: &str, options: &[&str]) -> Carved {
             name: r.get(7).unwrap(),
             size: r.get::<_, Option<i64>>(8).unwrap().map(|s| s as u64),
             deleted: r.get(9).unwrap(),
+            fragments: r.get::<_, i64>(10).unwrap() as usize,
         });
     }
     let errors: i64 = conn
@@ -304,13 +309,28 @@ fn whole_image_unaligned_carves_allocated_files_too() {
     let carvable = [
         "jpeg", "png", "gif", "pdf", "zip", "docx", "xlsx", "sqlite", "eml", "html",
     ];
-    let (mut checked, mut swallowed) = (0, 0);
+    let (mut checked, mut swallowed, mut followed) = (0, 0, 0);
     for f in manifest.files.iter().filter(|f| f.allocated) {
         let (Some(kind), Some(md5)) = (&f.content_type, &f.md5) else {
             continue;
         };
         let t = type_name(kind);
-        if !carvable.contains(&t.as_str()) || f.extents.len() != 1 || f.size == 0 {
+        if !carvable.contains(&t.as_str()) || f.size == 0 {
+            continue;
+        }
+        if f.extents.len() > 1 {
+            // Fragmented: its contiguous carve breaks off, and it is carved
+            // again along the chain the file system maps for it.
+            let at = f.extents[0].offset;
+            let row = c
+                .rows
+                .iter()
+                .find(|r| r.offset == at && r.fragments > 1)
+                .unwrap_or_else(|| panic!("fragmented {} ({t}) not followed", f.path));
+            assert_eq!(row.validation, "valid", "{}: {row:?}", f.path);
+            assert_eq!(row.md5.as_deref(), Some(md5.as_str()), "{}", f.path);
+            assert_eq!(row.fragments, f.extents.len(), "{}", f.path);
+            followed += 1;
             continue;
         }
         checked += 1;
@@ -323,7 +343,7 @@ fn whole_image_unaligned_carves_allocated_files_too() {
             let outer = c
                 .rows
                 .iter()
-                .find(|r| r.offset < at && at < r.offset + r.length)
+                .find(|r| r.fragments <= 1 && r.offset < at && at < r.offset + r.length)
                 .unwrap_or_else(|| panic!("allocated {} ({t}) not carved from the image", f.path));
             assert_ne!(outer.validation, "valid", "{} inside {outer:?}", f.path);
             swallowed += 1;
@@ -333,6 +353,7 @@ fn whole_image_unaligned_carves_allocated_files_too() {
         assert_eq!(row.validation, "valid", "{}", f.path);
     }
     assert!(checked >= 20, "only {checked} allocated files checked");
+    assert!(followed >= 1, "no fragmented allocated file followed");
     for item in &manifest.carvable {
         let found = carved_at(&c, item.offset, &item.md5).is_some();
         if item.contiguous {
@@ -342,7 +363,9 @@ fn whole_image_unaligned_carves_allocated_files_too() {
             let outer = c
                 .rows
                 .iter()
-                .find(|r| r.offset < item.offset && item.offset < r.offset + r.length)
+                .find(|r| {
+                    r.fragments <= 1 && r.offset < item.offset && item.offset < r.offset + r.length
+                })
                 .unwrap_or_else(|| panic!("contiguous item at {} not carved", item.offset));
             assert_ne!(outer.validation, "valid", "item inside {outer:?}");
             swallowed += 1;

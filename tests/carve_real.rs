@@ -2,10 +2,12 @@
 //! (`dftt/dftt_ground_truth.json`, transcribed from each test's
 //! index.html):
 //!
-//! - DFTT #8 (JPEG search, NTFS): the standalone JPEGs whose sector-aligned
-//!   headers start contiguous data are carved with their published MD5s;
-//!   the fifth aligned header (file13's ADS) starts a fragmented stream, so
-//!   no header carver can return it whole: it must not be reported valid.
+//! - DFTT #8 (JPEG search, NTFS): the five standalone JPEGs with
+//!   sector-aligned headers are carved with their published MD5s. Four
+//!   start contiguous data; the fifth (file13's ADS) is a stream in five
+//!   fragments out of order, which no contiguous carve returns whole: it is
+//!   carved again along the clusters NTFS maps for it, and only that item
+//!   is valid.
 //!   The deleted ones are also recovered by meta carving from their MFT
 //!   records, with their names. In unaligned mode the `$UpCase` bytes that
 //!   happen to read `FF D8 FF` give no item.
@@ -26,6 +28,8 @@ struct Row {
     md5: Option<String>,
     name: Option<String>,
     kind_of_item: String,
+    /// Runs in `extents`.
+    fragments: usize,
 }
 
 fn carve(image: &Path, options: &[&str]) -> Vec<Row> {
@@ -38,7 +42,10 @@ fn carve(image: &Path, options: &[&str]) -> Vec<Row> {
     ));
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut st = conn
-        .prepare("SELECT method, offset, validation, md5, name, type FROM carved_items ORDER BY id")
+        .prepare(
+            "SELECT method, offset, validation, md5, name, type,
+                    coalesce(json_array_length(extents), 0) FROM carved_items ORDER BY id",
+        )
         .unwrap();
     st.query_map([], |r| {
         Ok(Row {
@@ -48,6 +55,7 @@ fn carve(image: &Path, options: &[&str]) -> Vec<Row> {
             md5: r.get(3)?,
             name: r.get(4)?,
             kind_of_item: r.get(5)?,
+            fragments: r.get::<_, i64>(6)? as usize,
         })
     })
     .unwrap()
@@ -116,13 +124,34 @@ fn dftt8_jpegs_are_carved_with_published_md5s() {
                 "{pub_path} at {at} not carved with MD5 {md5}: {rows:?}"
             );
         }
+        let md5 = md5_of(files, "misc\\file13.dll:here");
+        let at_ads: Vec<&Row> = rows.iter().filter(|r| r.offset == fragmented_ads).collect();
         assert!(
-            !rows
+            at_ads.iter().any(|r| r.method == "data"
+                && r.kind_of_item == "jpeg"
+                && r.validation == "valid"
+                && r.md5.as_deref() == Some(md5.as_str())
+                && r.fragments == 5),
+            "the ADS JPEG not carved along its 5 fragments with MD5 {md5}: {at_ads:?}"
+        );
+        assert!(
+            at_ads
                 .iter()
-                .any(|r| r.offset == fragmented_ads && r.validation == "valid"),
-            "the fragmented ADS JPEG was reported valid"
+                .all(|r| r.fragments > 1 || r.validation != "valid"),
+            "a contiguous carve of the fragmented ADS was reported valid: {at_ads:?}"
         );
     }
+    // Without following fragments the ADS gives no valid item.
+    let contiguous = carve(
+        &image,
+        &["carve.scope=\"image\"", "carve.follow_fragments=false"],
+    );
+    assert!(
+        !contiguous
+            .iter()
+            .any(|r| r.offset == fragmented_ads && r.validation == "valid"),
+        "the fragmented ADS JPEG was reported valid by a contiguous carve"
+    );
     // `$UpCase` holds FF D8 FF by chance: no item there.
     assert!(!unaligned.iter().any(|r| r.offset == 5_327_279));
 

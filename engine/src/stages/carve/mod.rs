@@ -19,6 +19,7 @@
 //! core. See `scan` for why results do not depend on the thread count.
 
 mod conf;
+mod follow;
 mod formats;
 mod meta;
 mod pattern;
@@ -77,6 +78,11 @@ struct Options {
     /// overwritten files), flagged `invalid` / `truncated`.
     #[serde(default)]
     keep_broken: bool,
+    /// Carve a broken item again along the clusters of the fragmented file
+    /// it starts, when the filesystem stage mapped that file exactly (see
+    /// `follow`).
+    #[serde(default = "yes")]
+    follow_fragments: bool,
     /// Read block size in KiB (a tuning knob; headers straddling blocks
     /// are found whatever it is).
     #[serde(default = "default_block_kib")]
@@ -171,6 +177,7 @@ fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
             keep_broken: o.keep_broken,
         },
         block: o.block_kib * 1024,
+        follow_fragments: o.follow_fragments,
     }))
 }
 
@@ -209,6 +216,7 @@ pub struct Carve {
     slack: bool,
     digests: sink::Digests,
     block: u64,
+    follow_fragments: bool,
 }
 
 impl std::fmt::Debug for Carve {
@@ -277,7 +285,7 @@ impl Stage for Carve {
             in_flight: 4 + 2 * threads,
             first_id,
         };
-        let sink = sink::Sink::new(ctx, self.digests);
+        let sink = sink::Sink::new(ctx, self.digests, self.follow_fragments);
         let extras = Extras {
             meta: self.meta,
             slack: self.slack,
@@ -304,14 +312,7 @@ impl Stage for Carve {
             drop(senders);
             r
         });
-        if let Some(e) = sink
-            .fatal
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            return Err(e);
-        }
+        sink.take_fatal()?;
         let outcome = outcome?;
         for n in notes
             .into_inner()
@@ -341,6 +342,7 @@ impl Stage for Carve {
             )?;
         }
         ctx.db.writer().flush()?;
+        let followed = follow::broken_items(ctx, &sink)?;
         if self.meta {
             fat_conflicts(ctx, first_id)?;
         }
@@ -388,6 +390,7 @@ impl Stage for Carve {
         d.insert("rejected".into(), outcome.rejected.into());
         d.insert("nested".into(), outcome.nested.into());
         d.insert("skipped".into(), outcome.skipped.into());
+        d.insert("followed".into(), followed.into());
         Ok(summary)
     }
 }

@@ -565,7 +565,8 @@ impl Consumer<'_, '_> {
             volume_id: o.volume_id,
             source: o.source,
             signature: sig.label.clone(),
-            verifier: sig.verifier(),
+            builtin: sig.builtin(),
+            max_size: sig.max_size,
         };
         let held = std::mem::take(&mut o.probation);
         let mark = o.last_mark;

@@ -2,7 +2,7 @@
 //! each with its header pattern and how its items are delimited.
 
 use super::conf::{FooterMode, UserSignature};
-use super::formats::{Delimiter, Format, Verifier, user::UserDelimiter};
+use super::formats::{Delimiter, Format, user::UserDelimiter};
 use super::pattern::Pattern;
 use std::path::Path;
 
@@ -75,10 +75,10 @@ impl Sig {
         }
     }
 
-    /// A verifier for a new item, if the format has one.
-    pub fn verifier(&self) -> Option<Box<dyn Verifier>> {
+    /// The built-in format, if it is one.
+    pub fn builtin(&self) -> Option<Format> {
         match &self.kind {
-            SigKind::Builtin(f) => f.verifier(),
+            SigKind::Builtin(f) => Some(*f),
             SigKind::User { .. } => None,
         }
     }

@@ -48,6 +48,7 @@ pub struct Digests {
 }
 
 /// What the scan knows when an item is accepted.
+#[derive(Debug, Clone)]
 pub struct Start {
     /// Row id.
     pub id: i64,
@@ -63,8 +64,10 @@ pub struct Start {
     pub source: &'static str,
     /// Which signature matched (`jpeg`, `scalpel.conf:12`).
     pub signature: String,
-    /// Content checks.
-    pub verifier: Option<Box<dyn Verifier>>,
+    /// The built-in format (user signatures have none).
+    pub builtin: Option<Format>,
+    /// The signature's maximum item size.
+    pub max_size: u64,
 }
 
 /// Messages from the scan thread.
@@ -138,7 +141,7 @@ impl Hashers {
         }
     }
 
-    fn finish(self) -> (Option<String>, Option<String>, Option<String>, Option<f64>) {
+    fn finish(self) -> Digested {
         (
             self.md5.map(|h| hex(&h.finalize())),
             self.sha1.map(|h| hex(&h.finalize())),
@@ -151,6 +154,8 @@ impl Hashers {
 /// An item being written.
 struct Item {
     start: Box<Start>,
+    /// Content checks of its format.
+    verifier: Option<Box<dyn Verifier>>,
     file: ChannelFile,
     rel: PathBuf,
     written: u64,
@@ -164,7 +169,7 @@ struct Item {
 impl Item {
     fn hash(&mut self, b: &[u8]) {
         self.hashers.update(b);
-        if let Some(v) = self.start.verifier.as_mut() {
+        if let Some(v) = self.verifier.as_mut() {
             v.update(b);
         }
         self.hashed += b.len() as u64;
@@ -246,6 +251,9 @@ pub struct Sink<'a> {
     pub meta_content: AtomicU64,
     /// Broken data items deleted (invalid, truncated).
     pub discarded: [AtomicU64; 2],
+    /// Broken items of built-in formats, to follow across fragments
+    /// after the scan when asked to.
+    pub broken: Option<std::sync::Mutex<Vec<Start>>>,
     evidence_id: i64,
 }
 
@@ -262,7 +270,7 @@ pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
 
 impl<'a> Sink<'a> {
     /// A sink writing through `ctx`.
-    pub fn new(ctx: &'a StageContext<'a>, digests: Digests) -> Self {
+    pub fn new(ctx: &'a StageContext<'a>, digests: Digests, follow: bool) -> Self {
         Sink {
             ctx,
             digests,
@@ -274,7 +282,21 @@ impl<'a> Sink<'a> {
             meta: AtomicU64::new(0),
             meta_content: AtomicU64::new(0),
             discarded: Default::default(),
+            broken: follow.then(Default::default),
             evidence_id: ctx.evidence_id,
+        }
+    }
+
+    /// The fatal error a worker met, if any.
+    pub fn take_fatal(&self) -> Result<(), StageError> {
+        match self
+            .fatal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 
@@ -305,6 +327,7 @@ impl<'a> Sink<'a> {
                             items.insert(
                                 id,
                                 Item {
+                                    verifier: s.builtin.and_then(Format::verifier),
                                     start: s,
                                     file,
                                     rel,
@@ -364,16 +387,20 @@ impl<'a> Sink<'a> {
             it.failed
                 .get_or_insert(format!("cutting the carved file failed: {e}"));
         }
-        let checked = it.start.verifier.take().and_then(|v| v.finish(len));
+        let checked = it.verifier.take().and_then(|v| v.finish(len));
         let mut verdict = verdict.lower(checked);
         if let Some(n) = settle_note {
             verdict = verdict.lower(Some(Verdict::new(Validation::Invalid, n)));
         }
-        let broken = match verdict.validation {
-            Validation::Invalid => Some(0),
-            Validation::Truncated => Some(1),
-            Validation::Valid | Validation::Unchecked => None,
-        };
+        let broken = broken_index(verdict.validation);
+        if broken.is_some()
+            && it.start.builtin.is_some()
+            && let Some(list) = &self.broken
+        {
+            list.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((*it.start).clone());
+        }
         if let Some(b) = broken
             && !self.digests.keep_broken
         {
@@ -420,14 +447,8 @@ impl<'a> Sink<'a> {
                 }
             }
         }
-        let (md5, sha1, sha256, entropy) = it.hashers.finish();
-        let index = match verdict.validation {
-            Validation::Valid => 0,
-            Validation::Invalid => 1,
-            Validation::Truncated => 2,
-            Validation::Unchecked => 3,
-        };
-        self.counts[index].fetch_add(1, Ordering::Relaxed);
+        let digests = it.hashers.finish();
+        self.counts[count_index(verdict.validation)].fetch_add(1, Ordering::Relaxed);
         self.items.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(len, Ordering::Relaxed);
         let s = it.start;
@@ -444,25 +465,9 @@ impl<'a> Sink<'a> {
             );
         }
         let row = Row {
-            id: s.id,
-            evidence_id: self.evidence_id,
-            volume_id: s.volume_id,
-            method: "data",
-            offset: s.offset,
-            length: len,
             type_name,
-            validation: verdict.validation.as_str(),
             case_path: Some(rel.display().to_string()),
-            md5,
-            sha1,
-            sha256,
-            entropy,
-            detail: verdict.note,
-            source: s.source,
-            signature: Some(s.signature),
-            meta: None,
-            content_length: Some(len),
-            extents: Some(format!("[[{},{len}]]", s.offset)),
+            ..Row::data(self.evidence_id, &s, len, verdict, digests)
         };
         self.insert(row);
     }
@@ -569,13 +574,7 @@ impl<'a> Sink<'a> {
                 }
             }
         }
-        let index = match validation {
-            Validation::Valid => 0,
-            Validation::Invalid => 1,
-            Validation::Truncated => 2,
-            Validation::Unchecked => 3,
-        };
-        self.counts[index].fetch_add(1, Ordering::Relaxed);
+        self.counts[count_index(validation)].fetch_add(1, Ordering::Relaxed);
         self.items.fetch_add(1, Ordering::Relaxed);
         let (md5, sha1, sha256, entropy) = digests;
         let row = Row {
@@ -612,7 +611,6 @@ impl<'a> Sink<'a> {
             Content::Bytes(b) => b.len() as u64,
             Content::Pieces(_) => size,
         };
-        let mut buf = vec![0u8; (1u64 << 20).min(size) as usize];
         // Identify the type from the first bytes, to name the file and
         // pick a verifier.
         let head_len = (signature::HEAD_LEN as u64).min(size) as usize;
@@ -622,13 +620,33 @@ impl<'a> Sink<'a> {
         let format = kind.and_then(Format::from_identified);
         let ext = format.map_or("bin", Format::extension);
         let rel = case_path(id, "meta", ext);
+        let (digests, verdict) =
+            self.copy_content(&rel, content, size, format.and_then(Format::verifier))?;
+        Ok(Written {
+            length: size,
+            type_name: kind.unwrap_or("unknown").to_string(),
+            digests,
+            verdict,
+            rel,
+        })
+    }
+
+    /// Copy `size` bytes of content to the case file `rel`, hashing and
+    /// verifying them on the way.
+    fn copy_content(
+        &self,
+        rel: &std::path::Path,
+        content: &Content,
+        size: u64,
+        mut verifier: Option<Box<dyn Verifier>>,
+    ) -> Result<(Digested, Option<Verdict>), WriteError> {
+        let mut buf = vec![0u8; (1u64 << 20).min(size) as usize];
         let mut file = self
             .ctx
             .case
-            .create(&rel)
+            .create(rel)
             .map_err(|e| WriteError::Fatal(e.into()))?;
         let mut hashers = Hashers::new(self.digests);
-        let mut verifier = format.and_then(Format::verifier);
         let mut done = 0u64;
         while done < size {
             self.ctx.check_cancel().map_err(WriteError::Fatal)?;
@@ -645,15 +663,84 @@ impl<'a> Sink<'a> {
         }
         let verdict = verifier.and_then(|v| v.finish(size));
         self.bytes.fetch_add(size, Ordering::Relaxed);
-        Ok(Written {
-            length: size,
-            type_name: kind.unwrap_or("unknown").to_string(),
-            digests: hashers.finish(),
-            verdict,
-            rel,
-        })
+        Ok((hashers.finish(), verdict))
+    }
+
+    /// Store a broken item carved again along the clusters of the file
+    /// at `path` (`pieces`, in order) as row `id`, with the delimiter's
+    /// verdict on the joined bytes lowered by the format's verifier. A
+    /// broken result is stored only with `keep_broken`.
+    pub fn followed(
+        &self,
+        id: i64,
+        b: &Start,
+        pieces: &[Piece],
+        path: &str,
+        delimited: Verdict,
+        final_type: Option<(&'static str, &'static str)>,
+    ) {
+        let (type_name, ext) = final_type.map_or((b.type_name.as_str(), b.ext.as_str()), |t| t);
+        let size: u64 = pieces.iter().map(Piece::len).sum();
+        let rel = case_path(id, type_name, ext);
+        let content = Content::Pieces(pieces.to_vec());
+        let verifier = b.builtin.and_then(Format::verifier);
+        let (digests, verdict) = match self.copy_content(&rel, &content, size, verifier) {
+            Ok(r) => r,
+            Err(WriteError::Fatal(e)) => return self.fail(e),
+            Err(WriteError::Source(msg)) => (
+                (None, None, None, None),
+                Some(Verdict::new(Validation::Invalid, msg)),
+            ),
+        };
+        let how = format!(
+            "carved along the {} fragments of `{path}` as the file system maps them (the contiguous carve broke off)",
+            pieces.len()
+        );
+        let verdict = delimited
+            .lower(Some(Verdict::new(Validation::Valid, how)))
+            .lower(verdict);
+        if let Some(b) = broken_index(verdict.validation)
+            && !self.digests.keep_broken
+        {
+            self.discarded[b].fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = self.ctx.case.path(&rel).map(std::fs::remove_file) {
+                self.fail(e.into());
+            }
+            return;
+        }
+        self.counts[count_index(verdict.validation)].fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(1, Ordering::Relaxed);
+        self.insert(Row {
+            id,
+            type_name: type_name.to_string(),
+            case_path: Some(rel.display().to_string()),
+            extents: Some(extents_text(pieces)),
+            ..Row::data(self.evidence_id, b, size, verdict, digests)
+        });
     }
 }
+
+/// The slot of `Sink::counts` for a validation.
+fn count_index(v: Validation) -> usize {
+    match v {
+        Validation::Valid => 0,
+        Validation::Invalid => 1,
+        Validation::Truncated => 2,
+        Validation::Unchecked => 3,
+    }
+}
+
+/// The slot of `Sink::discarded` for a broken item's validation.
+fn broken_index(v: Validation) -> Option<usize> {
+    match v {
+        Validation::Invalid => Some(0),
+        Validation::Truncated => Some(1),
+        Validation::Valid | Validation::Unchecked => None,
+    }
+}
+
+/// Digests and entropy of content, as `Hashers::finish` gives them.
+type Digested = (Option<String>, Option<String>, Option<String>, Option<f64>);
 
 /// A row of `carved_items`.
 struct Row {
@@ -678,15 +765,47 @@ struct Row {
     extents: Option<String>,
 }
 
+impl Row {
+    /// The row of data item `s`, `len` bytes from its header on, with its
+    /// type and extension as the scan saw them and no case file.
+    fn data(evidence_id: i64, s: &Start, len: u64, verdict: Verdict, digests: Digested) -> Row {
+        let (md5, sha1, sha256, entropy) = digests;
+        Row {
+            id: s.id,
+            evidence_id,
+            volume_id: s.volume_id,
+            method: "data",
+            offset: s.offset,
+            length: len,
+            type_name: s.type_name.clone(),
+            validation: verdict.validation.as_str(),
+            case_path: None,
+            md5,
+            sha1,
+            sha256,
+            entropy,
+            detail: verdict.note,
+            source: s.source,
+            signature: Some(s.signature.clone()),
+            meta: None,
+            content_length: Some(len),
+            extents: Some(format!("[[{},{len}]]", s.offset)),
+        }
+    }
+}
+
 /// A piece of recovered content: bytes at a media offset, or zeros.
 #[derive(Debug, Clone, Copy)]
-enum Piece {
+pub enum Piece {
+    /// `(offset, length)` on the media.
     At(u64, u64),
+    /// Zeros (a sparse run).
     Zeros(u64),
 }
 
 impl Piece {
-    fn len(&self) -> u64 {
+    /// Bytes it holds.
+    pub fn len(&self) -> u64 {
         match *self {
             Piece::At(_, l) | Piece::Zeros(l) => l,
         }
@@ -712,7 +831,7 @@ enum Plan {
     Resident(Vec<u8>),
 }
 
-enum WriteError {
+pub enum WriteError {
     /// The content could not be read; the record is still stored.
     Source(String),
     /// The stage cannot go on.
@@ -722,7 +841,7 @@ enum WriteError {
 struct Written {
     length: u64,
     type_name: String,
-    digests: (Option<String>, Option<String>, Option<String>, Option<f64>),
+    digests: Digested,
     verdict: Option<Verdict>,
     rel: PathBuf,
 }
@@ -750,7 +869,7 @@ impl Content {
 }
 
 /// Read `buf.len()` bytes of the content at content offset `from`.
-fn read_pieces(
+pub fn read_pieces(
     ctx: &StageContext<'_>,
     pieces: &[Piece],
     from: u64,

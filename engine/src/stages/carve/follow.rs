@@ -1,0 +1,222 @@
+//! Following broken items along the file system's own map.
+//!
+//! A data item whose contiguous carve ended broken (invalid or cut short)
+//! may be a fragmented file. When its header is the first byte of a file
+//! whose clusters the filesystem stage mapped exactly (a live file, or a
+//! deleted NTFS file whose record still lists its runs) and that file has
+//! more than one run, the item is carved again along that map: the
+//! format's delimiter walks the joined bytes to find where the item ends,
+//! and its verifier checks them, so the item is stored valid only when the
+//! joined bytes pass every check the format allows. This recovers
+//! fragmented files in allocated space and alternate data streams when the
+//! scope is the partition or the image (DFTT #8's JPEG in an ADS).
+//!
+//! Deleted FAT files are not followed: their cluster chain is gone and the
+//! filesystem stage's contiguous guess is exactly what the carve already
+//! tried. Reassembly from content alone (trying which sector continues a
+//! broken JPEG) is not attempted: JPEG's Huffman codes resynchronise on
+//! other JPEG data and decode zeroed or flat data as valid codes, so on
+//! DFTT #8 syntactic checks and block-edge continuity both ranked wrong
+//! continuations above the true one.
+
+use super::formats::{Cut, Step, Validation, Verdict};
+use super::sink::{Piece, Sink, Start, read_pieces};
+use crate::stage::{StageContext, StageError};
+use std::sync::atomic::Ordering;
+
+/// Bytes read per delimiter feed.
+const CHUNK: usize = 256 << 10;
+
+/// A file the filesystem stage mapped exactly, starting at an offset.
+struct Mapped {
+    path: String,
+    pieces: Vec<Piece>,
+}
+
+fn sql(e: rusqlite::Error) -> StageError {
+    StageError::Other(format!("carve: reading the case database: {e}"))
+}
+
+/// Fragmented, exactly mapped files whose content starts at `offset`.
+fn mapped_at(
+    reader: &rusqlite::Connection,
+    evidence_id: i64,
+    offset: u64,
+) -> Result<Vec<Mapped>, StageError> {
+    let mut st = reader
+        .prepare_cached(
+            "SELECT f.path, f.extents FROM files f JOIN volumes v ON v.id = f.volume_id
+             WHERE coalesce(f.first_offset, -1) = ?1 AND v.evidence_id = ?2 AND f.kind = 'file'
+               AND (f.recovery = 'allocated' OR (f.recovery = 'unallocated' AND v.fs_type = 'NTFS'))
+               AND f.extents IS NOT NULL
+             ORDER BY f.id",
+        )
+        .map_err(sql)?;
+    let rows = st
+        .query_map(
+            rusqlite::params![i64::try_from(offset).unwrap_or(i64::MAX), evidence_id],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )
+        .map_err(sql)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, extents) = row.map_err(sql)?;
+        if let Some(pieces) = parse_extents(&extents)
+            && pieces.len() > 1
+        {
+            out.push(Mapped { path, pieces });
+        }
+    }
+    Ok(out)
+}
+
+/// `[[offset, length], ...]` with `null` offsets for sparse runs; `None`
+/// when malformed.
+fn parse_extents(text: &str) -> Option<Vec<Piece>> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.as_array()?
+        .iter()
+        .map(|run| {
+            let run = run.as_array()?;
+            let len = run.get(1)?.as_u64()?;
+            match run.first()? {
+                serde_json::Value::Null => Some(Piece::Zeros(len)),
+                o => Some(Piece::At(o.as_u64()?, len)),
+            }
+        })
+        .collect()
+}
+
+/// The first `len` bytes of `pieces`.
+fn cut(pieces: &[Piece], mut len: u64) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for p in pieces {
+        if len == 0 {
+            break;
+        }
+        let take = p.len().min(len);
+        out.push(match *p {
+            Piece::At(o, _) => Piece::At(o, take),
+            Piece::Zeros(_) => Piece::Zeros(take),
+        });
+        len -= take;
+    }
+    out
+}
+
+/// Where an item ends, as its format's delimiter says.
+struct End {
+    len: u64,
+    verdict: Verdict,
+    final_type: Option<(&'static str, &'static str)>,
+}
+
+/// Where the item of `b`'s format starting the mapped file ends, or
+/// `None` if the file's bytes do not hold a complete item.
+fn item_end(
+    ctx: &StageContext<'_>,
+    b: &Start,
+    pieces: &[Piece],
+) -> Result<Option<End>, StageError> {
+    let Some(format) = b.builtin else {
+        return Ok(None);
+    };
+    let whole: u64 = pieces.iter().map(Piece::len).sum();
+    let total = whole.min(b.max_size);
+    let mut delimiter = format.delimiter();
+    let mut buf = vec![0u8; CHUNK.min(usize::try_from(total).unwrap_or(CHUNK))];
+    let mut fed = 0u64;
+    let mut step = Step::More;
+    while fed < total && step == Step::More {
+        ctx.check_cancel()?;
+        let n = usize::try_from((total - fed).min(buf.len() as u64)).unwrap_or(buf.len());
+        if read_pieces(ctx, pieces, fed, &mut buf[..n]).is_err() {
+            return Ok(None);
+        }
+        step = delimiter.feed(&buf[..n]);
+        fed += n as u64;
+    }
+    if step == Step::More {
+        let cut = if whole > total {
+            Cut::MaxSize
+        } else {
+            Cut::RangeEnd
+        };
+        step = delimiter.finish(cut, fed);
+    }
+    Ok(match step {
+        Step::End { len, verdict } if len > 0 && verdict.validation != Validation::Truncated => {
+            Some(End {
+                len,
+                verdict,
+                final_type: delimiter.final_type(),
+            })
+        }
+        _ => None,
+    })
+}
+
+/// Follow the broken items the sink collected along the maps of the files
+/// they start, storing those found as new rows after the scan's (in header
+/// order, so ids do not depend on the thread count). Returns how many were
+/// stored.
+pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, StageError> {
+    let Some(list) = &sink.broken else {
+        return Ok(0);
+    };
+    let mut broken = std::mem::take(
+        &mut *list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if broken.is_empty() {
+        return Ok(0);
+    }
+    broken.sort_by_key(|b| (b.offset, b.id));
+    ctx.db.writer().flush()?;
+    let reader = ctx.db.reader()?;
+    let mut id: i64 = reader
+        .query_row(
+            "SELECT coalesce(max(id), 0) + 1 FROM carved_items",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    let stored_before = sink.items.load(Ordering::Relaxed);
+    for b in &broken {
+        for m in mapped_at(&reader, ctx.evidence_id, b.offset)? {
+            let Some(end) = item_end(ctx, b, &m.pieces)? else {
+                continue;
+            };
+            let pieces = cut(&m.pieces, end.len);
+            if pieces.len() < 2 {
+                // The item ends inside the first run: the contiguous carve
+                // saw the same bytes.
+                continue;
+            }
+            sink.followed(id, b, &pieces, &m.path, end.verdict, end.final_type);
+            id += 1;
+            break;
+        }
+        sink.take_fatal()?;
+    }
+    ctx.db.writer().flush()?;
+    Ok(sink.items.load(Ordering::Relaxed) - stored_before)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extents_parse_and_cut() {
+        let p = parse_extents("[[1024,512],[null,100],[4096,1000]]").unwrap();
+        assert_eq!(p.len(), 3);
+        let c = cut(&p, 700);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.iter().map(Piece::len).sum::<u64>(), 700);
+        assert!(matches!(c[2], Piece::At(4096, 88)));
+        assert!(parse_extents("[[1,2],[\"x\",3]]").is_none());
+        assert!(parse_extents("not json").is_none());
+    }
+}
