@@ -24,9 +24,43 @@ const fn text_table() -> [bool; 256] {
 
 static TEXT: [bool; 256] = text_table();
 
+/// Bytes judged at once by the block tests below: a fixed-size fold that
+/// the compiler turns into a few vector compares, where a byte-by-byte
+/// search branches on every byte (the e-mail delimiter's body scan was
+/// 4% of a whole-image carve).
+const BLOCK: usize = 32;
+
+/// Whether a byte is printable: text, and neither a line end nor one of
+/// the other allowed controls.
+fn printable(c: u8) -> bool {
+    c >= 0x20 && c != 0x7F
+}
+
+/// The length of the leading whole blocks that hold only bytes passing
+/// `plain`.
+fn plain_blocks(data: &[u8], plain: impl Fn(u8) -> bool) -> usize {
+    data.chunks_exact(BLOCK)
+        .take_while(|block| block.iter().fold(true, |ok, &c| ok & plain(c)))
+        .count()
+        * BLOCK
+}
+
 /// Offset of the first byte that cannot be text.
 fn first_binary(data: &[u8]) -> Option<usize> {
-    data.iter().position(|&b| !TEXT[usize::from(b)])
+    let skip = plain_blocks(data, |c| TEXT[usize::from(c)]);
+    data[skip..]
+        .iter()
+        .position(|&b| !TEXT[usize::from(b)])
+        .map(|p| skip + p)
+}
+
+/// Offset of the first line feed or byte that cannot be text.
+fn first_line_end_or_binary(data: &[u8]) -> Option<usize> {
+    let skip = plain_blocks(data, printable);
+    data[skip..]
+        .iter()
+        .position(|&c| c == b'\n' || !TEXT[usize::from(c)])
+        .map(|p| skip + p)
 }
 
 /// Bytes of text an HTML candidate must show before it is believed.
@@ -428,10 +462,7 @@ impl Delimiter for EmlDelimiter {
                 }
                 MailState::Body => {
                     let rest = &data[i..];
-                    let stop = rest
-                        .iter()
-                        .position(|&c| c == b'\n' || !TEXT[usize::from(c)])
-                        .unwrap_or(rest.len());
+                    let stop = first_line_end_or_binary(rest).unwrap_or(rest.len());
                     let room = 1000usize.saturating_sub(self.body_line.len());
                     let take = stop.min(room);
                     self.body_line.extend_from_slice(&rest[..take]);
@@ -544,6 +575,33 @@ mod tests {
         }
         p.extend_from_slice(b"</body>\n</HTML>\n");
         p
+    }
+
+    #[test]
+    fn block_scans_agree_with_byte_scans() {
+        let mut data: Vec<u8> = (0..4000u32).map(|i| b' ' + (i * 7 % 90) as u8).collect();
+        for (at, byte) in [
+            (37, b'\n'),
+            (700, 0x7F),
+            (1301, 0x00),
+            (2050, b'\t'),
+            (3999, 0x01),
+        ] {
+            data[at] = byte;
+            for from in [0, 1, 31, 32, 33, 699, 701, 2049] {
+                let d = &data[from..];
+                assert_eq!(
+                    first_binary(d),
+                    d.iter().position(|&b| !TEXT[usize::from(b)]),
+                    "binary, from {from}"
+                );
+                assert_eq!(
+                    first_line_end_or_binary(d),
+                    d.iter().position(|&c| c == b'\n' || !TEXT[usize::from(c)]),
+                    "line end, from {from}"
+                );
+            }
+        }
     }
 
     #[test]
