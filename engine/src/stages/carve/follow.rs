@@ -22,6 +22,7 @@
 use super::formats::{Cut, Step, Validation, Verdict};
 use super::sink::{Piece, Sink, Start, read_pieces};
 use crate::stage::{StageContext, StageError};
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 /// Bytes read per delimiter feed.
@@ -37,6 +38,40 @@ fn sql(e: rusqlite::Error) -> StageError {
     StageError::Other(format!("carve: reading the case database: {e}"))
 }
 
+/// Files of evidence `:evidence` whose runs the file system gives exactly (live
+/// files; deleted NTFS files, whose records keep their runs) in more than
+/// one run, from `files f` joined with `volumes v`.
+const FRAGMENTED_AND_MAPPED: &str = "v.evidence_id = :evidence AND f.kind = 'file'
+    AND (f.recovery = 'allocated' OR (f.recovery = 'unallocated' AND v.fs_type = 'NTFS'))
+    AND f.first_offset IS NOT NULL AND json_array_length(f.extents) > 1";
+
+/// Where the fragmented, exactly mapped files of the evidence start: the
+/// broken items worth following (the set is as large as the file
+/// system's count of such files, never the image's item count).
+pub fn fragmented_starts(ctx: &StageContext<'_>) -> Result<HashSet<u64>, StageError> {
+    ctx.db.writer().flush()?;
+    let reader = ctx.db.reader()?;
+    let mut st = reader
+        .prepare(&format!(
+            "SELECT f.first_offset FROM files f JOIN volumes v ON v.id = f.volume_id
+             WHERE {FRAGMENTED_AND_MAPPED}"
+        ))
+        .map_err(sql)?;
+    let rows = st
+        .query_map(
+            rusqlite::named_params! {":evidence": ctx.evidence_id},
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(sql)?;
+    let mut starts = HashSet::new();
+    for r in rows {
+        if let Ok(o) = u64::try_from(r.map_err(sql)?) {
+            starts.insert(o);
+        }
+    }
+    Ok(starts)
+}
+
 /// Fragmented, exactly mapped files whose content starts at `offset`.
 fn mapped_at(
     reader: &rusqlite::Connection,
@@ -44,17 +79,18 @@ fn mapped_at(
     offset: u64,
 ) -> Result<Vec<Mapped>, StageError> {
     let mut st = reader
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT f.path, f.extents FROM files f JOIN volumes v ON v.id = f.volume_id
-             WHERE coalesce(f.first_offset, -1) = ?1 AND v.evidence_id = ?2 AND f.kind = 'file'
-               AND (f.recovery = 'allocated' OR (f.recovery = 'unallocated' AND v.fs_type = 'NTFS'))
-               AND f.extents IS NOT NULL
-             ORDER BY f.id",
-        )
+             WHERE coalesce(f.first_offset, -1) = :offset AND {FRAGMENTED_AND_MAPPED}
+             ORDER BY f.id"
+        ))
         .map_err(sql)?;
     let rows = st
         .query_map(
-            rusqlite::params![i64::try_from(offset).unwrap_or(i64::MAX), evidence_id],
+            rusqlite::named_params! {
+                ":offset": i64::try_from(offset).unwrap_or(i64::MAX),
+                ":evidence": evidence_id,
+            },
             |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
         )
         .map_err(sql)?;
@@ -161,7 +197,7 @@ fn item_end(
 /// order, so ids do not depend on the thread count). Returns how many were
 /// stored.
 pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, StageError> {
-    let Some(list) = &sink.broken else {
+    let Some((_, list)) = &sink.broken else {
         return Ok(0);
     };
     let mut broken = std::mem::take(

@@ -9,6 +9,10 @@
 //! built in (JPEG, PNG, GIF, BMP, PDF, ZIP/DOCX/XLSX, SQLite, RFC 5322
 //! e-mail, HTML) and/or read from a scalpel/foremost signature file.
 //!
+//! A data item that ends broken where a fragmented file the filesystem
+//! stage mapped exactly begins is carved again along that file's runs
+//! (see `follow`).
+//!
 //! Meta carving finds FAT directory entries and NTFS `FILE` records in
 //! the same pass (unallocated space and slack; deleted entries of live
 //! directories and of the MFT) and records what they say, with their
@@ -285,7 +289,12 @@ impl Stage for Carve {
             in_flight: 4 + 2 * threads,
             first_id,
         };
-        let sink = sink::Sink::new(ctx, self.digests, self.follow_fragments);
+        let follow = if self.follow_fragments {
+            Some(follow::fragmented_starts(ctx)?)
+        } else {
+            None
+        };
+        let sink = sink::Sink::new(ctx, self.digests, follow);
         let extras = Extras {
             meta: self.meta,
             slack: self.slack,

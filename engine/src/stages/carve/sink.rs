@@ -18,7 +18,7 @@ use crate::source::hex;
 use crate::stage::{Problem, Severity, StageContext, StageError};
 use crossbeam_channel::Receiver;
 use md5::Digest;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -251,9 +251,10 @@ pub struct Sink<'a> {
     pub meta_content: AtomicU64,
     /// Broken data items deleted (invalid, truncated).
     pub discarded: [AtomicU64; 2],
-    /// Broken items of built-in formats, to follow across fragments
-    /// after the scan when asked to.
-    pub broken: Option<std::sync::Mutex<Vec<Start>>>,
+    /// Where fragmented, exactly mapped files start, when asked to follow
+    /// broken items along them (see `follow`), and the broken items of
+    /// built-in formats found there.
+    pub broken: Option<(HashSet<u64>, std::sync::Mutex<Vec<Start>>)>,
     evidence_id: i64,
 }
 
@@ -270,7 +271,7 @@ pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
 
 impl<'a> Sink<'a> {
     /// A sink writing through `ctx`.
-    pub fn new(ctx: &'a StageContext<'a>, digests: Digests, follow: bool) -> Self {
+    pub fn new(ctx: &'a StageContext<'a>, digests: Digests, follow: Option<HashSet<u64>>) -> Self {
         Sink {
             ctx,
             digests,
@@ -282,7 +283,7 @@ impl<'a> Sink<'a> {
             meta: AtomicU64::new(0),
             meta_content: AtomicU64::new(0),
             discarded: Default::default(),
-            broken: follow.then(Default::default),
+            broken: follow.map(|starts| (starts, Default::default())),
             evidence_id: ctx.evidence_id,
         }
     }
@@ -395,7 +396,8 @@ impl<'a> Sink<'a> {
         let broken = broken_index(verdict.validation);
         if broken.is_some()
             && it.start.builtin.is_some()
-            && let Some(list) = &self.broken
+            && let Some((starts, list)) = &self.broken
+            && starts.contains(&it.start.offset)
         {
             list.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
