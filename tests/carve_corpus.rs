@@ -25,28 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn corpus(dir: &Path, size: &str, seed: &str, profile: &str) -> (PathBuf, Manifest) {
-    let out = common::caseload()
-        .args([
-            "corpus",
-            "--size",
-            size,
-            "--seed",
-            seed,
-            "--profile",
-            profile,
-        ])
-        .args(["--decoys", "100", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let manifest: Manifest =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    (dir.join("image.dd"), manifest)
+    common::corpus(dir, &["--size", size, "--seed", seed, "--profile", profile])
 }
 
 /// One `carved_items` row.

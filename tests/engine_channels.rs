@@ -30,19 +30,7 @@ fn md5_of(path: &Path) -> Vec<u8> {
 fn bytes_written_per_channel_match_the_directories_and_evidence_is_untouched() {
     let work = tempfile::tempdir().unwrap();
     let evidence_dir = work.path().join("evidence");
-    let out = common::caseload()
-        .args([
-            "corpus", "--size", "48MiB", "--seed", "3", "--decoys", "100", "--out",
-        ])
-        .arg(&evidence_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let image = evidence_dir.join("image.dd");
+    let (image, _) = common::corpus(&evidence_dir, &["--size", "48MiB", "--seed", "3"]);
     let before_md5 = md5_of(&image);
     let before_mtime = std::fs::metadata(&image).unwrap().modified().unwrap();
     let before_evidence_dir = dir_bytes(&evidence_dir);

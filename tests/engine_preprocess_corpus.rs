@@ -19,21 +19,7 @@ struct Row {
 }
 
 fn corpus(dir: &Path, size: &str, seed: &str) -> (PathBuf, Manifest) {
-    let out = common::caseload()
-        .args([
-            "corpus", "--size", size, "--seed", seed, "--decoys", "100", "--out",
-        ])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let manifest: Manifest =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    (dir.join("image.dd"), manifest)
+    common::corpus(dir, &["--size", size, "--seed", seed])
 }
 
 /// Run filesystem + file-hash and read the files table, keyed by

@@ -20,32 +20,16 @@ use std::path::Path;
 /// Run pre-processing on `evidence`; returns (tempdir holding the case, bodyfile text).
 fn preprocess(evidence: &Path) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = common::caseload()
-        .args(["run", "--stages", "filesystem,file-hash", "--cache", "warm"])
-        .arg("--evidence")
-        .arg(evidence)
-        .args(
-            ["--database", "--case", "--temp"]
-                .iter()
-                .flat_map(|f| [f.to_string(), dir.path().display().to_string()]),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        evidence.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let body = common::caseload()
-        .args(["export", "--format", "bodyfile", "--case"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        body.status.success(),
-        "{}",
-        String::from_utf8_lossy(&body.stderr)
+    common::run_ok(&mut common::stage_run(
+        "filesystem,file-hash",
+        evidence,
+        dir.path(),
+        &[],
+    ));
+    let body = common::run_ok(
+        common::caseload()
+            .args(["export", "--format", "bodyfile", "--case"])
+            .arg(dir.path()),
     );
     (dir, String::from_utf8(body.stdout).unwrap())
 }

@@ -37,31 +37,12 @@ type Files = BTreeMap<String, (Option<String>, Option<String>, BTreeSet<String>)
 
 fn run(evidence: &Path, set: &Path, library: &Path) -> Files {
     let case = tempfile::tempdir().unwrap();
-    let out = common::caseload()
-        .args([
-            "run",
-            "--stages",
-            "filesystem,file-hash,kff",
-            "--cache",
-            "warm",
-        ])
-        .arg("--evidence")
-        .arg(evidence)
-        .arg("--hashset")
-        .arg(format!("notable={}", set.display()))
-        .arg("--kff-library")
-        .arg(library)
-        .args(
-            ["--database", "--case", "--temp"]
-                .iter()
-                .flat_map(|f| [f.to_string(), case.path().display().to_string()]),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        common::stage_run("filesystem,file-hash,kff", evidence, case.path(), &[])
+            .arg("--hashset")
+            .arg(format!("notable={}", set.display()))
+            .arg("--kff-library")
+            .arg(library),
     );
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut files = Files::new();

@@ -89,3 +89,19 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
     );
     out
 }
+
+/// Generate a corpus with 100 decoys in `dir` (`args`: `--size`, `--seed`,
+/// `--profile`...), failing the test if it fails: the raw image's path and
+/// the manifest.
+pub fn corpus(dir: &Path, args: &[&str]) -> (PathBuf, caseload_corpus::manifest::Manifest) {
+    run_ok(
+        caseload()
+            .arg("corpus")
+            .args(args)
+            .args(["--decoys", "100", "--out"])
+            .arg(dir),
+    );
+    let manifest =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    (dir.join("image.dd"), manifest)
+}
