@@ -297,13 +297,6 @@ fn compressed_content(encoding: &str, runs: &[(Option<u64>, u64)]) -> Option<Con
     })
 }
 
-fn parse_runs(text: Option<&str>) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
-    match text {
-        Some(t) => serde_json::from_str(t),
-        None => Ok(Vec::new()),
-    }
-}
-
 impl Stage for FileHash {
     fn name(&self) -> &'static str {
         "file-hash"
@@ -409,7 +402,10 @@ impl Stage for FileHash {
                     if ctx.cancel.load(Ordering::Relaxed) {
                         break 'pages;
                     }
-                    let runs = match parse_runs(extents.as_deref()) {
+                    let runs = match extents
+                        .as_deref()
+                        .map_or(Ok(Vec::new()), super::filesystem::parse_extents)
+                    {
                         Ok(r) => r,
                         Err(e) => {
                             ctx.record(

@@ -96,6 +96,13 @@ fn runs_json(runs: &[Run]) -> String {
     format!("[{}]", parts.join(","))
 }
 
+/// The runs of a `files.extents` (or `carved_items.extents`) value, as
+/// `runs_json` writes them: `(Some(offset), len)` for data, `(None, len)`
+/// for a sparse run.
+pub(crate) fn parse_extents(text: &str) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
 /// A file row ready to insert.
 struct FileRow {
     volume_id: i64,

@@ -21,6 +21,7 @@
 
 use super::formats::{Cut, Step, Validation, Verdict};
 use super::sink::{Piece, Sink, Start, read_pieces};
+use super::{next_id, sql};
 use crate::stage::{StageContext, StageError};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -34,10 +35,6 @@ struct Mapped {
     pieces: Vec<Piece>,
 }
 
-fn sql(e: rusqlite::Error) -> StageError {
-    StageError::Other(format!("carve: reading the case database: {e}"))
-}
-
 /// Files of evidence `:evidence` whose runs the file system gives exactly (live
 /// files; deleted NTFS files, whose records keep their runs) in more than
 /// one run, from `files f` joined with `volumes v`.
@@ -48,9 +45,10 @@ const FRAGMENTED_AND_MAPPED: &str = "v.evidence_id = :evidence AND f.kind = 'fil
 /// Where the fragmented, exactly mapped files of the evidence start: the
 /// broken items worth following (the set is as large as the file
 /// system's count of such files, never the image's item count).
-pub fn fragmented_starts(ctx: &StageContext<'_>) -> Result<HashSet<u64>, StageError> {
-    ctx.db.writer().flush()?;
-    let reader = ctx.db.reader()?;
+pub fn fragmented_starts(
+    reader: &rusqlite::Connection,
+    evidence_id: i64,
+) -> Result<HashSet<u64>, StageError> {
     let mut st = reader
         .prepare(&format!(
             "SELECT f.first_offset FROM files f JOIN volumes v ON v.id = f.volume_id
@@ -58,10 +56,9 @@ pub fn fragmented_starts(ctx: &StageContext<'_>) -> Result<HashSet<u64>, StageEr
         ))
         .map_err(sql)?;
     let rows = st
-        .query_map(
-            rusqlite::named_params! {":evidence": ctx.evidence_id},
-            |r| r.get::<_, i64>(0),
-        )
+        .query_map(rusqlite::named_params! {":evidence": evidence_id}, |r| {
+            r.get::<_, i64>(0)
+        })
         .map_err(sql)?;
     let mut starts = HashSet::new();
     for r in rows {
@@ -97,30 +94,24 @@ fn mapped_at(
     let mut out = Vec::new();
     for row in rows {
         let (path, extents) = row.map_err(sql)?;
-        if let Some(pieces) = parse_extents(&extents)
-            && pieces.len() > 1
-        {
+        if let Some(pieces) = parse_extents(&extents) {
             out.push(Mapped { path, pieces });
         }
     }
     Ok(out)
 }
 
-/// `[[offset, length], ...]` with `null` offsets for sparse runs; `None`
-/// when malformed.
+/// A `files.extents` value as pieces; `None` when malformed.
 fn parse_extents(text: &str) -> Option<Vec<Piece>> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    v.as_array()?
-        .iter()
-        .map(|run| {
-            let run = run.as_array()?;
-            let len = run.get(1)?.as_u64()?;
-            match run.first()? {
-                serde_json::Value::Null => Some(Piece::Zeros(len)),
-                o => Some(Piece::At(o.as_u64()?, len)),
-            }
-        })
-        .collect()
+    let runs = crate::stages::filesystem::parse_extents(text).ok()?;
+    Some(
+        runs.into_iter()
+            .map(|(offset, len)| match offset {
+                Some(o) => Piece::At(o, len),
+                None => Piece::Zeros(len),
+            })
+            .collect(),
+    )
 }
 
 /// The first `len` bytes of `pieces`.
@@ -194,8 +185,8 @@ fn item_end(
 
 /// Follow the broken items the sink collected along the maps of the files
 /// they start, storing those found as new rows after the scan's (in header
-/// order, so ids do not depend on the thread count). Returns how many were
-/// stored.
+/// order, so ids do not depend on the thread count). The scan's rows must
+/// have been flushed. Returns how many were stored.
 pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, StageError> {
     let Some((_, list)) = &sink.broken else {
         return Ok(0);
@@ -209,15 +200,8 @@ pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, Stag
         return Ok(0);
     }
     broken.sort_by_key(|b| (b.offset, b.id));
-    ctx.db.writer().flush()?;
     let reader = ctx.db.reader()?;
-    let mut id: i64 = reader
-        .query_row(
-            "SELECT coalesce(max(id), 0) + 1 FROM carved_items",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(sql)?;
+    let mut id = next_id(&reader)?;
     let stored_before = sink.items.load(Ordering::Relaxed);
     for b in &broken {
         for m in mapped_at(&reader, ctx.evidence_id, b.offset)? {

@@ -237,6 +237,17 @@ fn sql(e: rusqlite::Error) -> StageError {
     StageError::Other(format!("carve: reading the case database: {e}"))
 }
 
+/// The id the next `carved_items` row gets.
+fn next_id(reader: &rusqlite::Connection) -> Result<i64, StageError> {
+    reader
+        .query_row(
+            "SELECT coalesce(max(id), 0) + 1 FROM carved_items",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)
+}
+
 impl Stage for Carve {
     fn name(&self) -> &'static str {
         "carve"
@@ -245,13 +256,12 @@ impl Stage for Carve {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         ctx.db.writer().flush()?;
         let reader = ctx.db.reader()?;
-        let first_id: i64 = reader
-            .query_row(
-                "SELECT coalesce(max(id), 0) + 1 FROM carved_items",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(sql)?;
+        let first_id = next_id(&reader)?;
+        let follow = if self.follow_fragments {
+            Some(follow::fragmented_starts(&reader, ctx.evidence_id)?)
+        } else {
+            None
+        };
         let volume_ids: Vec<(u64, i64)> = {
             let mut st = reader
                 .prepare("SELECT offset, id FROM volumes WHERE evidence_id = ?1")
@@ -288,11 +298,6 @@ impl Stage for Carve {
             readers: threads,
             in_flight: 4 + 2 * threads,
             first_id,
-        };
-        let follow = if self.follow_fragments {
-            Some(follow::fragmented_starts(ctx)?)
-        } else {
-            None
         };
         let sink = sink::Sink::new(ctx, self.digests, follow);
         let extras = Extras {

@@ -639,10 +639,6 @@ fn file_page(
     rows.collect()
 }
 
-fn parse_runs(text: &str) -> Result<Vec<(Option<u64>, u64)>, serde_json::Error> {
-    serde_json::from_str(text)
-}
-
 fn sql_err(e: rusqlite::Error) -> StageError {
     StageError::Other(format!("reading the case database: {e}"))
 }
@@ -937,7 +933,7 @@ impl IndexStage {
                     }
                     let bytes = match (resident, extents) {
                         (Some(r), _) => Bytes::Resident(r),
-                        (None, Some(e)) => match parse_runs(&e) {
+                        (None, Some(e)) => match super::filesystem::parse_extents(&e) {
                             Ok(r) => Bytes::Runs(r),
                             Err(err) => {
                                 ctx.record(
@@ -1077,7 +1073,7 @@ impl IndexStage {
                     )
                 };
                 let bytes = match (extents, case_path) {
-                    (Some(e), _) => match parse_runs(&e) {
+                    (Some(e), _) => match super::filesystem::parse_extents(&e) {
                         Ok(r) => Bytes::Runs(r),
                         Err(err) => {
                             problem(format!("unreadable extents in carved_items: {err}"))?;
