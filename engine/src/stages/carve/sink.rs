@@ -288,6 +288,20 @@ impl<'a> Sink<'a> {
         }
     }
 
+    /// Count a stored item.
+    fn count(&self, v: Validation) {
+        self.counts[count_index(v)].fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drop a broken item (`discarded` slot `slot`) and its case file.
+    fn discard(&self, slot: usize, rel: &std::path::Path) {
+        self.discarded[slot].fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.ctx.case.path(rel).map(std::fs::remove_file) {
+            self.fail(e.into());
+        }
+    }
+
     /// The fatal error a worker met, if any.
     pub fn take_fatal(&self) -> Result<(), StageError> {
         match self
@@ -407,10 +421,7 @@ impl<'a> Sink<'a> {
             && !self.digests.keep_broken
         {
             drop(it.file);
-            self.discarded[b].fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = self.ctx.case.path(&it.rel).map(std::fs::remove_file) {
-                self.fail(e.into());
-            }
+            self.discard(b, &it.rel);
             return;
         }
         let (mut type_name, mut rel) = (it.start.type_name.clone(), it.rel.clone());
@@ -450,8 +461,7 @@ impl<'a> Sink<'a> {
             }
         }
         let digests = it.hashers.finish();
-        self.counts[count_index(verdict.validation)].fetch_add(1, Ordering::Relaxed);
-        self.items.fetch_add(1, Ordering::Relaxed);
+        self.count(verdict.validation);
         self.bytes.fetch_add(len, Ordering::Relaxed);
         let s = it.start;
         if let Some(f) = it.failed {
@@ -576,8 +586,7 @@ impl<'a> Sink<'a> {
                 }
             }
         }
-        self.counts[count_index(validation)].fetch_add(1, Ordering::Relaxed);
-        self.items.fetch_add(1, Ordering::Relaxed);
+        self.count(validation);
         let (md5, sha1, sha256, entropy) = digests;
         let row = Row {
             id: job.id,
@@ -704,14 +713,10 @@ impl<'a> Sink<'a> {
         if let Some(b) = broken_index(verdict.validation)
             && !self.digests.keep_broken
         {
-            self.discarded[b].fetch_add(1, Ordering::Relaxed);
-            if let Err(e) = self.ctx.case.path(&rel).map(std::fs::remove_file) {
-                self.fail(e.into());
-            }
+            self.discard(b, &rel);
             return;
         }
-        self.counts[count_index(verdict.validation)].fetch_add(1, Ordering::Relaxed);
-        self.items.fetch_add(1, Ordering::Relaxed);
+        self.count(verdict.validation);
         self.insert(Row {
             id,
             type_name: type_name.to_string(),
