@@ -13,6 +13,8 @@ pub mod export;
 pub mod hashset;
 pub mod layout;
 pub mod metrics;
+#[cfg(test)]
+mod noise;
 pub mod probe;
 pub mod report;
 pub mod run;

@@ -21,7 +21,7 @@ use core::arch::x86::*;
 use core::arch::x86_64::*;
 
 /// The sine-derived constants of RFC 1321, section 3.4, in step order.
-const K: [u32; 64] = [
+pub(crate) const K: [u32; 64] = [
     0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
     0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
     0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
@@ -50,10 +50,7 @@ pub(crate) unsafe fn compress(state: &mut [u32; 4], blocks: &[[u8; 64]]) {
             *w = u32::from_le_bytes([ch[0], ch[1], ch[2], ch[3]]);
         }
         let (aa, bb, cc, dd) = (a, b, c, d);
-        // One step: ternary-logic immediate of the round function (F 0xCA
-        // = b ? c : d; G 0xE4 = d ? b : c; H 0x96 = b ^ c ^ d; I 0x39 =
-        // c ^ (b | !d)), registers in rotation, step index, message word,
-        // rotation.
+        // One step, as `md5_steps!` lists them.
         macro_rules! step {
             ($imm:literal, $a:ident, $b:ident, $c:ident, $d:ident, $i:literal, $g:literal, $s:literal) => {
                 let t = _mm_add_epi32($a, _mm_cvtsi32_si128(K[$i].wrapping_add(m[$g]) as i32));
@@ -61,22 +58,7 @@ pub(crate) unsafe fn compress(state: &mut [u32; 4], blocks: &[[u8; 64]]) {
                 $a = _mm_add_epi32(_mm_rol_epi32::<$s>(_mm_add_epi32(t, f)), $b);
             };
         }
-        step!(0xCA, a, b, c, d, 0, 0, 7); step!(0xCA, d, a, b, c, 1, 1, 12); step!(0xCA, c, d, a, b, 2, 2, 17); step!(0xCA, b, c, d, a, 3, 3, 22);
-        step!(0xCA, a, b, c, d, 4, 4, 7); step!(0xCA, d, a, b, c, 5, 5, 12); step!(0xCA, c, d, a, b, 6, 6, 17); step!(0xCA, b, c, d, a, 7, 7, 22);
-        step!(0xCA, a, b, c, d, 8, 8, 7); step!(0xCA, d, a, b, c, 9, 9, 12); step!(0xCA, c, d, a, b, 10, 10, 17); step!(0xCA, b, c, d, a, 11, 11, 22);
-        step!(0xCA, a, b, c, d, 12, 12, 7); step!(0xCA, d, a, b, c, 13, 13, 12); step!(0xCA, c, d, a, b, 14, 14, 17); step!(0xCA, b, c, d, a, 15, 15, 22);
-        step!(0xE4, a, b, c, d, 16, 1, 5); step!(0xE4, d, a, b, c, 17, 6, 9); step!(0xE4, c, d, a, b, 18, 11, 14); step!(0xE4, b, c, d, a, 19, 0, 20);
-        step!(0xE4, a, b, c, d, 20, 5, 5); step!(0xE4, d, a, b, c, 21, 10, 9); step!(0xE4, c, d, a, b, 22, 15, 14); step!(0xE4, b, c, d, a, 23, 4, 20);
-        step!(0xE4, a, b, c, d, 24, 9, 5); step!(0xE4, d, a, b, c, 25, 14, 9); step!(0xE4, c, d, a, b, 26, 3, 14); step!(0xE4, b, c, d, a, 27, 8, 20);
-        step!(0xE4, a, b, c, d, 28, 13, 5); step!(0xE4, d, a, b, c, 29, 2, 9); step!(0xE4, c, d, a, b, 30, 7, 14); step!(0xE4, b, c, d, a, 31, 12, 20);
-        step!(0x96, a, b, c, d, 32, 5, 4); step!(0x96, d, a, b, c, 33, 8, 11); step!(0x96, c, d, a, b, 34, 11, 16); step!(0x96, b, c, d, a, 35, 14, 23);
-        step!(0x96, a, b, c, d, 36, 1, 4); step!(0x96, d, a, b, c, 37, 4, 11); step!(0x96, c, d, a, b, 38, 7, 16); step!(0x96, b, c, d, a, 39, 10, 23);
-        step!(0x96, a, b, c, d, 40, 13, 4); step!(0x96, d, a, b, c, 41, 0, 11); step!(0x96, c, d, a, b, 42, 3, 16); step!(0x96, b, c, d, a, 43, 6, 23);
-        step!(0x96, a, b, c, d, 44, 9, 4); step!(0x96, d, a, b, c, 45, 12, 11); step!(0x96, c, d, a, b, 46, 15, 16); step!(0x96, b, c, d, a, 47, 2, 23);
-        step!(0x39, a, b, c, d, 48, 0, 6); step!(0x39, d, a, b, c, 49, 7, 10); step!(0x39, c, d, a, b, 50, 14, 15); step!(0x39, b, c, d, a, 51, 5, 21);
-        step!(0x39, a, b, c, d, 52, 12, 6); step!(0x39, d, a, b, c, 53, 3, 10); step!(0x39, c, d, a, b, 54, 10, 15); step!(0x39, b, c, d, a, 55, 1, 21);
-        step!(0x39, a, b, c, d, 56, 8, 6); step!(0x39, d, a, b, c, 57, 15, 10); step!(0x39, c, d, a, b, 58, 6, 15); step!(0x39, b, c, d, a, 59, 13, 21);
-        step!(0x39, a, b, c, d, 60, 4, 6); step!(0x39, d, a, b, c, 61, 11, 10); step!(0x39, c, d, a, b, 62, 2, 15); step!(0x39, b, c, d, a, 63, 9, 21);
+        crate::md5_steps!(step, a, b, c, d);
         a = _mm_add_epi32(a, aa); b = _mm_add_epi32(b, bb); c = _mm_add_epi32(c, cc); d = _mm_add_epi32(d, dd);
     }
     state[0] = _mm_cvtsi128_si32(a) as u32;

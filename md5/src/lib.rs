@@ -14,7 +14,9 @@
 //!    faster than `md-5` (it does not build for Windows);
 //! 3. the `md-5` crate's Rust function everywhere else.
 //!
-//! (criterion: `engine_kernels`, group `hash-1MiB`.) The buffering, padding
+//! (criterion: `engine_kernels`, group `hash-1MiB`.) Many independent
+//! messages (carved items) go faster side by side through [`Lanes`],
+//! sixteen chains in the lanes of AVX-512 registers. The buffering, padding
 //! and length encoding here are the standard ones of RFC 1321.
 
 pub use digest::{self, Digest};
@@ -25,8 +27,41 @@ use digest::{FixedOutput, FixedOutputReset, HashMarker, Output, OutputSizeUser, 
 /// The initial chaining values of RFC 1321, section 3.3.
 const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 
+/// The 64 steps of RFC 1321 section 3.4 as calls of `$step!(imm, a, b, c,
+/// d, i, g, s)`: the ternary-logic immediate of the round function (F 0xCA
+/// = b ? c : d; G 0xE4 = d ? b : c; H 0x96 = b ^ c ^ d; I 0x39 = c ^ (b |
+/// !d)), the registers in rotation, the step index, the message word and
+/// the rotation. One table for the one-message and the sixteen-lane code.
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+#[rustfmt::skip]
+macro_rules! md5_steps {
+    ($step:ident, $a:ident, $b:ident, $c:ident, $d:ident) => {
+        $step!(0xCA, $a, $b, $c, $d, 0, 0, 7); $step!(0xCA, $d, $a, $b, $c, 1, 1, 12); $step!(0xCA, $c, $d, $a, $b, 2, 2, 17); $step!(0xCA, $b, $c, $d, $a, 3, 3, 22);
+        $step!(0xCA, $a, $b, $c, $d, 4, 4, 7); $step!(0xCA, $d, $a, $b, $c, 5, 5, 12); $step!(0xCA, $c, $d, $a, $b, 6, 6, 17); $step!(0xCA, $b, $c, $d, $a, 7, 7, 22);
+        $step!(0xCA, $a, $b, $c, $d, 8, 8, 7); $step!(0xCA, $d, $a, $b, $c, 9, 9, 12); $step!(0xCA, $c, $d, $a, $b, 10, 10, 17); $step!(0xCA, $b, $c, $d, $a, 11, 11, 22);
+        $step!(0xCA, $a, $b, $c, $d, 12, 12, 7); $step!(0xCA, $d, $a, $b, $c, 13, 13, 12); $step!(0xCA, $c, $d, $a, $b, 14, 14, 17); $step!(0xCA, $b, $c, $d, $a, 15, 15, 22);
+        $step!(0xE4, $a, $b, $c, $d, 16, 1, 5); $step!(0xE4, $d, $a, $b, $c, 17, 6, 9); $step!(0xE4, $c, $d, $a, $b, 18, 11, 14); $step!(0xE4, $b, $c, $d, $a, 19, 0, 20);
+        $step!(0xE4, $a, $b, $c, $d, 20, 5, 5); $step!(0xE4, $d, $a, $b, $c, 21, 10, 9); $step!(0xE4, $c, $d, $a, $b, 22, 15, 14); $step!(0xE4, $b, $c, $d, $a, 23, 4, 20);
+        $step!(0xE4, $a, $b, $c, $d, 24, 9, 5); $step!(0xE4, $d, $a, $b, $c, 25, 14, 9); $step!(0xE4, $c, $d, $a, $b, 26, 3, 14); $step!(0xE4, $b, $c, $d, $a, 27, 8, 20);
+        $step!(0xE4, $a, $b, $c, $d, 28, 13, 5); $step!(0xE4, $d, $a, $b, $c, 29, 2, 9); $step!(0xE4, $c, $d, $a, $b, 30, 7, 14); $step!(0xE4, $b, $c, $d, $a, 31, 12, 20);
+        $step!(0x96, $a, $b, $c, $d, 32, 5, 4); $step!(0x96, $d, $a, $b, $c, 33, 8, 11); $step!(0x96, $c, $d, $a, $b, 34, 11, 16); $step!(0x96, $b, $c, $d, $a, 35, 14, 23);
+        $step!(0x96, $a, $b, $c, $d, 36, 1, 4); $step!(0x96, $d, $a, $b, $c, 37, 4, 11); $step!(0x96, $c, $d, $a, $b, 38, 7, 16); $step!(0x96, $b, $c, $d, $a, 39, 10, 23);
+        $step!(0x96, $a, $b, $c, $d, 40, 13, 4); $step!(0x96, $d, $a, $b, $c, 41, 0, 11); $step!(0x96, $c, $d, $a, $b, 42, 3, 16); $step!(0x96, $b, $c, $d, $a, 43, 6, 23);
+        $step!(0x96, $a, $b, $c, $d, 44, 9, 4); $step!(0x96, $d, $a, $b, $c, 45, 12, 11); $step!(0x96, $c, $d, $a, $b, 46, 15, 16); $step!(0x96, $b, $c, $d, $a, 47, 2, 23);
+        $step!(0x39, $a, $b, $c, $d, 48, 0, 6); $step!(0x39, $d, $a, $b, $c, 49, 7, 10); $step!(0x39, $c, $d, $a, $b, 50, 14, 15); $step!(0x39, $b, $c, $d, $a, 51, 5, 21);
+        $step!(0x39, $a, $b, $c, $d, 52, 12, 6); $step!(0x39, $d, $a, $b, $c, 53, 3, 10); $step!(0x39, $c, $d, $a, $b, 54, 10, 15); $step!(0x39, $b, $c, $d, $a, 55, 1, 21);
+        $step!(0x39, $a, $b, $c, $d, 56, 8, 6); $step!(0x39, $d, $a, $b, $c, 57, 15, 10); $step!(0x39, $c, $d, $a, $b, 58, 6, 15); $step!(0x39, $b, $c, $d, $a, 59, 13, 21);
+        $step!(0x39, $a, $b, $c, $d, 60, 4, 6); $step!(0x39, $d, $a, $b, $c, 61, 11, 10); $step!(0x39, $c, $d, $a, $b, 62, 2, 15); $step!(0x39, $b, $c, $d, $a, 63, 9, 21);
+    };
+}
+#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+pub(crate) use md5_steps;
+
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 mod avx512;
+mod many;
+
+pub use many::{LANES, Lanes};
 
 /// A compression function: whole blocks into the chaining state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

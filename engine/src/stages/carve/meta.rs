@@ -1004,15 +1004,7 @@ mod tests {
         assert!(!is_dir_sector(&[0u8; 512], None));
         let text = b"The quick brown fox jumps over the lazy dog. ".repeat(12);
         assert!(!is_dir_sector(&text[..512], None));
-        let mut x = 0x1234_5678u32;
-        let noise: Vec<u8> = (0..512)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect();
+        let noise = crate::noise::noise(512, 0x1234_5678);
         assert!(!is_dir_sector(&noise, None));
     }
 
