@@ -503,29 +503,91 @@ impl Delimiter for JpegDelimiter {
     }
 }
 
-/// A Huffman table prepared for decoding (ITU T.81 F.2.2.3), with a
-/// fast lookup of `FAST_BITS`-bit prefixes.
+/// A Huffman table prepared for decoding (ITU T.81 F.2.2.3), with
+/// lookups of `FAST_BITS`-bit prefixes.
 #[derive(Debug, Clone)]
 struct Huffman {
     /// For `FAST_BITS`-bit prefixes: (code length << 8) | symbol, or 0.
-    fast: Vec<u16>,
-    /// For AC tables: like `fast`, but only where the code and the extra
-    /// bits its symbol announces both fit in the prefix, and with their
-    /// total length, so that one lookup skips both (values are never
-    /// needed: the verifier checks codes, not pixels).
-    fast_ac: Vec<u16>,
+    fast: Box<[u16; 1 << FAST_BITS]>,
+    /// For `FAST_BITS`-bit prefixes whose code and the extra bits its
+    /// symbol announces both fit: what they do, so that one lookup skips
+    /// them (values are never needed: the verifier checks codes, not
+    /// pixels); 0 where they do not fit. DC tables: the total length. AC
+    /// tables: up to two symbols, see [`skip`].
+    skip: Box<[u32; 1 << FAST_BITS]>,
     maxcode: [i32; 18],
     valptr: [i32; 17],
     mincode: [i32; 17],
     symbols: Vec<u8>,
 }
 
-/// 11 bits (2K entries, 4 KiB a table, in L1) cover most AC codes with
+/// Fields of an AC table's [`Huffman::skip`] entry: the first symbol's
+/// bits with its extra bits, how far it moves the coefficient index, and
+/// whether it ends the block (EOB); then, when a second symbol fits in the
+/// same prefix, the bits of both, the second's move and end flag. A block
+/// is a chain of codes whose lengths depend on each other, so two symbols
+/// per lookup halve the chain that sets the check's speed.
+mod skip {
+    pub const BITS1: u32 = 0;
+    pub const MOVE1: u32 = 5;
+    pub const END1: u32 = 1 << 10;
+    pub const BITS12: u32 = 11;
+    pub const MOVE2: u32 = 16;
+    pub const END2: u32 = 1 << 21;
+    pub const FIELD: u32 = 31;
+}
+
+/// 11 bits (2K entries, 8 KiB a table, in L1) cover most AC codes with
 /// their extra bits; at 9 the JPEG check was ~20% slower on a corpus.
 const FAST_BITS: u32 = 11;
 
+/// How an AC symbol moves the coefficient index: by its zero run and the
+/// coefficient (ZRL: sixteen zeros), or it ends the block (EOB).
+fn ac_move(rs: u8) -> (u32, bool) {
+    let (r, s) = (u32::from(rs >> 4), rs & 15);
+    match (s, r) {
+        (0, 15) => (16, false),
+        (0, _) => (0, true),
+        _ => (r + 1, false),
+    }
+}
+
+/// The [`Huffman::skip`] entry of prefix `p`.
+fn skip_entry(fast: &[u16; 1 << FAST_BITS], p: usize, ac: bool) -> u32 {
+    // Code and extra bits of the symbol a prefix starts with, if they fit
+    // in it. Extra bits: the DC symbol itself; an AC symbol's low nibble
+    // (fitting in 11 bits, never more than 10: always legal).
+    let bits = |f: u16| -> Option<u32> {
+        let extra = if ac { f & 15 } else { f & 0xFF };
+        let total = u32::from((f >> 8) + extra);
+        (f != 0 && total <= FAST_BITS).then_some(total)
+    };
+    let f1 = fast[p];
+    let Some(t1) = bits(f1) else { return 0 };
+    if !ac {
+        return t1;
+    }
+    let (move1, end1) = ac_move(f1 as u8);
+    let e = t1 << skip::BITS1 | move1 << skip::MOVE1;
+    if end1 {
+        return e | skip::END1;
+    }
+    // The second symbol must be decided by the prefix's bits after the
+    // first: its code and extra bits fit in what is left (the rest of the
+    // index is another code's).
+    let f2 = fast[(p << t1) & ((1 << FAST_BITS) - 1)];
+    match bits(f2) {
+        Some(t2) if t1 + t2 <= FAST_BITS => {
+            let (move2, end2) = ac_move(f2 as u8);
+            let end2 = if end2 { skip::END2 } else { 0 };
+            e | (t1 + t2) << skip::BITS12 | move2 << skip::MOVE2 | end2
+        }
+        _ => e,
+    }
+}
+
 impl Huffman {
-    fn build(counts: &[u8], symbols: &[u8]) -> Result<Huffman, String> {
+    fn build(counts: &[u8], symbols: &[u8], ac: bool) -> Result<Huffman, String> {
         let total: usize = counts.iter().map(|&c| usize::from(c)).sum();
         if total == 0 || total > 256 || symbols.len() != total {
             return Err(format!("Huffman table with {total} codes"));
@@ -533,7 +595,7 @@ impl Huffman {
         let mut maxcode = [-1i32; 18];
         let mut valptr = [0i32; 17];
         let mut mincode = [0i32; 17];
-        let mut fast = vec![0u16; 1 << FAST_BITS];
+        let mut fast = Box::new([0u16; 1 << FAST_BITS]);
         let mut code = 0i32;
         let mut k = 0usize;
         for len in 1..=16usize {
@@ -565,20 +627,13 @@ impl Huffman {
             code <<= 1;
         }
         maxcode[17] = i32::MAX;
-        let fast_ac = fast
-            .iter()
-            .map(|&f| {
-                let total = (f >> 8) + (f & 15);
-                if f != 0 && u32::from(total) <= FAST_BITS {
-                    (total << 8) | (f & 0xFF)
-                } else {
-                    0
-                }
-            })
-            .collect();
+        let mut skip = Box::new([0u32; 1 << FAST_BITS]);
+        for (p, entry) in skip.iter_mut().enumerate() {
+            *entry = skip_entry(&fast, p, ac);
+        }
         Ok(Huffman {
             fast,
-            fast_ac,
+            skip,
             maxcode,
             valptr,
             mincode,
@@ -588,7 +643,11 @@ impl Huffman {
 }
 
 /// Bit reader over destuffed entropy bytes; past the end it reads ones
-/// (as decoders pad) and remembers that it did.
+/// (as decoders pad) and remembers that it did. `acc` holds `n` bits at
+/// its top; below them it may hold the next bits of `data` (a refill loads
+/// eight bytes and keeps the whole ones), which a later refill ORs in
+/// again unchanged.
+#[derive(Clone, Copy)]
 struct Bits<'a> {
     data: &'a [u8],
     pos: usize,
@@ -613,27 +672,22 @@ impl<'a> Bits<'a> {
         b
     }
 
+    /// Load bits until at least 56 are held.
+    #[inline(always)]
     fn refill(&mut self) {
-        if self.n > 56 {
+        // Eight real bytes at hand: one load, no branch on the count
+        // (byte-at-a-time refills were a fifth of JPEG verification).
+        if let Some(word) = self.data.get(self.pos..).and_then(|d| d.first_chunk::<8>()) {
+            self.acc |= u64::from_be_bytes(*word) >> self.n;
+            self.pos += ((63 - self.n) >> 3) as usize;
+            self.n |= 56;
             return;
         }
-        // Fast path: eight real bytes at hand; take as many whole bytes as
-        // fit in one load (byte-at-a-time refills were a fifth of JPEG
-        // verification).
-        if let Some(&[b0, b1, b2, b3, b4, b5, b6, b7]) = self.data.get(self.pos..self.pos + 8) {
-            let word = u64::from_be_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
-            // n <= 56, so k >= 1.
-            let k = (64 - self.n) / 8;
-            let bits = 8 * k;
-            self.acc |= if bits == 64 {
-                word
-            } else {
-                (word >> (64 - bits)) << (64 - self.n - bits)
-            };
-            self.n += bits;
-            self.pos += k as usize;
-            return;
-        }
+        self.refill_end();
+    }
+
+    #[cold]
+    fn refill_end(&mut self) {
         while self.n <= 56 {
             let byte = match self.data.get(self.pos) {
                 Some(&b) => {
@@ -650,12 +704,27 @@ impl<'a> Bits<'a> {
         }
     }
 
+    /// Drop `bits` (at most what is held after a refill).
+    #[inline(always)]
     fn consume(&mut self, bits: u32) {
         if self.n < bits {
             self.refill();
         }
         self.acc <<= bits;
         self.n -= bits;
+    }
+
+    /// Drop `bits` of those held (a fast lookup's, after a refill).
+    #[inline(always)]
+    fn drop_bits(&mut self, bits: u32) {
+        self.acc <<= bits;
+        self.n -= bits;
+    }
+
+    /// The next `FAST_BITS` bits.
+    #[inline(always)]
+    fn peek(&self) -> usize {
+        (self.acc >> (64 - FAST_BITS)) as usize
     }
 
     /// Bits consumed, counting invented ones.
@@ -673,32 +742,14 @@ impl<'a> Bits<'a> {
         self.consumed() > self.data.len() as u64 * 8
     }
 
-    /// An AC code and its extra bits in one lookup, when the table has
-    /// them (see [`Huffman::fast_ac`]); `None` leaves the bits untouched.
-    fn decode_ac_fast(&mut self, h: &Huffman) -> Option<u8> {
-        if self.n < 16 {
-            self.refill();
-        }
-        let e = h.fast_ac[(self.acc >> (64 - FAST_BITS)) as usize];
-        if e == 0 {
-            return None;
-        }
-        let total = u32::from(e >> 8);
-        self.acc <<= total;
-        self.n -= total;
-        Some(e as u8)
-    }
-
+    /// One code, the long way (codes longer than `FAST_BITS`, or whose
+    /// extra bits do not fit); at least 16 bits must be held.
+    #[cold]
+    #[inline(never)]
     fn decode(&mut self, h: &Huffman) -> Option<u8> {
-        // One refill check per code: afterwards at least 57 bits are held.
-        if self.n < 16 {
-            self.refill();
-        }
-        let f = h.fast[(self.acc >> (64 - FAST_BITS)) as usize];
+        let f = h.fast[self.peek()];
         if f != 0 {
-            let len = u32::from(f >> 8);
-            self.acc <<= len;
-            self.n -= len;
+            self.consume(u32::from(f >> 8));
             return Some(f as u8);
         }
         let p = (self.acc >> 48) as u32;
@@ -799,7 +850,7 @@ impl Decoding {
                     if class > 1 || id > 3 || b.len() < 17 + n {
                         return self.fail("malformed Huffman table");
                     }
-                    match Huffman::build(counts, &b[17..17 + n]) {
+                    match Huffman::build(counts, &b[17..17 + n], class == 1) {
                         Ok(h) => {
                             if class == 0 {
                                 self.dc[id] = Some(h);
@@ -1008,46 +1059,76 @@ fn decode_mcu(
     dc: &[Option<Huffman>],
     ac: &[Option<Huffman>],
 ) -> Result<(), String> {
+    // A local copy, so the hot loop keeps the reader in registers.
+    let mut b = *bits;
     for &(td, ta, blocks) in &scan.tables {
         let (Some(dct), Some(act)) = (&dc[td], &ac[ta]) else {
             return Err("undefined Huffman table".into());
         };
         for _ in 0..blocks {
-            let s = bits.decode(dct).ok_or("invalid DC Huffman code")?;
-            if s > scan.dc_max {
-                return Err(format!("DC difference of {s} bits"));
+            block(&mut b, dct, act, scan.dc_max)?;
+        }
+    }
+    *bits = b;
+    Ok(())
+}
+
+/// One block's codes: the DC difference, then AC symbols until EOB or the
+/// 64th coefficient. Symbols are random to the branch predictor, so the
+/// fast path decides with selects, not branches: one branch leaves the
+/// loop at the block's end.
+#[inline(always)]
+fn block(b: &mut Bits<'_>, dct: &Huffman, act: &Huffman, dc_max: u8) -> Result<(), String> {
+    use skip::*;
+    b.refill();
+    let e = dct.skip[b.peek()];
+    if e != 0 {
+        b.drop_bits(e);
+    } else {
+        let s = b.decode(dct).ok_or("invalid DC Huffman code")?;
+        if s > dc_max {
+            return Err(format!("DC difference of {s} bits"));
+        }
+        b.consume(u32::from(s));
+    }
+    let mut k = 1u32;
+    loop {
+        // At least 56 bits: two fast symbols take at most 11, one long
+        // code (16) with its extra bits (at most 14) 30.
+        b.refill();
+        let e = act.skip[b.peek()];
+        if e == 0 {
+            let rs = b.decode(act).ok_or("invalid AC Huffman code")?;
+            let s = rs & 15;
+            if s >= dc_max {
+                return Err(format!("AC coefficient of {s} bits"));
             }
-            bits.consume(u32::from(s));
-            let mut k = 1u32;
-            while k < 64 {
-                let (rs, skipped) = match bits.decode_ac_fast(act) {
-                    Some(rs) => (rs, true),
-                    None => (bits.decode(act).ok_or("invalid AC Huffman code")?, false),
-                };
-                let (r, s) = (u32::from(rs >> 4), u32::from(rs & 15));
-                if s == 0 {
-                    if r == 15 {
-                        k += 16;
-                        continue;
-                    }
-                    break;
-                }
-                k += r;
-                if k > 63 {
-                    return Err("AC coefficients past the end of the block".into());
-                }
-                if s >= u32::from(scan.dc_max) {
-                    return Err(format!("AC coefficient of {s} bits"));
-                }
-                if !skipped {
-                    bits.consume(s);
-                }
-                k += 1;
+            let (step, end) = ac_move(rs);
+            if end {
+                break;
             }
-            if k > 64 {
-                return Err("zero run past the end of the block".into());
+            k += step;
+            b.consume(u32::from(s));
+        } else {
+            let k1 = k + (e >> MOVE1 & FIELD);
+            let both = e >> BITS12 & FIELD;
+            // The second symbol is this block's only if the first left
+            // room for it (an EOB first has no second).
+            let two = (both != 0) & (k1 < 64);
+            let bits = if two { both } else { e >> BITS1 & FIELD };
+            k = if two { k1 + (e >> MOVE2 & FIELD) } else { k1 };
+            let end = (e & END1 != 0) | (two & (e & END2 != 0));
+            b.drop_bits(bits);
+            if end {
+                break;
             }
         }
+        if k >= 64 {
+            break;
+        }
+    }
+    if k > 64 {
+        return Err("AC coefficients past the end of the block".into());
     }
     Ok(())
 }
@@ -1087,10 +1168,10 @@ pub(crate) mod tests {
     fn overfull_huffman_table_is_refused() {
         let mut counts = [0u8; 16];
         counts[0] = 3;
-        assert!(Huffman::build(&counts, &[0, 1, 2]).is_err());
+        assert!(Huffman::build(&counts, &[0, 1, 2], true).is_err());
         // Two 1-bit codes fill the code space exactly and are fine.
         counts[0] = 2;
-        assert!(Huffman::build(&counts, &[0, 1]).is_ok());
+        assert!(Huffman::build(&counts, &[0, 1], false).is_ok());
     }
 
     /// A small baseline JPEG: 16x8 pixels, one component, standard-ish
@@ -1124,6 +1205,101 @@ pub(crate) mod tests {
         j.push(0x0F);
         j.extend_from_slice(&[0xFF, 0xD9]);
         j
+    }
+
+    /// A one-component baseline JPEG of `blocks` 8x8 blocks, each coded
+    /// as DC category 0 then the AC symbols given (from EOB 0x00,
+    /// coefficient 0x01, ZRL 0xF0 and run-of-3 coefficient 0x31, all
+    /// 2-bit codes, extra bits set), with byte stuffing and padding.
+    fn ac_jpeg(blocks: &[Vec<u8>]) -> Vec<u8> {
+        const SYMBOLS: [u8; 4] = [0x00, 0x01, 0xF0, 0x31];
+        let mut j = tiny_jpeg();
+        let sof = j.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        j[sof + 7..sof + 9].copy_from_slice(&(8 * blocks.len() as u16).to_be_bytes());
+        // AC table (after the DHT header and the 18-byte DC table): four
+        // 2-bit codes, in SYMBOLS order.
+        let dht = j.windows(2).position(|w| w == [0xFF, 0xC4]).unwrap();
+        let ac = dht + 4 + 18;
+        let mut counts = [0u8; 16];
+        counts[1] = 4;
+        let mut table = vec![0x10];
+        table.extend_from_slice(&counts);
+        table.extend_from_slice(&SYMBOLS);
+        j.splice(ac..ac + 18, table);
+        let len = be16(&j, dht + 2) + 3;
+        j[dht + 2..dht + 4].copy_from_slice(&len.to_be_bytes());
+        let sos = j.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+        j.truncate(sos + 10);
+        let mut bits: Vec<bool> = Vec::new();
+        for block in blocks {
+            bits.push(false);
+            for &sym in block {
+                let code = SYMBOLS.iter().position(|&x| x == sym).unwrap();
+                bits.extend([code & 2 != 0, code & 1 != 0]);
+                bits.extend(std::iter::repeat_n(true, usize::from(sym & 15)));
+            }
+        }
+        while !bits.len().is_multiple_of(8) {
+            bits.push(true);
+        }
+        for byte in bits.chunks(8) {
+            let b = byte.iter().fold(0u8, |acc, &bit| acc << 1 | u8::from(bit));
+            j.push(b);
+            if b == 0xFF {
+                j.push(0);
+            }
+        }
+        j.extend_from_slice(&[0xFF, 0xD9]);
+        j
+    }
+
+    /// Blocks that end on their 64th coefficient without EOB, with the
+    /// next block's codes right behind (which a two-symbol lookup must not
+    /// take for this block's), zero runs; zero runs and coefficients past
+    /// the 64th, and a missing block, are invalid.
+    #[test]
+    fn blocks_end_at_eob_or_the_64th_coefficient() {
+        let full = vec![0x01; 63];
+        let runs = vec![0xF0, 0xF0, 0xF0, 0x31, 0x00];
+        let mut zrl_to_end = vec![0x01; 15];
+        zrl_to_end.extend([0xF0; 3]);
+        let eob_only = vec![0x00];
+        let good = [
+            full.clone(),
+            runs,
+            eob_only.clone(),
+            zrl_to_end,
+            full.clone(),
+            eob_only,
+        ];
+        for feed in [1, 7, 4096] {
+            let v = verify(Box::new(JpegVerifier::new()), &ac_jpeg(&good), feed);
+            assert_eq!(v, Some(Verdict::valid()), "feed {feed}");
+        }
+        let past = [vec![0xF0, 0xF0, 0xF0, 0xF0]];
+        let three_past = {
+            let mut b = vec![0x01; 60];
+            b.push(0x31);
+            b
+        };
+        for bad in [&past[..], &[three_past], &good[..5]] {
+            let mut blocks = bad.to_vec();
+            if blocks.len() == 5 {
+                // Announce six blocks, code five.
+                let mut j = ac_jpeg(&good);
+                let coded = ac_jpeg(&blocks);
+                let sos = j.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+                j.truncate(sos + 10);
+                let data = coded.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap() + 10;
+                j.extend_from_slice(&coded[data..]);
+                let v = verify(Box::new(JpegVerifier::new()), &j, 4096).unwrap();
+                assert_eq!(v.validation, Validation::Invalid, "{v:?}");
+                continue;
+            }
+            blocks.push(vec![0x00]);
+            let v = verify(Box::new(JpegVerifier::new()), &ac_jpeg(&blocks), 4096).unwrap();
+            assert_eq!(v.validation, Validation::Invalid, "{v:?} {bad:?}");
+        }
     }
 
     #[test]
