@@ -1,5 +1,6 @@
 //! Criterion benches for the engine's per-byte kernels: the image and file
-//! hashes (MD5 as caseload-md5, sixteen messages at once, and as md-5), E01 chunk inflation (through
+//! hashes (MD5 as caseload-md5 and as md-5; MD5 and SHA-1 of sixteen
+//! messages at once, caseload-lanes), E01 chunk inflation (through
 //! the zlib-rs backend flate2 is built with here), signature identification
 //! and entropy.
 
@@ -33,7 +34,17 @@ fn hashes(c: &mut Criterion) {
     // sink's way with carved items); the copies in are part of the cost.
     g.bench_function("md5 lanes 16x64KiB", |b| {
         b.iter(|| {
-            let mut lanes = caseload_md5::Lanes::new(usize::MAX);
+            let mut lanes = caseload_lanes::Lanes::new(usize::MAX, true, false);
+            let mut n = 0;
+            for (i, m) in data.chunks(64 << 10).enumerate() {
+                n += lanes.push(i, m.to_vec()).len();
+            }
+            n + lanes.finish().len()
+        })
+    });
+    g.bench_function("md5+sha1 lanes 16x64KiB", |b| {
+        b.iter(|| {
+            let mut lanes = caseload_lanes::Lanes::new(usize::MAX, true, true);
             let mut n = 0;
             for (i, m) in data.chunks(64 << 10).enumerate() {
                 n += lanes.push(i, m.to_vec()).len();

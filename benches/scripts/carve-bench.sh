@@ -6,8 +6,19 @@
 # scalpel/foremost signature file, written below, for the two peers). All
 # three scan the whole image (caseload `scope = "image"`, meta carving off)
 # and write their items to an output directory on the same file system;
-# timed with hyperfine, runs alternating, warm page cache (this measures
-# the carvers, not the disk).
+# timed with hyperfine, warm page cache (this measures the carvers, not
+# the disk).
+#
+# Each timed run writes into a new directory with a new name under a
+# parent marked as a top of directory hierarchies (`chattr +T`), so that
+# ext4's Orlov allocator places it in a block group of its own choosing
+# (it hashes the new directory's name) rather than beside the run deleted
+# just before. Why: without a journal, ext4 skips free inodes deleted in
+# the last minutes, one buffer-cache look-up each, on every file it
+# creates; reusing one output directory made each run create its files
+# among the previous run's freed inodes, at 250-1000 us a file instead of
+# ~25 us, growing run after run (a cost of deleting between runs, which a
+# carver writing a new case never meets).
 #
 # Recall is measured against the corpus manifest's contiguous carvable
 # items: an item counts when a carved file has its MD5 (for caseload also
@@ -80,21 +91,26 @@ else
     CL_ALIGNED=false
 fi
 OUT="$WORK/out"
+mkdir -p "$OUT"
+if ! chattr +T "$OUT" 2>/dev/null; then
+    echo "note: chattr +T failed on $OUT (not ext2/3/4?): runs may create files among the last run's freed inodes" >&2
+fi
+# The tools write through $OUT/<tool>, a link to a fresh directory.
+fresh_outputs="rm -rf $OUT/run-* $OUT/caseload $OUT/foremost $OUT/scalpel; for t in caseload foremost scalpel; do d=$OUT/run-\$t-\$(date +%s%N); mkdir \$d; ln -s \$d $OUT/\$t; done"
 CL_CMD="$CASELOAD run --evidence $IMAGE --database $OUT/caseload --case $OUT/caseload --temp $OUT/caseload --stages carve --cache warm --threads $THREADS --force --stage-option carve.scope=image --stage-option carve.meta=false --stage-option carve.aligned=$CL_ALIGNED"
 FM_CMD="foremost $FOREMOST_Q -Q -c $CONF -o $OUT/foremost -i $IMAGE"
 SC_CMD="scalpel $SCALPEL_Q -c $CONF -o $OUT/scalpel $IMAGE"
 
 echo "image $IMAGE ($BYTES bytes), aligned=$ALIGNED, caseload threads=$THREADS, $RUNS runs each"
 hyperfine --warmup 1 --runs "$RUNS" --export-json "$WORK/carve.json" \
-    --prepare "rm -rf $OUT/caseload $OUT/foremost $OUT/scalpel; mkdir -p $OUT/caseload" \
+    --prepare "$fresh_outputs" \
     -n caseload "$CL_CMD > /dev/null 2>&1" \
     -n foremost "$FM_CMD > /dev/null 2>&1" \
     -n scalpel "$SC_CMD > /dev/null 2>&1" >/dev/null
 
 # The last timed run of each tool left its output: run them once more so
 # all three outputs exist side by side (hyperfine's prepare cleared them).
-rm -rf "$OUT"
-mkdir -p "$OUT/caseload"
+eval "$fresh_outputs"
 eval "$CL_CMD" >/dev/null 2>&1
 eval "$FM_CMD" >/dev/null 2>&1
 eval "$SC_CMD" >/dev/null 2>&1
@@ -103,7 +119,7 @@ eval "$SC_CMD" >/dev/null 2>&1
 jq -r '.carvable[] | select(.contiguous) | .md5' "$MANIFEST" | sort -u > "$WORK/truth.md5"
 TRUTH=$(wc -l < "$WORK/truth.md5")
 recall_dir() {
-    find "$1" -type f ! -name audit.txt -print0 | xargs -0 -r md5sum | awk '{print $1}' | sort -u |
+    find -H "$1" -type f ! -name audit.txt -print0 | xargs -0 -r md5sum | awk '{print $1}' | sort -u |
         comm -12 - "$WORK/truth.md5" | wc -l
 }
 jq -r '.carvable[] | select(.contiguous) | "\(.offset) \(.type) \(.md5)"' "$MANIFEST" | sort > "$WORK/truth.items"
@@ -113,8 +129,8 @@ CL_RECALL=$(comm -12 "$WORK/truth.items" "$WORK/caseload.items" | wc -l)
 CL_ITEMS=$(wc -l < "$WORK/caseload.items")
 FM_RECALL=$(recall_dir "$OUT/foremost")
 SC_RECALL=$(recall_dir "$OUT/scalpel")
-FM_ITEMS=$(find "$OUT/foremost" -type f ! -name audit.txt | wc -l)
-SC_ITEMS=$(find "$OUT/scalpel" -type f ! -name audit.txt | wc -l)
+FM_ITEMS=$(find -H "$OUT/foremost" -type f ! -name audit.txt | wc -l)
+SC_ITEMS=$(find -H "$OUT/scalpel" -type f ! -name audit.txt | wc -l)
 
 median() { jq ".results[] | select(.command==\"$1\") | .median" "$WORK/carve.json"; }
 CL=$(median caseload)

@@ -15,8 +15,8 @@
 //! 3. the `md-5` crate's Rust function everywhere else.
 //!
 //! (criterion: `engine_kernels`, group `hash-1MiB`.) Many independent
-//! messages (carved items) go faster side by side through [`Lanes`],
-//! sixteen chains in the lanes of AVX-512 registers. The buffering, padding
+//! messages (carved items) go faster side by side: `caseload-lanes`. The
+//! buffering, padding
 //! and length encoding here are the standard ones of RFC 1321.
 
 pub use digest::{self, Digest};
@@ -31,8 +31,10 @@ const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 /// d, i, g, s)`: the ternary-logic immediate of the round function (F 0xCA
 /// = b ? c : d; G 0xE4 = d ? b : c; H 0x96 = b ^ c ^ d; I 0x39 = c ^ (b |
 /// !d)), the registers in rotation, the step index, the message word and
-/// the rotation. One table for the one-message and the sixteen-lane code.
-#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+/// the rotation. One table for this crate's one-message code and the
+/// sixteen-lane code of `caseload-lanes`.
+#[doc(hidden)]
+#[macro_export]
 #[rustfmt::skip]
 macro_rules! md5_steps {
     ($step:ident, $a:ident, $b:ident, $c:ident, $d:ident) => {
@@ -55,13 +57,21 @@ macro_rules! md5_steps {
     };
 }
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-pub(crate) use md5_steps;
-
-#[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 mod avx512;
-mod many;
 
-pub use many::{LANES, Lanes};
+/// The sine-derived constants of RFC 1321, section 3.4, in step order
+/// (also for the many-message kernels of `caseload-lanes`).
+#[doc(hidden)]
+pub const K: [u32; 64] = [
+    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
+    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
+    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
+    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
+    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
+    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
+    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
+    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
+];
 
 /// A compression function: whole blocks into the chaining state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The fast MD5 must equal RFC 1321 and the md-5 crate for every length and
 //! every way of splitting the input into `update` calls.
 
-use caseload_md5::{Digest, Lanes, Md5};
+use caseload_md5::{Digest, Md5};
 
 fn reference(data: &[u8]) -> [u8; 16] {
     md5_soft::Md5::digest(data).into()
@@ -101,53 +101,4 @@ fn large_input_in_uneven_pieces_and_reset() {
     // After a reset the hasher starts over.
     h.update(b"abc");
     assert_eq!(hex(&h.finalize()), "900150983cd24fb0d6963f7d28e17f72");
-}
-
-/// `Lanes`: every length around the padding's edges and some long ones,
-/// pushed in an order that mixes short and long, give md-5's digests, each
-/// tag exactly once, whatever the memory bound.
-#[test]
-fn lanes_match_the_reference() {
-    let mut lens: Vec<usize> = (0..=200).collect();
-    lens.extend([255, 256, 1000, 4095, 4096, 65_536 + 55, 300_001, 1 << 20]);
-    lens.reverse();
-    let messages: Vec<Vec<u8>> = lens.iter().map(|&n| sample(n)).collect();
-    for max_held in [0, 4096, 1 << 20, usize::MAX] {
-        let mut lanes = Lanes::new(max_held);
-        let mut got = vec![None; messages.len()];
-        let mut record = |done: Vec<(usize, [u8; 16])>| {
-            for (tag, digest) in done {
-                assert!(got[tag].is_none(), "tag {tag} handed back twice");
-                got[tag] = Some(digest);
-            }
-        };
-        for (tag, m) in messages.iter().enumerate() {
-            let mut b = lanes.buffer();
-            assert!(b.is_empty());
-            b.extend_from_slice(m);
-            record(lanes.push(tag, b));
-        }
-        record(lanes.finish());
-        for (tag, m) in messages.iter().enumerate() {
-            assert_eq!(
-                got[tag],
-                Some(reference(m)),
-                "length {}, max_held {max_held}",
-                m.len()
-            );
-        }
-    }
-}
-
-/// `Lanes` with fewer messages than lanes, and with none.
-#[test]
-fn lanes_with_few_messages() {
-    let mut lanes = Lanes::new(usize::MAX);
-    assert!(lanes.finish().is_empty());
-    for n in [0usize, 3, 64] {
-        let m = sample(n);
-        let mut done = lanes.push(n, m.clone());
-        done.extend(lanes.finish());
-        assert_eq!(done, vec![(n, reference(&m))]);
-    }
 }
