@@ -21,6 +21,10 @@
 //! The evidence is read once, in order, with bounded read-ahead; the
 //! per-byte work (search, hashing, verification, writing) runs on every
 //! core. See `scan` for why results do not depend on the thread count.
+//! Memory: the read-ahead, plus per sink worker (one per thread) the items
+//! it has open and up to 16 MiB of ended items whose MD5 and SHA-1 wait to
+//! be computed sixteen at a time (and as much in reused buffers; see
+//! `sink`): bounded whatever the image size.
 
 mod conf;
 mod follow;
