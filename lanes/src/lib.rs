@@ -30,8 +30,8 @@ pub struct Digests {
     pub sha1: Option<[u8; 20]>,
 }
 
-/// RFC 1321 section 3.3 and FIPS 180-4 section 5.3.1: initial states.
-const MD5_INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+/// FIPS 180-4 section 5.3.1: SHA-1's initial state (MD5's is
+/// `md5::INIT`).
 const SHA1_INIT: [u32; 5] = [
     0x6745_2301,
     0xefcd_ab89,
@@ -199,7 +199,7 @@ impl<T> Lanes<T> {
         let Some(lane) = self.slots.iter().position(Option::is_none) else {
             unreachable!("run() frees at least one lane");
         };
-        for (row, init) in self.states.md5.iter_mut().zip(MD5_INIT) {
+        for (row, init) in self.states.md5.iter_mut().zip(md5::INIT) {
             row[lane] = init;
         }
         for (row, init) in self.states.sha1.iter_mut().zip(SHA1_INIT) {

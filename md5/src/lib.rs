@@ -16,16 +16,18 @@
 //!
 //! (criterion: `engine_kernels`, group `hash-1MiB`.) Many independent
 //! messages (carved items) go faster side by side: `caseload-lanes`. The
-//! buffering, padding
-//! and length encoding here are the standard ones of RFC 1321.
+//! buffering, padding and length encoding here are the standard ones of
+//! RFC 1321.
 
 pub use digest::{self, Digest};
 
 use digest::consts::U16;
 use digest::{FixedOutput, FixedOutputReset, HashMarker, Output, OutputSizeUser, Reset, Update};
 
-/// The initial chaining values of RFC 1321, section 3.3.
-const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+/// The initial chaining values of RFC 1321, section 3.3 (also for
+/// `caseload-lanes`).
+#[doc(hidden)]
+pub const INIT: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 
 /// The 64 steps of RFC 1321 section 3.4 as calls of `$step!(imm, a, b, c,
 /// d, i, g, s)`: the ternary-logic immediate of the round function (F 0xCA

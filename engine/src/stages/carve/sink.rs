@@ -172,12 +172,7 @@ impl Hashers {
         if let Some(Kept::Bytes(v)) = &mut self.kept {
             v.extend_from_slice(b);
         }
-        if let Some(h) = &mut self.md5 {
-            h.update(b);
-        }
-        if let Some(h) = &mut self.sha1 {
-            h.update(b);
-        }
+        self.update_streamed(b);
         if let Some(h) = &mut self.sha256 {
             h.update(b);
         }
@@ -191,19 +186,22 @@ impl Hashers {
         matches!(&self.kept, Some(Kept::Bytes(v)) if v.len() + more > KEEP_MAX)
     }
 
-    /// Start streaming MD5 and SHA-1 (as wanted) over `bytes`.
+    /// Feed the streaming MD5 and SHA-1 (those there are).
+    fn update_streamed(&mut self, b: &[u8]) {
+        if let Some(h) = &mut self.md5 {
+            h.update(b);
+        }
+        if let Some(h) = &mut self.sha1 {
+            h.update(b);
+        }
+    }
+
+    /// Stop keeping bytes: stream MD5 and SHA-1 (as wanted) from `bytes`.
     fn stream(&mut self, bytes: &[u8]) {
         self.kept = None;
-        let mut md5 = self.want.md5.then(md5::Md5::new);
-        let mut sha1 = self.want.sha1.then(sha1::Sha1::new);
-        if let Some(h) = &mut md5 {
-            h.update(bytes);
-        }
-        if let Some(h) = &mut sha1 {
-            h.update(bytes);
-        }
-        self.md5 = md5;
-        self.sha1 = sha1;
+        self.md5 = self.want.md5.then(md5::Md5::new);
+        self.sha1 = self.want.sha1.then(sha1::Sha1::new);
+        self.update_streamed(bytes);
     }
 
     /// The state as it is now, to return to with [`Hashers::restore`].
@@ -313,12 +311,7 @@ impl Item {
         } else {
             self.hashers.stream(&[]);
         }
-        if let Some(h) = &mut self.hashers.md5 {
-            h.update(&kept[from..]);
-        }
-        if let Some(h) = &mut self.hashers.sha1 {
-            h.update(&kept[from..]);
-        }
+        self.hashers.update_streamed(&kept[from..]);
     }
 
     fn mark(&mut self) {
