@@ -11,7 +11,7 @@
 
 use caseload_corpus::content::{Kind, Pool, Spec, generate};
 use caseload_engine::stages::index::extract::{Extraction, Limits};
-use caseload_engine::stages::index::schema;
+use caseload_engine::textindex::schema;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use tantivy::tokenizer::TokenStream;

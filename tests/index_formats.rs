@@ -5,7 +5,10 @@
 //! file, random data) are recorded as processing errors or findings while
 //! the stage completes and indexes the rest.
 
-use caseload_engine::casedb::{CaseDb, DbOptions};
+use caseload_engine::casedb::{
+    CaseDb, DbOptions, Extents, NewEvidence, NewFile, NewRun, NewVolume, StoredContent,
+    Write as DbWrite,
+};
 use caseload_engine::channel::{Channel, ChannelKind};
 use caseload_engine::search::{SearchOptions, search};
 use caseload_engine::source::{EvidenceSource, RawSource};
@@ -241,37 +244,72 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
     let db_ch = Channel::new(ChannelKind::Database, &case_dir, Vec::new());
     let case = Channel::new(ChannelKind::Case, &case_dir, Vec::new());
     let temp = Channel::new(ChannelKind::Temp, &temp_dir, Vec::new());
-    let db = CaseDb::create(&db_ch, DbOptions::default()).unwrap();
-    let size = ev.len() as i64;
-    let rows: Vec<(String, String, i64)> = items
-        .iter()
-        .zip(&placed)
-        .map(|(it, (at, len))| (it.name.to_string(), format!("[[{at},{len}]]"), *at as i64))
-        .collect();
-    db.writer()
-        .call(move |c| {
-            c.execute_batch(
-                "INSERT INTO runs (id, started_at, caseload_version, stages, threads, cache_mode, journal_mode, synchronous, batch_size, status)
-                 VALUES (1, 'now', 'test', 'index', 2, 'warm', 'wal', 'normal', 1000, 'running');",
-            )?;
-            c.execute(
-                "INSERT INTO evidence (id, path, format, media_size, container_bytes) VALUES (1, 'e', 'raw', ?1, ?1)",
-                [size],
-            )?;
-            c.execute_batch(
-                "INSERT INTO volumes (id, evidence_id, slot, scheme, offset, length) VALUES (1, 1, 0, 'none', 0, 0);",
-            )?;
-            for (name, extents, first) in rows {
-                let len: i64 = serde_json::from_str::<Vec<(i64, i64)>>(&extents).unwrap()[0].1;
-                c.execute(
-                    "INSERT INTO files (volume_id, path, name, kind, size, allocated, recovery, extents, first_offset)
-                     VALUES (1, ?1, ?1, 'file', ?2, 1, 'allocated', ?3, ?4)",
-                    rusqlite::params![name, len, extents, first],
-                )?;
-            }
-            Ok(())
+    let db = CaseDb::create(&db_ch, &DbOptions::default(), false).unwrap();
+    let w = db.writer();
+    w.call(DbWrite::Run(NewRun {
+        started_at: "now".into(),
+        workload: None,
+        stages: vec!["index".into()],
+        threads: 2,
+        cache_mode: "warm".into(),
+        db_engine: "sqlite".into(),
+        journal_mode: "wal".into(),
+        synchronous: "normal".into(),
+        batch_size: 1000,
+    }))
+    .unwrap();
+    w.call(DbWrite::Evidence(NewEvidence {
+        path: "e".into(),
+        format: "raw".into(),
+        media_size: ev.len() as u64,
+        container_bytes: ev.len() as u64,
+        chunk_size: None,
+        stored_md5: None,
+        stored_sha1: None,
+        files: Vec::new(),
+        metadata: Vec::new(),
+    }))
+    .unwrap();
+    let volume = w
+        .call(DbWrite::Volume(NewVolume {
+            evidence_id: 1,
+            slot: 0,
+            scheme: "none",
+            offset: 0,
+            length: 0,
+            type_code: String::new(),
+            description: String::new(),
+        }))
+        .unwrap()
+        .id()
+        .unwrap();
+    for (it, (at, len)) in items.iter().zip(&placed) {
+        w.exec(DbWrite::File {
+            run_id: 1,
+            stage: "filesystem",
+            file: Box::new(NewFile {
+                volume_id: volume,
+                meta_addr: String::new(),
+                path: it.name.to_string(),
+                name: it.name.to_string(),
+                raw_name: it.name.as_bytes().to_vec(),
+                short_name: None,
+                kind: "file",
+                size: *len as u64,
+                allocated: true,
+                recovery: "allocated",
+                recoverable: true,
+                attributes: 0,
+                times: [None; 4],
+                fn_times: [None; 4],
+                content: StoredContent::Runs(Extents::single(*at as u64, *len as u64)),
+                slack: None,
+                errors: Vec::new(),
+            }),
         })
         .unwrap();
+    }
+    w.flush().unwrap();
     let options: StageOptions = toml::from_str(options).unwrap();
     let stage = caseload_engine::stages::build("index", &options).unwrap();
     let cancel = AtomicBool::new(false);
@@ -294,16 +332,15 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
         .expect("the stage completes whatever the items hold");
     assert!(summary.items > 0);
     db.writer().flush().unwrap();
-    let reader = db.reader().unwrap();
-    let problems: Vec<(String, String)> = reader
+    db.close().unwrap();
+    let conn = rusqlite::Connection::open(case_dir.join("case.sqlite")).unwrap();
+    let problems: Vec<(String, String)> = conn
         .prepare("SELECT coalesce(path, ''), message FROM processing_errors")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    drop(reader);
-    db.close().unwrap();
     (dir, problems)
 }
 

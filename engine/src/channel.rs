@@ -95,6 +95,22 @@ impl ChannelCounters {
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
 
+    /// Add figures measured elsewhere (a database server's own I/O).
+    pub fn add(&self, d: &ChannelSnapshot) {
+        self.bytes_read.fetch_add(d.bytes_read, Ordering::Relaxed);
+        self.read_ops.fetch_add(d.read_ops, Ordering::Relaxed);
+        self.bytes_written
+            .fetch_add(d.bytes_written, Ordering::Relaxed);
+        self.write_ops.fetch_add(d.write_ops, Ordering::Relaxed);
+        self.fsyncs.fetch_add(d.fsyncs, Ordering::Relaxed);
+        self.read_blocked_ns
+            .fetch_add(d.read_blocked_ns, Ordering::Relaxed);
+        self.write_blocked_ns
+            .fetch_add(d.write_blocked_ns, Ordering::Relaxed);
+        self.sync_blocked_ns
+            .fetch_add(d.sync_blocked_ns, Ordering::Relaxed);
+    }
+
     /// The counters' values now.
     pub fn snapshot(&self) -> ChannelSnapshot {
         ChannelSnapshot {

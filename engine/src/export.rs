@@ -3,8 +3,7 @@
 //! in fiwalk's shape, and CSV. Rows are streamed from the database, so memory
 //! does not grow with the number of files.
 
-use crate::casedb::format_utc;
-use rusqlite::Connection;
+use crate::casedb::{CaseReader, DbError, Extents, ListedFile, format_utc};
 use std::io::Write;
 
 /// Output formats of `caseload export`.
@@ -23,99 +22,43 @@ pub enum ExportFormat {
 pub enum ExportError {
     /// Reading the case database failed.
     #[error("reading the case database: {0}")]
-    Db(#[from] rusqlite::Error),
+    Db(#[from] DbError),
     /// Writing the output failed.
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// One file row with its volume.
-struct Row {
-    id: i64,
-    volume_slot: i64,
-    volume_offset: i64,
-    fs_type: Option<String>,
-    meta_addr: Option<String>,
-    path: String,
-    name: String,
-    short_name: Option<String>,
-    kind: String,
-    size: i64,
-    allocated: bool,
-    recovery: String,
-    attributes: Option<i64>,
-    times: [Option<i64>; 4],
-    extents: Option<String>,
-    md5: Option<String>,
-    sha1: Option<String>,
-    sha256: Option<String>,
-    signature: Option<String>,
-    extension_mismatch: Option<bool>,
-    entropy: Option<f64>,
-    duplicate_group: Option<i64>,
-    kff: Option<String>,
-}
-
-const SELECT: &str = "SELECT f.id, v.slot, v.offset, v.fs_type, f.meta_addr, f.path, f.name, f.short_name, f.kind, f.size,
-        f.allocated, f.recovery, f.attributes, f.atime, f.mtime, f.ctime, f.crtime, f.extents, f.md5, f.sha1, f.sha256,
-        f.signature, f.extension_mismatch, f.entropy, f.duplicate_group, f.kff
-    FROM files f JOIN volumes v ON v.id = f.volume_id ORDER BY f.volume_id, f.id";
+type Row = ListedFile;
 
 fn for_each_row(
-    conn: &Connection,
+    reader: &mut CaseReader,
     mut f: impl FnMut(Row) -> Result<(), ExportError>,
 ) -> Result<u64, ExportError> {
-    let mut stmt = conn.prepare(SELECT)?;
-    let mut rows = stmt.query([])?;
     let mut n = 0;
-    while let Some(r) = rows.next()? {
-        f(Row {
-            id: r.get(0)?,
-            volume_slot: r.get(1)?,
-            volume_offset: r.get(2)?,
-            fs_type: r.get(3)?,
-            meta_addr: r.get(4)?,
-            path: r.get(5)?,
-            name: r.get(6)?,
-            short_name: r.get(7)?,
-            kind: r.get(8)?,
-            size: r.get(9)?,
-            allocated: r.get(10)?,
-            recovery: r.get(11)?,
-            attributes: r.get(12)?,
-            times: [r.get(13)?, r.get(14)?, r.get(15)?, r.get(16)?],
-            extents: r.get(17)?,
-            md5: r.get(18)?,
-            sha1: r.get(19)?,
-            sha256: r.get(20)?,
-            signature: r.get(21)?,
-            extension_mismatch: r.get(22)?,
-            entropy: r.get(23)?,
-            duplicate_group: r.get(24)?,
-            kff: r.get(25)?,
-        })?;
+    reader.list_files(&mut |r| {
         n += 1;
-    }
+        f(r)
+    })?;
     Ok(n)
 }
 
 /// Write every file row of the case database in `format`; returns the
 /// number of rows.
 pub fn export(
-    conn: &Connection,
+    reader: &mut CaseReader,
     format: ExportFormat,
     out: &mut dyn Write,
 ) -> Result<u64, ExportError> {
     match format {
-        ExportFormat::Bodyfile => for_each_row(conn, |r| bodyfile_line(&r, out)),
+        ExportFormat::Bodyfile => for_each_row(reader, |r| bodyfile_line(&r, out)),
         ExportFormat::Csv => {
             writeln!(
                 out,
                 "id,volume,meta_addr,path,name,short_name,kind,size,allocated,recovery,atime,mtime,ctime,crtime,md5,sha1,sha256,signature,extension_mismatch,entropy,duplicate_group,kff"
             )?;
-            for_each_row(conn, |r| csv_line(&r, out))
+            for_each_row(reader, |r| csv_line(&r, out))
         }
-        ExportFormat::Dfxml => dfxml(conn, out),
+        ExportFormat::Dfxml => dfxml(reader, out),
     }
 }
 
@@ -216,7 +159,7 @@ fn xml(s: &str) -> String {
     out
 }
 
-fn dfxml(conn: &Connection, out: &mut dyn Write) -> Result<u64, ExportError> {
+fn dfxml(reader: &mut CaseReader, out: &mut dyn Write) -> Result<u64, ExportError> {
     writeln!(out, "<?xml version='1.0' encoding='UTF-8'?>")?;
     writeln!(
         out,
@@ -231,13 +174,7 @@ fn dfxml(conn: &Connection, out: &mut dyn Write) -> Result<u64, ExportError> {
         "  <creator version='1.0'>\n    <program>caseload</program>\n    <version>{}</version>\n  </creator>",
         env!("CARGO_PKG_VERSION")
     )?;
-    let source: Option<(String, i64)> = conn
-        .query_row(
-            "SELECT path, media_size FROM evidence ORDER BY id LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .ok();
+    let source = reader.first_evidence().ok().flatten();
     if let Some((path, size)) = source {
         writeln!(
             out,
@@ -247,7 +184,7 @@ fn dfxml(conn: &Connection, out: &mut dyn Write) -> Result<u64, ExportError> {
     }
     let mut current: Option<i64> = None;
     let mut object_id = 0u64;
-    let n = for_each_row(conn, |r| {
+    let n = for_each_row(reader, |r| {
         if current != Some(r.volume_offset) {
             if current.is_some() {
                 writeln!(out, "  </volume>")?;
@@ -306,7 +243,7 @@ fn dfxml(conn: &Connection, out: &mut dyn Write) -> Result<u64, ExportError> {
             }
         }
         if let Some(ext) = &r.extents
-            && let Ok(runs) = serde_json::from_str::<Vec<(Option<u64>, u64)>>(ext)
+            && let Ok(runs) = Extents::decode(ext).map(|e| e.pairs())
         {
             writeln!(out, "      <byte_runs facet='data'>")?;
             let mut file_offset = 0u64;

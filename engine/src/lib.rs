@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod casedb;
 pub mod channel;
+pub mod digest;
 pub mod export;
 pub mod hashset;
 pub mod layout;
@@ -25,4 +26,5 @@ pub mod source;
 pub mod stage;
 pub mod stages;
 pub mod system;
+pub mod textindex;
 mod thread_priority;

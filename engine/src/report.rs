@@ -2,7 +2,6 @@
 //! `docs/run-json.md`) and the per-stage table printed at the end of a run.
 
 use crate::cache::CacheReport;
-use crate::casedb::DbOptions;
 use crate::channel::{ChannelKind, ChannelSnapshot};
 use crate::layout::Layout;
 use crate::metrics::PeakScope;
@@ -68,18 +67,8 @@ pub struct ChannelInfo {
     pub placement: Placement,
 }
 
-/// How the case database ran.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DatabaseInfo {
-    /// Database file.
-    pub path: PathBuf,
-    /// Engine.
-    pub engine: String,
-    /// Journal mode, synchronous level, batch size.
-    pub options: DbOptions,
-    /// How its I/O is charged to the database channel.
-    pub accounting: String,
-}
+/// How the case database ran (defined with the case database).
+pub use crate::casedb::DatabaseInfo;
 
 /// Figures of one stage.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -3,13 +3,11 @@
 //! per-channel figures, and write `run.json`.
 
 use crate::cache::{self, CacheMode, CacheReport};
-use crate::casedb::{self, CaseDb, DbError, DbOptions};
+use crate::casedb::{self, CaseDb, DbError, DbOptions, NewEvidence, NewRun, StageRunRow, Write};
 use crate::channel::{Channel, ChannelError, ChannelKind};
 use crate::layout::{Layout, LayoutError};
 use crate::metrics::{self, CpuTimes, PeakScope};
-use crate::report::{
-    self, ChannelFigures, ChannelInfo, DatabaseInfo, Recorded, RunReport, StageReport, Totals,
-};
+use crate::report::{self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals};
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
     NoProgress, Progress, RecordCounts, Stage, StageContext, StageError, StageOptions,
@@ -227,36 +225,38 @@ impl RunChannels<'_> {
 /// Refuse to overwrite a case unless forced; when forced, remove only what a
 /// run creates.
 fn prepare_case_dirs(db_dir: &Path, case_dir: &Path, force: bool) -> Result<(), RunError> {
-    let db_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+    let db_entries: Vec<PathBuf> = casedb::DB_DIR_ENTRIES
         .iter()
-        .map(|suffix| db_dir.join(format!("{}{suffix}", casedb::DB_FILE_NAME)))
+        .map(|e| db_dir.join(e))
         .collect();
-    let existing = case_dir.join(RUN_JSON).exists() || db_files[0].exists();
-    if existing && !force {
-        let which = if case_dir.join(RUN_JSON).exists() {
-            case_dir
-        } else {
-            db_dir
-        };
-        return Err(RunError::CaseExists(which.to_path_buf()));
+    let in_db_dir = db_entries.iter().find(|p| p.exists());
+    if !force {
+        if case_dir.join(RUN_JSON).exists() {
+            return Err(RunError::CaseExists(case_dir.to_path_buf()));
+        }
+        if in_db_dir.is_some() {
+            return Err(RunError::CaseExists(db_dir.to_path_buf()));
+        }
     }
     let remove_error = |path: &Path, source: std::io::Error| RunError::Report {
         what: "(removing the old case)",
         path: path.to_path_buf(),
         source,
     };
-    for f in &db_files {
-        if f.exists() {
-            std::fs::remove_file(f).map_err(|e| remove_error(f, e))?;
+    let remove = |p: &Path| -> Result<(), RunError> {
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).map_err(|e| remove_error(p, e))
+        } else if p.exists() {
+            std::fs::remove_file(p).map_err(|e| remove_error(p, e))
+        } else {
+            Ok(())
         }
+    };
+    for p in &db_entries {
+        remove(p)?;
     }
     for entry in CASE_DIR_ENTRIES {
-        let p = case_dir.join(entry);
-        if p.is_dir() {
-            std::fs::remove_dir_all(&p).map_err(|e| remove_error(&p, e))?;
-        } else if p.exists() {
-            std::fs::remove_file(&p).map_err(|e| remove_error(&p, e))?;
-        }
+        remove(&case_dir.join(entry))?;
     }
     Ok(())
 }
@@ -271,7 +271,7 @@ fn run_stages(
     started_at: &str,
 ) -> Result<RunReport, RunError> {
     let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
-    let db = CaseDb::create(ch.database, spec.db)?;
+    let db = CaseDb::create(ch.database, &spec.db, spec.force)?;
     let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let run_id = insert_run(&db, spec, &names, started_at)?;
     let evidence_id = insert_evidence(&db, source.as_ref())?;
@@ -310,6 +310,7 @@ fn run_stages(
         } else {
             PeakScope::Process
         };
+        db.sample_io();
         let before: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
         let cpu_before = CpuTimes::now();
         let stage_started = casedb::now_utc();
@@ -333,6 +334,7 @@ fn run_stages(
         let outcome = stage.run(&ctx);
         // The stage's database work is part of the stage: commit it now.
         let flushed = db.writer().flush();
+        db.sample_io();
         let wall = clock.elapsed().as_secs_f64();
         let machine = sampler.finish();
         let cpu = CpuTimes::now().since(&cpu_before);
@@ -407,8 +409,23 @@ fn run_stages(
     };
     let finished_at = casedb::now_utc();
     // Bookkeeping after the last stage, so its I/O is charged to no stage.
-    record_stage_runs(&db, run_id, &stage_reports, status, &finished_at)?;
-    db.close()?;
+    // Neither it nor closing the database may lose the report of what the
+    // stages did (a server killed mid-run): their failures are noted in it.
+    let mut database = db.info();
+    let mut notes: Vec<String> = database.note.take().into_iter().collect();
+    if let Err(e) = record_stage_runs(&db, run_id, &stage_reports, status, &finished_at) {
+        notes.push(format!("recording the stage runs failed: {e}"));
+    }
+    if let Err(e) = db.close() {
+        notes.push(format!("closing the case database failed: {e}"));
+    }
+    let status =
+        if notes.iter().any(|n| !n.starts_with("server statistics")) && status == "completed" {
+            "completed-with-errors"
+        } else {
+            status
+        };
+    database.note = (!notes.is_empty()).then(|| notes.join("; "));
     let run_totals: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = ch
         .all()
         .iter()
@@ -447,12 +464,7 @@ fn run_stages(
         evidence: source.info().clone(),
         layout: spec.layout.clone(),
         channels: BTreeMap::new(),
-        database: DatabaseInfo {
-            path: ch.database.root().join(casedb::DB_FILE_NAME),
-            engine: format!("sqlite {}", rusqlite::version()),
-            options: spec.db,
-            accounting: "counting SQLite VFS: every xRead/xWrite/xSync of the database, journal and WAL files is charged to the database channel".into(),
-        },
+        database,
         cache: cache_report,
         system: SystemContext::current(),
         stages,
@@ -466,70 +478,73 @@ fn insert_run(
     names: &[&str],
     started_at: &str,
 ) -> Result<i64, RunError> {
-    let (workload, stages, threads, cache, options, started) = (
-        spec.workload.clone(),
-        names.join(","),
-        spec.threads as i64,
-        spec.cache.as_str(),
-        spec.db,
-        started_at.to_string(),
-    );
-    Ok(db.writer().call(move |c| {
-        c.execute(
-            "INSERT INTO runs (started_at, caseload_version, workload, stages, threads, cache_mode, journal_mode, synchronous, batch_size, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running')",
-            rusqlite::params![
-                started,
-                env!("CARGO_PKG_VERSION"),
-                workload,
-                stages,
-                threads,
-                cache,
-                options.journal_mode.as_str(),
-                options.synchronous.as_str(),
-                options.batch_size as i64
-            ],
-        )?;
-        Ok(c.last_insert_rowid())
-    })?)
+    let o = &spec.db;
+    let (journal, synchronous) = match o.engine {
+        casedb::DbEngine::Sqlite => (o.journal_mode.as_str(), o.synchronous.as_str().to_string()),
+        // PostgreSQL's log is always a WAL; its commit durability is
+        // synchronous_commit.
+        casedb::DbEngine::Postgres => (
+            "wal",
+            db.info()
+                .settings
+                .get("synchronous_commit")
+                .cloned()
+                .unwrap_or_else(|| "on".into()),
+        ),
+    };
+    Ok(db
+        .writer()
+        .call(Write::Run(NewRun {
+            started_at: started_at.to_string(),
+            workload: spec.workload.clone(),
+            stages: names.iter().map(|n| n.to_string()).collect(),
+            threads: spec.threads,
+            cache_mode: spec.cache.as_str().to_string(),
+            db_engine: o.engine.as_str().to_string(),
+            journal_mode: journal.to_string(),
+            synchronous,
+            batch_size: o.batch_size,
+        }))?
+        .id()?)
 }
 
 fn insert_evidence(db: &CaseDb, source: &dyn EvidenceSource) -> Result<i64, RunError> {
-    let info = source.info().clone();
-    Ok(db.writer().call(move |c| {
-        let format = serde_json::to_value(info.format)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        c.execute(
-            "INSERT INTO evidence (path, format, media_size, container_bytes, chunk_size, stored_md5, stored_sha1)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            rusqlite::params![
-                info.files.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
-                format,
-                info.media_size as i64,
-                info.container_bytes as i64,
-                info.chunk_size.map(|c| c as i64),
-                info.stored_hashes.md5,
-                info.stored_hashes.sha1
-            ],
-        )?;
-        let id = c.last_insert_rowid();
-        for (seq, f) in info.files.iter().enumerate() {
-            let bytes = std::fs::metadata(f).map_or(0, |m| m.len());
-            c.execute(
-                "INSERT INTO evidence_files (evidence_id, seq, path, bytes) VALUES (?1, ?2, ?3, ?4)",
-                rusqlite::params![id, seq as i64, f.to_string_lossy(), bytes as i64],
-            )?;
-        }
-        for (k, v) in &info.metadata {
-            c.execute(
-                "INSERT INTO evidence_metadata (evidence_id, key, value) VALUES (?1, ?2, ?3)",
-                rusqlite::params![id, k, v],
-            )?;
-        }
-        Ok(id)
-    })?)
+    let info = source.info();
+    let format = serde_json::to_value(info.format)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Ok(db
+        .writer()
+        .call(Write::Evidence(NewEvidence {
+            path: info
+                .files
+                .first()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            format,
+            media_size: info.media_size,
+            container_bytes: info.container_bytes,
+            chunk_size: info.chunk_size,
+            stored_md5: info.stored_hashes.md5.clone(),
+            stored_sha1: info.stored_hashes.sha1.clone(),
+            files: info
+                .files
+                .iter()
+                .map(|f| {
+                    (
+                        f.to_string_lossy().into_owned(),
+                        std::fs::metadata(f).map_or(0, |m| m.len()),
+                    )
+                })
+                .collect(),
+            metadata: info
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }))?
+        .id()?)
 }
 
 fn record_stage_runs(
@@ -539,54 +554,37 @@ fn record_stage_runs(
     status: &str,
     finished_at: &str,
 ) -> Result<(), RunError> {
-    let rows: Vec<(usize, String, StageReport)> = reports.to_vec();
-    let (status, finished_at) = (status.to_string(), finished_at.to_string());
-    db.writer().exec(move |c| {
-        for (seq, started, r) in &rows {
-            c.execute(
-                "INSERT INTO stage_runs (run_id, seq, stage, status, started_at, wall_ns, cpu_user_ns, cpu_system_ns, peak_rss_bytes, items, bytes, summary)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                rusqlite::params![
-                    run_id,
-                    *seq as i64,
-                    r.name,
-                    r.status,
-                    started,
-                    (r.wall_seconds * 1e9) as i64,
-                    (r.cpu_user_seconds * 1e9) as i64,
-                    (r.cpu_system_seconds * 1e9) as i64,
-                    r.peak_rss_bytes.map(|b| b as i64),
-                    r.summary.items as i64,
-                    r.summary.bytes as i64,
-                    serde_json::to_string(&r.summary.details).unwrap_or_default(),
-                ],
-            )?;
-            let stage_run_id = c.last_insert_rowid();
-            for (kind, f) in &r.channels {
-                let s = f.counters;
-                c.execute(
-                    "INSERT INTO channel_figures (stage_run_id, channel, bytes_read, read_ops, bytes_written, write_ops, fsyncs, read_blocked_ns, write_blocked_ns, sync_blocked_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    rusqlite::params![
-                        stage_run_id,
-                        kind.name(),
-                        s.bytes_read as i64,
-                        s.read_ops as i64,
-                        s.bytes_written as i64,
-                        s.write_ops as i64,
-                        s.fsyncs as i64,
-                        s.read_blocked_ns as i64,
-                        s.write_blocked_ns as i64,
-                        s.sync_blocked_ns as i64
-                    ],
-                )?;
-            }
-        }
-        c.execute(
-            "UPDATE runs SET finished_at = ?1, status = ?2 WHERE id = ?3",
-            rusqlite::params![finished_at, if status == "interrupted" { "failed" } else { "completed" }, run_id],
-        )?;
-        Ok(())
+    let ns = |s: f64| (s * 1e9) as u64;
+    let stages = reports
+        .iter()
+        .map(|(seq, started, r)| StageRunRow {
+            seq: *seq,
+            stage: r.name.clone(),
+            status: r.status.clone(),
+            started_at: started.clone(),
+            wall_ns: ns(r.wall_seconds),
+            cpu_user_ns: ns(r.cpu_user_seconds),
+            cpu_system_ns: ns(r.cpu_system_seconds),
+            peak_rss_bytes: r.peak_rss_bytes,
+            items: r.summary.items,
+            bytes: r.summary.bytes,
+            summary: serde_json::to_string(&r.summary.details).unwrap_or_default(),
+            channels: r
+                .channels
+                .iter()
+                .map(|(k, f)| (k.name().to_string(), f.counters))
+                .collect(),
+        })
+        .collect();
+    db.writer().exec(Write::FinishRun {
+        run_id,
+        stages,
+        status: if status == "interrupted" {
+            "failed"
+        } else {
+            "completed"
+        },
+        finished_at: finished_at.to_string(),
     })?;
     db.writer().flush()?;
     Ok(())

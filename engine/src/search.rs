@@ -11,8 +11,7 @@
 //! parts. Juxtaposed words must all match (implicit `AND`).
 
 use crate::channel::{Channel, ChannelKind};
-use crate::stages::index::directory::ChannelDirectory;
-use crate::stages::index::{Fields, INDEX_DIR, schema};
+use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, schema};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use tantivy::collector::DocSetCollector;

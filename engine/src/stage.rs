@@ -4,7 +4,7 @@
 //! bytes another stage holds), may read the case database, and writes only
 //! through the context's database writer and channels.
 
-use crate::casedb::{CaseDb, DbError};
+use crate::casedb::{CaseDb, DbError, ItemKind, ProcessingError, Write};
 use crate::channel::{Channel, ChannelError};
 use crate::source::{EvidenceSource, SourceError};
 use serde::{Deserialize, Serialize};
@@ -99,8 +99,8 @@ impl Severity {
 /// One processing error or finding, before it is stored.
 #[derive(Debug, Clone, Default)]
 pub struct Problem {
-    /// Item kind (`file`, `carved`, `volume`, `evidence`).
-    pub item_kind: Option<&'static str>,
+    /// What it points at.
+    pub item_kind: Option<ItemKind>,
     /// Item id in its table.
     pub item_id: Option<i64>,
     /// A path or name to show.
@@ -168,26 +168,15 @@ impl StageContext<'_> {
             Severity::Finding => &self.recorded.findings,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        let run_id = self.run_id;
-        let stage = self.stage;
-        self.db.writer().exec(move |c| {
-            c.prepare_cached(
-                "INSERT INTO processing_errors (run_id, stage, severity, item_kind, item_id, path, first_sector, last_sector, message)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(rusqlite::params![
-                run_id,
-                stage,
-                severity.as_str(),
-                problem.item_kind,
-                problem.item_id,
-                problem.path,
-                problem.sectors.map(|s| s.0 as i64),
-                problem.sectors.map(|s| s.1 as i64),
-                problem.message,
-            ])?;
-            Ok(())
-        })?;
+        self.db.writer().exec(Write::Problem(ProcessingError {
+            run_id: self.run_id,
+            stage: self.stage.to_string(),
+            severity: severity.as_str(),
+            item: problem.item_kind.map(|k| (k, problem.item_id)),
+            path: problem.path,
+            sectors: problem.sectors,
+            message: problem.message,
+        }))?;
         Ok(())
     }
 
@@ -196,7 +185,7 @@ impl StageContext<'_> {
         self.record(
             Severity::Error,
             Problem {
-                item_kind: Some("evidence"),
+                item_kind: Some(ItemKind::Evidence),
                 item_id: Some(self.evidence_id),
                 sectors: error.sector_range(),
                 message: error.to_string(),

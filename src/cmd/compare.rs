@@ -3,12 +3,10 @@
 //! medians, ranges and ratios against a baseline in a table, CSV,
 //! `compare.json` and `report.html`.
 
-use super::run::{
-    JournalArg, SyncArg, apply_stage_options, configures_kff, interrupt_flag, stages_or_default,
-};
+use super::db_args::DbArgs;
+use super::run::{apply_stage_options, configures_kff, interrupt_flag, stages_or_default};
 use super::util::parse_size;
 use anyhow::Context;
-use caseload_engine::casedb::{DbOptions, JournalMode, Synchronous};
 use caseload_engine::layout::Layout;
 use caseload_engine::probe::ProbeOptions;
 use caseload_workloads::compare::{CompareObserver, Prober};
@@ -72,15 +70,9 @@ pub struct Args {
     /// Worker threads per run (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// SQLite journal mode of every run's case database.
-    #[arg(long, value_enum, default_value = "wal")]
-    pub journal_mode: JournalArg,
-    /// SQLite synchronous level of every run's case database.
-    #[arg(long, value_enum, default_value = "normal")]
-    pub synchronous: SyncArg,
-    /// Database operations per transaction in every run.
-    #[arg(long, default_value_t = 1000)]
-    pub batch_size: usize,
+    /// Every run's case database.
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 struct Printer;
@@ -115,27 +107,6 @@ impl CompareObserver for Printer {
             );
         }
     }
-}
-
-fn db_options(args: &Args) -> anyhow::Result<DbOptions> {
-    anyhow::ensure!(args.batch_size > 0, "--batch-size must be at least 1");
-    Ok(DbOptions {
-        journal_mode: match args.journal_mode {
-            JournalArg::Delete => JournalMode::Delete,
-            JournalArg::Truncate => JournalMode::Truncate,
-            JournalArg::Persist => JournalMode::Persist,
-            JournalArg::Wal => JournalMode::Wal,
-            JournalArg::Memory => JournalMode::Memory,
-            JournalArg::Off => JournalMode::Off,
-        },
-        synchronous: match args.synchronous {
-            SyncArg::Off => Synchronous::Off,
-            SyncArg::Normal => Synchronous::Normal,
-            SyncArg::Full => Synchronous::Full,
-            SyncArg::Extra => Synchronous::Extra,
-        },
-        batch_size: args.batch_size,
-    })
 }
 
 /// Run it.
@@ -173,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     apply_stage_options(&mut stage_specs, &args.stage_options)?;
     caseload_engine::run::build_stages(&stage_specs)?;
-    let db = db_options(&args)?;
+    let db = args.db.options()?;
     anyhow::ensure!(
         args.probe_seconds > 0.0 && args.probe_seconds.is_finite(),
         "--probe-seconds must be positive"

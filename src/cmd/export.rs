@@ -18,6 +18,10 @@ pub struct Args {
     /// Write to this file instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The PostgreSQL server of a case run with --db-url (run.json keeps
+    /// the URL without its password).
+    #[arg(long, value_name = "URL")]
+    pub db_url: Option<String>,
 }
 
 /// `--format`.
@@ -31,18 +35,24 @@ pub enum FormatArg {
     Csv,
 }
 
-/// Open the case database that a case directory's run.json names.
-pub fn open_case(case: &std::path::Path) -> anyhow::Result<rusqlite::Connection> {
+/// Open the case database that a case directory's run.json names
+/// (starting a private PostgreSQL cluster again for as long as the
+/// returned case lives).
+pub fn open_case(
+    case: &std::path::Path,
+    db_url: Option<&str>,
+) -> anyhow::Result<caseload_engine::casedb::OpenCase> {
     let report = caseload_engine::run::load_run_json(case)
         .with_context(|| format!("`{}` does not hold a caseload case", case.display()))?;
-    Ok(caseload_engine::casedb::open_read_only(
-        &report.database.path,
+    Ok(caseload_engine::casedb::open_case(
+        &report.database,
+        db_url,
     )?)
 }
 
 /// Export it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let conn = open_case(&args.case)?;
+    let mut case = open_case(&args.case, args.db_url.as_deref())?;
     let format = match args.format {
         FormatArg::Bodyfile => ExportFormat::Bodyfile,
         FormatArg::Dfxml => ExportFormat::Dfxml,
@@ -52,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            export(&conn, format, &mut out)?;
+            export(case.reader(), format, &mut out)?;
             out.flush()?;
         }
         Some(path) => {
@@ -61,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let file = std::fs::File::create(&tmp)
                 .with_context(|| format!("creating `{}`", tmp.display()))?;
             let mut out = std::io::BufWriter::new(file);
-            let result = export(&conn, format, &mut out)
+            let result = export(case.reader(), format, &mut out)
                 .map_err(anyhow::Error::from)
                 .and_then(|_| out.flush().map_err(anyhow::Error::from));
             if let Err(e) = result {

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod convert;
 pub mod corpus;
+pub mod db_args;
 pub mod export;
 pub mod hashset;
 pub mod probe;

@@ -1,9 +1,9 @@
 //! `caseload run`: run stages over evidence on a storage layout.
 
+use super::db_args::DbArgs;
 use super::util;
 use anyhow::Context;
 use caseload_engine::cache::CacheMode;
-use caseload_engine::casedb::{DbOptions, JournalMode, Synchronous};
 use caseload_engine::channel::ChannelKind;
 use caseload_engine::layout::Layout;
 use caseload_engine::report::{RunReport, StageReport, render_table};
@@ -56,15 +56,9 @@ pub struct Args {
     /// Replace a case already in the case/database directories.
     #[arg(long)]
     pub force: bool,
-    /// SQLite journal mode of the case database.
-    #[arg(long, value_enum, default_value = "wal")]
-    pub journal_mode: JournalArg,
-    /// SQLite synchronous level of the case database.
-    #[arg(long, value_enum, default_value = "normal")]
-    pub synchronous: SyncArg,
-    /// Database operations per transaction.
-    #[arg(long, default_value_t = 1000)]
-    pub batch_size: usize,
+    /// The case database.
+    #[command(flatten)]
+    pub db: DbArgs,
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -98,50 +92,7 @@ pub enum CacheArg {
     Warm,
 }
 
-/// `--journal-mode`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-#[allow(missing_docs)]
-pub enum JournalArg {
-    Delete,
-    Truncate,
-    Persist,
-    Wal,
-    Memory,
-    Off,
-}
-
-/// `--synchronous`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-#[allow(missing_docs)]
-pub enum SyncArg {
-    Off,
-    Normal,
-    Full,
-    Extra,
-}
-
 impl Args {
-    fn db_options(&self) -> anyhow::Result<DbOptions> {
-        anyhow::ensure!(self.batch_size > 0, "--batch-size must be at least 1");
-        Ok(DbOptions {
-            journal_mode: match self.journal_mode {
-                JournalArg::Delete => JournalMode::Delete,
-                JournalArg::Truncate => JournalMode::Truncate,
-                JournalArg::Persist => JournalMode::Persist,
-                JournalArg::Wal => JournalMode::Wal,
-                JournalArg::Memory => JournalMode::Memory,
-                JournalArg::Off => JournalMode::Off,
-            },
-            synchronous: match self.synchronous {
-                SyncArg::Off => Synchronous::Off,
-                SyncArg::Normal => Synchronous::Normal,
-                SyncArg::Full => Synchronous::Full,
-                SyncArg::Extra => Synchronous::Extra,
-            },
-            batch_size: self.batch_size,
-        })
-    }
-
     fn layout(&self) -> anyhow::Result<Layout> {
         let mut layout = match &self.layout {
             Some(path) => Layout::load(path)?,
@@ -302,13 +253,6 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The name clap uses for a value-enum variant.
-fn value_name<T: clap::ValueEnum>(v: &T) -> String {
-    v.to_possible_value()
-        .map(|p| p.get_name().to_string())
-        .unwrap_or_default()
-}
-
 /// `--instances N`: N child processes of this executable, each a complete
 /// `caseload run` into its own `instance-K` directories, started together.
 /// Separate processes keep each instance's CPU, memory and I/O figures its
@@ -320,6 +264,11 @@ fn run_instances(args: &Args, n: usize) -> anyhow::Result<ExitCode> {
         render_aggregate,
     };
     let layout = args.layout()?;
+    let db_options = args.db.options()?;
+    anyhow::ensure!(
+        db_options.postgres.url.is_none(),
+        "--instances with --db-url would put every instance's case in one database; give each instance a private cluster (--db-engine postgres without --db-url)"
+    );
     let dir = |k: ChannelKind| -> anyhow::Result<PathBuf> { Ok(layout.dir(k)?.to_path_buf()) };
     let (db, case, temp) = (
         dir(ChannelKind::Database)?,
@@ -383,10 +332,7 @@ fn run_instances(args: &Args, n: usize) -> anyhow::Result<ExitCode> {
         }
         cmd.args(["--cache", "warm", "--json", "--instances", "1"]);
         cmd.arg("--instance").arg(k.to_string());
-        cmd.arg("--journal-mode")
-            .arg(value_name(&args.journal_mode));
-        cmd.arg("--synchronous").arg(value_name(&args.synchronous));
-        cmd.arg("--batch-size").arg(args.batch_size.to_string());
+        cmd.args(db_options.command_line());
         if args.force {
             cmd.arg("--force");
         }
@@ -481,7 +427,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             CacheArg::Cold => CacheMode::Cold,
             CacheArg::Warm => CacheMode::Warm,
         },
-        db: args.db_options()?,
+        db: args.db.options()?,
         force: args.force,
         instance: args.instance,
     };

@@ -621,7 +621,7 @@ pub fn run_compare(
         instances: spec.instances,
         threads: spec.threads,
         cache: "cold".into(),
-        database_options: spec.db,
+        database_options: spec.db.clone(),
         baseline,
         system: SystemContext::current(),
         evidence,
@@ -729,12 +729,7 @@ fn run_one(
     }
     cmd.arg("--instances").arg(spec.instances.to_string());
     cmd.args(["--cache", "cold", "--json"]);
-    cmd.arg("--journal-mode")
-        .arg(spec.db.journal_mode.as_str())
-        .arg("--synchronous")
-        .arg(spec.db.synchronous.as_str())
-        .arg("--batch-size")
-        .arg(spec.db.batch_size.to_string());
+    cmd.args(spec.db.command_line());
     cmd.stdin(Stdio::null())
         .stdout(stdout_file)
         .stderr(stderr_file)

@@ -1,82 +1,82 @@
 //! The single database writer: a thread that owns the read-write connection
-//! and applies queued operations in batched transactions.
+//! and applies queued [`Write`]s in batched transactions, on either engine.
+//!
+//! A failed write never loses the others of its batch. SQLite undoes only
+//! the failed statement; PostgreSQL aborts the whole transaction, so there
+//! the writer keeps the batch's writes until it commits and, after a
+//! failure, rolls back and applies the others again.
 
 use super::DbError;
+use super::conn::Conn;
+use super::write::{Reply, Write};
 use crossbeam_channel::{Receiver, Sender, bounded};
-use rusqlite::Connection;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-/// One database operation, run on the writer thread inside a transaction.
-pub type DbOp = Box<dyn FnOnce(&Connection) -> rusqlite::Result<()> + Send>;
+type Ack = Sender<Result<(), String>>;
 
 enum Msg {
-    Op(DbOp),
-    Flush(Sender<Result<(), String>>),
-    Close(Sender<Result<(), String>>),
+    Write(Write, Option<Sender<Result<Reply, DbError>>>),
+    Flush(Ack),
+    Close(Ack),
 }
 
 /// Handle to the writer thread. Shareable between stage threads.
 pub struct DbWriter {
     sender: Sender<Msg>,
     handle: Mutex<Option<JoinHandle<()>>>,
-    path: PathBuf,
+    name: String,
 }
 
-/// Queued operations at most: beyond this, senders wait for the database.
+impl std::fmt::Debug for DbWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbWriter")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Queued writes at most: beyond this, senders wait for the database.
 const QUEUE_DEPTH: usize = 4096;
 
 impl DbWriter {
-    pub(super) fn spawn(conn: Connection, path: PathBuf, batch_size: usize) -> Self {
+    /// Start the writer on `conn`; `name` says which database in errors.
+    pub(super) fn spawn(conn: Conn, name: String, batch_size: usize) -> Result<Self, DbError> {
         let (tx, rx) = bounded(QUEUE_DEPTH);
         let handle = std::thread::Builder::new()
             .name("caseload-db-writer".into())
             .spawn(move || run(conn, rx, batch_size.max(1)))
-            .ok();
-        DbWriter {
+            .map_err(|e| DbError::Writer(format!("starting the writer thread: {e}")))?;
+        Ok(DbWriter {
             sender: tx,
-            handle: Mutex::new(handle),
-            path,
-        }
+            handle: Mutex::new(Some(handle)),
+            name,
+        })
     }
 
     fn gone(&self) -> DbError {
-        DbError::Writer(format!(
-            "the writer for `{}` has stopped",
-            self.path.display()
-        ))
+        DbError::Writer(format!("the writer for {} has stopped", self.name))
     }
 
-    /// Queue an operation. Errors surface at the next [`flush`](Self::flush).
-    pub fn exec<F>(&self, op: F) -> Result<(), DbError>
-    where
-        F: FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
-    {
+    /// Queue a write. Its error, if any, surfaces at the next
+    /// [`flush`](Self::flush).
+    pub fn exec(&self, write: Write) -> Result<(), DbError> {
         self.sender
-            .send(Msg::Op(Box::new(op)))
+            .send(Msg::Write(write, None))
             .map_err(|_| self.gone())
     }
 
-    /// Run `op` on the writer's connection after everything queued before
-    /// it, commit, and return its result (for inserts whose row id is needed).
-    pub fn call<T, F>(&self, op: F) -> Result<T, DbError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    {
+    /// Apply `write` after everything queued before it, commit, and return
+    /// its reply (the new row's id, counts).
+    pub fn call(&self, write: Write) -> Result<Reply, DbError> {
         let (tx, rx) = bounded(1);
-        self.exec(move |c| {
-            let value = op(c)?;
-            let _ = tx.send(value);
-            Ok(())
-        })?;
-        self.flush()?;
-        rx.recv()
-            .map_err(|_| DbError::Writer("the operation failed; see the earlier error".into()))
+        self.sender
+            .send(Msg::Write(write, Some(tx)))
+            .map_err(|_| self.gone())?;
+        rx.recv().map_err(|_| self.gone())?
     }
 
-    fn round_trip(&self, make: fn(Sender<Result<(), String>>) -> Msg) -> Result<(), DbError> {
+    fn round_trip(&self, make: fn(Ack) -> Msg) -> Result<(), DbError> {
         let (ack_tx, ack_rx) = bounded(1);
         self.sender.send(make(ack_tx)).map_err(|_| self.gone())?;
         match ack_rx.recv() {
@@ -87,13 +87,12 @@ impl DbWriter {
     }
 
     /// Commit what is queued and wait; returns the first error any queued
-    /// operation or commit met since the last flush.
+    /// write or commit met since the last flush.
     pub fn flush(&self) -> Result<(), DbError> {
         self.round_trip(Msg::Flush)
     }
 
-    /// Commit, close the connection and stop the thread. Later operations
-    /// fail with an error.
+    /// Commit, close the connection and stop the thread. Later writes fail.
     pub fn close(&self) -> Result<(), DbError> {
         let result = self.round_trip(Msg::Close);
         self.join();
@@ -121,61 +120,139 @@ impl Drop for DbWriter {
     }
 }
 
-fn run(conn: Connection, rx: Receiver<Msg>, batch_size: usize) {
-    let mut in_transaction = false;
-    let mut ops_in_batch = 0usize;
-    let mut first_error: Option<String> = None;
-    let note = |e: String, first_error: &mut Option<String>| {
-        if first_error.is_none() {
-            *first_error = Some(e);
+/// The writer thread's state.
+struct State {
+    conn: Conn,
+    in_transaction: bool,
+    /// Writes applied in the open transaction (PostgreSQL only: replayed
+    /// after a failure aborted it).
+    applied: Vec<Write>,
+    first_error: Option<String>,
+}
+
+impl State {
+    fn note(&mut self, e: impl std::fmt::Display) {
+        if self.first_error.is_none() {
+            self.first_error = Some(e.to_string());
         }
-    };
-    let commit =
-        |conn: &Connection, in_transaction: &mut bool, first_error: &mut Option<String>| {
-            if *in_transaction {
-                *in_transaction = false;
-                if let Err(e) = conn.execute_batch("COMMIT") {
-                    // A failed COMMIT (disk full) leaves the transaction open:
-                    // roll it back so later batches can still try.
-                    let _ = conn.execute_batch("ROLLBACK");
-                    if first_error.is_none() {
-                        *first_error = Some(format!("commit failed: {e}"));
-                    }
+    }
+
+    fn begin(&mut self) -> Result<(), DbError> {
+        if !self.in_transaction {
+            self.conn.batch("BEGIN")?;
+            self.in_transaction = true;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), DbError> {
+        if !self.in_transaction {
+            return Ok(());
+        }
+        self.in_transaction = false;
+        self.applied.clear();
+        if let Err(e) = self.conn.batch("COMMIT") {
+            // A failed COMMIT (disk full) can leave the transaction open:
+            // roll it back so later batches can still try.
+            let _ = self.conn.batch("ROLLBACK");
+            return Err(DbError::Writer(format!("commit failed: {e}")));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, write: Write) -> Result<Reply, DbError> {
+        self.begin()?;
+        match write.apply(&mut self.conn) {
+            Ok(reply) => {
+                if self.conn.error_aborts_transaction() {
+                    self.applied.push(write);
                 }
+                Ok(reply)
             }
-        };
+            Err(e) => {
+                if self.conn.error_aborts_transaction() {
+                    self.restart_after_failure(&e);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// PostgreSQL aborted the transaction: start a new one and apply again
+    /// what had succeeded in it (unless the server is gone).
+    fn restart_after_failure(&mut self, e: &DbError) {
+        let _ = self.conn.batch("ROLLBACK");
+        self.in_transaction = false;
+        let earlier = std::mem::take(&mut self.applied);
+        if matches!(e, DbError::Query { lost: true, .. }) {
+            if !earlier.is_empty() {
+                self.note(format!(
+                    "{} writes of the open transaction were lost with the connection",
+                    earlier.len()
+                ));
+            }
+            return;
+        }
+        for w in earlier {
+            if let Err(again) = self.apply(w) {
+                self.note(again);
+            }
+        }
+    }
+}
+
+fn run(conn: Conn, rx: Receiver<Msg>, batch_size: usize) {
+    let mut state = State {
+        conn,
+        in_transaction: false,
+        applied: Vec::new(),
+        first_error: None,
+    };
+    let mut in_batch = 0usize;
     for msg in rx {
         match msg {
-            Msg::Op(op) => {
-                if !in_transaction {
-                    match conn.execute_batch("BEGIN") {
-                        Ok(()) => in_transaction = true,
-                        Err(e) => note(format!("begin failed: {e}"), &mut first_error),
+            Msg::Write(write, reply) => {
+                let commits = reply.is_some() || write.commits();
+                let result = state.apply(write);
+                in_batch += 1;
+                let committed = if commits || in_batch >= batch_size {
+                    in_batch = 0;
+                    state.commit()
+                } else {
+                    Ok(())
+                };
+                match reply {
+                    Some(tx) => {
+                        let _ = tx.send(result.and_then(|r| committed.map(|()| r)));
                     }
-                }
-                if let Err(e) = op(&conn) {
-                    note(e.to_string(), &mut first_error);
-                }
-                ops_in_batch += 1;
-                if ops_in_batch >= batch_size {
-                    commit(&conn, &mut in_transaction, &mut first_error);
-                    ops_in_batch = 0;
+                    None => {
+                        if let Err(e) = result {
+                            state.note(e);
+                        }
+                        if let Err(e) = committed {
+                            state.note(e);
+                        }
+                    }
                 }
             }
             Msg::Flush(ack) => {
-                commit(&conn, &mut in_transaction, &mut first_error);
-                ops_in_batch = 0;
-                let _ = ack.send(first_error.take().map_or(Ok(()), Err));
+                if let Err(e) = state.commit() {
+                    state.note(e);
+                }
+                state.conn.publish_stats();
+                in_batch = 0;
+                let _ = ack.send(state.first_error.take().map_or(Ok(()), Err));
             }
             Msg::Close(ack) => {
-                commit(&conn, &mut in_transaction, &mut first_error);
-                if let Err((_, e)) = conn.close() {
-                    note(format!("close failed: {e}"), &mut first_error);
+                if let Err(e) = state.commit() {
+                    state.note(e);
                 }
-                let _ = ack.send(first_error.take().map_or(Ok(()), Err));
+                state.conn.publish_stats();
+                drop(state.conn);
+                let _ = ack.send(state.first_error.take().map_or(Ok(()), Err));
                 return;
             }
         }
     }
-    commit(&conn, &mut in_transaction, &mut first_error);
+    let _ = state.commit();
 }

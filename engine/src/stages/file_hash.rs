@@ -10,8 +10,8 @@
 //! file's results are one queued UPDATE on the database channel.
 
 use super::StageSpec;
-use super::filesystem::COMPRESSED_PREFIX;
-use super::image_hash::Algorithm;
+use crate::casedb::{DISK_START, FileDigests, HashColumn, ItemKind, Reply, StoredContent, Write};
+use crate::digest::Algorithm;
 use crate::signature;
 use crate::source::{EvidenceReader, SourceError, hex};
 use crate::stage::{
@@ -86,9 +86,7 @@ struct Job {
     path: String,
     name: String,
     size: u64,
-    runs: Vec<(Option<u64>, u64)>,
-    encoding: Option<String>,
-    resident: Option<Vec<u8>>,
+    content: StoredContent,
     /// Signature analysis applies to files only (not directories).
     is_file: bool,
 }
@@ -175,126 +173,82 @@ impl FileHash {
         buf: &mut [u8],
     ) -> Result<Outcome, SourceError> {
         let mut hashers = Hashers::new(self, job.is_file);
-        if let Some(content) = job
-            .encoding
-            .as_deref()
-            .and_then(|e| compressed_content(e, &job.runs))
-        {
-            // Decoded a compression unit at a time by caseload-fs, reading
-            // the stored runs through the evidence.
-            let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
-            let decoded = ContentReader::new(&reader, &content);
-            let mut done = 0u64;
-            while done < decoded.len() {
-                let n = usize::try_from((decoded.len() - done).min(buf.len() as u64))
-                    .unwrap_or(buf.len());
-                let got =
-                    decoded
-                        .read_at(&mut buf[..n], done)
-                        .map_err(|e| SourceError::Corrupt {
-                            first_sector: job.runs.iter().find_map(|r| r.0).unwrap_or(0) / 512,
-                            last_sector: job.runs.iter().find_map(|r| r.0).unwrap_or(0) / 512,
-                            reason: format!("decoding the compressed stream at byte {done}: {e}"),
-                        })?;
-                if got == 0 {
-                    break;
-                }
-                hashers.update(&buf[..got]);
-                ctx.progress.advance(got as u64);
-                done += got as u64;
-            }
-        } else if let Some(bytes) = &job.resident {
-            hashers.update(bytes);
-        } else {
-            for &(offset, len) in &job.runs {
+        match &job.content {
+            StoredContent::Compressed {
+                runs,
+                unit,
+                size,
+                initialized,
+            } => {
+                // Decoded a compression unit at a time by caseload-fs,
+                // reading the stored runs through the evidence.
+                let content = Content::Compressed {
+                    runs: runs.0.clone(),
+                    unit: *unit,
+                    size: *size,
+                    initialized: *initialized,
+                };
+                let first = runs.first_offset().unwrap_or(0) / 512;
+                let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
+                let decoded = ContentReader::new(&reader, &content);
                 let mut done = 0u64;
-                while done < len {
-                    let n =
-                        usize::try_from((len - done).min(buf.len() as u64)).unwrap_or(buf.len());
-                    match offset {
-                        Some(o) => {
-                            let got = ctx.evidence.read_at(&mut buf[..n], o + done)?;
-                            if got < n {
-                                return Err(SourceError::Corrupt {
-                                    first_sector: (o + done + got as u64) / 512,
-                                    last_sector: (o + len).div_ceil(512).saturating_sub(1),
-                                    reason: "file extent runs past the end of the evidence".into(),
-                                });
-                            }
-                        }
-                        None => buf[..n].fill(0),
+                while done < decoded.len() {
+                    let n = usize::try_from((decoded.len() - done).min(buf.len() as u64))
+                        .unwrap_or(buf.len());
+                    let got =
+                        decoded
+                            .read_at(&mut buf[..n], done)
+                            .map_err(|e| SourceError::Corrupt {
+                                first_sector: first,
+                                last_sector: first,
+                                reason: format!(
+                                    "decoding the compressed stream at byte {done}: {e}"
+                                ),
+                            })?;
+                    if got == 0 {
+                        break;
                     }
-                    hashers.update(&buf[..n]);
-                    done += n as u64;
-                    ctx.progress.advance(n as u64);
+                    hashers.update(&buf[..got]);
+                    ctx.progress.advance(got as u64);
+                    done += got as u64;
                 }
             }
+            StoredContent::Resident(bytes) => hashers.update(bytes),
+            StoredContent::Runs(runs) => {
+                for run in &runs.0 {
+                    let (offset, len) = match *run {
+                        Run::Data { offset, len } => (Some(offset), len),
+                        Run::Zeros { len } => (None, len),
+                    };
+                    let mut done = 0u64;
+                    while done < len {
+                        let n = usize::try_from((len - done).min(buf.len() as u64))
+                            .unwrap_or(buf.len());
+                        match offset {
+                            Some(o) => {
+                                let got = ctx.evidence.read_at(&mut buf[..n], o + done)?;
+                                if got < n {
+                                    return Err(SourceError::Corrupt {
+                                        first_sector: (o + done + got as u64) / 512,
+                                        last_sector: (o + len).div_ceil(512).saturating_sub(1),
+                                        reason: "file extent runs past the end of the evidence"
+                                            .into(),
+                                    });
+                                }
+                            }
+                            None => buf[..n].fill(0),
+                        }
+                        hashers.update(&buf[..n]);
+                        done += n as u64;
+                        ctx.progress.advance(n as u64);
+                    }
+                }
+            }
+            // Refused before a worker gets them (not decoded).
+            StoredContent::Encoded { .. } | StoredContent::None => {}
         }
         Ok(hashers.finish(&job.name, job.size))
     }
-}
-
-type PageRow = (
-    i64,
-    i64,
-    String,
-    String,
-    i64,
-    Option<String>,
-    Option<String>,
-    Option<Vec<u8>>,
-    String,
-);
-
-/// The next page of files to hash after `after` = (order key, id).
-fn read_page(reader: &rusqlite::Connection, after: (i64, i64)) -> rusqlite::Result<Vec<PageRow>> {
-    let mut stmt = reader.prepare_cached(
-        "SELECT coalesce(first_offset, -1), id, path, name, size, extents, encoding, resident_data, kind
-         FROM files WHERE (recoverable = 1 OR size = 0)
-           AND (coalesce(first_offset, -1), id) > (?1, ?2)
-         ORDER BY coalesce(first_offset, -1), id LIMIT 1000",
-    )?;
-    let rows = stmt.query_map(rusqlite::params![after.0, after.1], |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-            r.get(6)?,
-            r.get(7)?,
-            r.get(8)?,
-        ))
-    })?;
-    rows.collect()
-}
-
-/// Rebuild an NTFS-compressed stream's content from `files.encoding` and its
-/// stored runs.
-fn compressed_content(encoding: &str, runs: &[(Option<u64>, u64)]) -> Option<Content> {
-    let mut fields = encoding
-        .strip_prefix(COMPRESSED_PREFIX)?
-        .split(':')
-        .map(str::parse::<u64>);
-    let (unit, size, initialized) = (
-        fields.next()?.ok()?,
-        fields.next()?.ok()?,
-        fields.next()?.ok()?,
-    );
-    let runs = runs
-        .iter()
-        .map(|&(offset, len)| match offset {
-            Some(offset) => Run::Data { offset, len },
-            None => Run::Zeros { len },
-        })
-        .collect();
-    Some(Content::Compressed {
-        runs,
-        unit,
-        size,
-        initialized,
-    })
 }
 
 impl Stage for FileHash {
@@ -305,17 +259,8 @@ impl Stage for FileHash {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         // Every record with locatable content, directories and labels too:
         // TSK's bodyfile hashes them, and a listing should agree with it.
-        const SELECTION: &str = "FROM files WHERE (recoverable = 1 OR size = 0)";
-        let reader = ctx.db.reader()?;
-        let sql_err =
-            |e: rusqlite::Error| StageError::Other(format!("reading the files table: {e}"));
-        let (files, total): (i64, i64) = reader
-            .query_row(
-                &format!("SELECT count(*), coalesce(sum(size), 0) {SELECTION}"),
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(sql_err)?;
+        let mut reader = ctx.db.reader()?;
+        let (files, total) = reader.files_to_hash_totals()?;
         if files == 0 {
             ctx.record(
                 Severity::Warning,
@@ -325,7 +270,7 @@ impl Stage for FileHash {
                 },
             )?;
         }
-        ctx.progress.set_total(total as u64, ProgressUnit::Bytes);
+        ctx.progress.set_total(total, ProgressUnit::Bytes);
         let hashed = AtomicU64::new(0);
         let bytes = AtomicU64::new(0);
         let mismatches = AtomicU64::new(0);
@@ -342,15 +287,17 @@ impl Stage for FileHash {
                         if ctx.cancel.load(Ordering::Relaxed) {
                             continue;
                         }
-                        if let Some(encoding) = job.encoding.as_ref().filter(|e| !e.starts_with(COMPRESSED_PREFIX)) {
+                        if let StoredContent::Encoded { encoding, .. } = &job.content {
                             failed.fetch_add(1, Ordering::Relaxed);
                             let _ = ctx.record(
                                 Severity::Warning,
                                 Problem {
-                                    item_kind: Some("file"),
+                                    item_kind: Some(ItemKind::File),
                                     item_id: Some(job.id),
                                     path: Some(job.path.clone()),
-                                    message: format!("content is stored {encoding}; not decoded, so not hashed"),
+                                    message: format!(
+                                        "content is stored {encoding}; not decoded, so not hashed"
+                                    ),
                                     ..Problem::default()
                                 },
                             );
@@ -363,21 +310,22 @@ impl Stage for FileHash {
                                 if o.mismatch == Some(true) {
                                     mismatches.fetch_add(1, Ordering::Relaxed);
                                 }
-                                let id = job.id;
-                                let _ = ctx.db.writer().exec(move |c| {
-                                    c.prepare_cached(
-                                        "UPDATE files SET md5 = ?1, sha1 = ?2, sha256 = ?3, signature = ?4, extension_mismatch = ?5, entropy = ?6 WHERE id = ?7",
-                                    )?
-                                    .execute(rusqlite::params![o.md5, o.sha1, o.sha256, o.signature, o.mismatch, o.entropy, id])?;
-                                    Ok(())
-                                });
+                                let _ = ctx.db.writer().exec(Write::FileDigests(FileDigests {
+                                    file_id: job.id,
+                                    md5: o.md5,
+                                    sha1: o.sha1,
+                                    sha256: o.sha256,
+                                    signature: o.signature,
+                                    extension_mismatch: o.mismatch,
+                                    entropy: o.entropy,
+                                }));
                             }
                             Err(e) => {
                                 failed.fetch_add(1, Ordering::Relaxed);
                                 let _ = ctx.record(
                                     Severity::Error,
                                     Problem {
-                                        item_kind: Some("file"),
+                                        item_kind: Some(ItemKind::File),
                                         item_id: Some(job.id),
                                         path: Some(job.path.clone()),
                                         sectors: e.sector_range(),
@@ -393,27 +341,24 @@ impl Stage for FileHash {
             // Disk order of the first extent; resident (no extent) first.
             // Read in short pages so no read transaction stays open while
             // the writer commits (a rollback-journal database would block).
-            let mut after: (i64, i64) = (i64::MIN, i64::MIN);
+            let mut after = DISK_START;
             'pages: loop {
-                let page = read_page(&reader, after).map_err(sql_err)?;
+                let page = reader.files_to_hash(after)?;
                 let Some(last) = page.last() else { break };
-                after = (last.0, last.1);
-                for (_, id, path, name, size, extents, encoding, resident, kind) in page {
+                after = last.key;
+                for f in page {
                     if ctx.cancel.load(Ordering::Relaxed) {
                         break 'pages;
                     }
-                    let runs = match extents
-                        .as_deref()
-                        .map_or(Ok(Vec::new()), super::filesystem::parse_extents)
-                    {
-                        Ok(r) => r,
+                    let content = match f.content {
+                        Ok(c) => c,
                         Err(e) => {
                             ctx.record(
                                 Severity::Error,
                                 Problem {
-                                    item_kind: Some("file"),
-                                    item_id: Some(id),
-                                    path: Some(path),
+                                    item_kind: Some(ItemKind::File),
+                                    item_id: Some(f.id),
+                                    path: Some(f.path),
                                     message: format!("unreadable extents in the files table: {e}"),
                                     ..Problem::default()
                                 },
@@ -422,14 +367,12 @@ impl Stage for FileHash {
                         }
                     };
                     let job = Job {
-                        id,
-                        path,
-                        name,
-                        size: u64::try_from(size).unwrap_or(0),
-                        runs,
-                        encoding,
-                        resident,
-                        is_file: kind == "file",
+                        id: f.id,
+                        path: f.path,
+                        name: f.name,
+                        size: f.size,
+                        content,
+                        is_file: f.kind == "file",
                     };
                     if tx.send(job).is_err() {
                         break 'pages;
@@ -449,28 +392,20 @@ impl Stage for FileHash {
         };
         if self.duplicates {
             let column = if self.sha256 {
-                "sha256"
+                HashColumn::Sha256
             } else if self.sha1 {
-                "sha1"
+                HashColumn::Sha1
             } else {
-                "md5"
+                HashColumn::Md5
             };
-            // The group id is the smallest file id in the group, so it does
-            // not depend on the order workers finished in.
-            let (groups, dup_files) = ctx.db.writer().call(move |c| {
-                c.execute_batch(&format!(
-                    "UPDATE files SET duplicate_group = NULL;
-                     CREATE TEMP TABLE dup AS
-                        SELECT {column} AS h, min(id) AS g, count(*) AS n FROM files
-                        WHERE {column} IS NOT NULL AND size > 0 AND kind = 'file'
-                        GROUP BY {column} HAVING count(*) > 1;
-                     UPDATE files SET duplicate_group = (SELECT g FROM dup WHERE dup.h = files.{column})
-                        WHERE size > 0 AND kind = 'file' AND {column} IN (SELECT h FROM dup);"
-                ))?;
-                let counts: (i64, i64) = c.query_row("SELECT count(*), coalesce(sum(n), 0) FROM dup", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                c.execute_batch("DROP TABLE dup;")?;
-                Ok(counts)
-            })?;
+            let (groups, dup_files) = match ctx.db.writer().call(Write::Duplicates(column))? {
+                Reply::Counts(g, f) => (g, f),
+                other => {
+                    return Err(StageError::Other(format!(
+                        "duplicate groups: unexpected reply {other:?}"
+                    )));
+                }
+            };
             summary
                 .details
                 .insert("duplicate_groups".into(), groups.into());

@@ -8,6 +8,8 @@
 //! while the others and the inflaters use the rest.
 
 use super::StageSpec;
+use crate::casedb::{EvidenceHashes, ItemKind, Write};
+use crate::digest::Algorithm;
 use crate::source::{BlockStream, StreamOptions, hex};
 use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
@@ -24,18 +26,6 @@ pub(super) const SPEC: StageSpec = StageSpec {
     about: "hash the whole media (MD5/SHA-1/SHA-256) and verify against stored E01 hashes",
     build,
 };
-
-/// A hash algorithm of the image-hash and file-hash stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// MD5.
-    Md5,
-    /// SHA-1.
-    Sha1,
-    /// SHA-256.
-    Sha256,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,7 +106,7 @@ impl Stage for ImageHash {
             ctx.record(
                 Severity::Error,
                 Problem {
-                    item_kind: Some("evidence"),
+                    item_kind: Some(ItemKind::Evidence),
                     item_id: Some(ctx.evidence_id),
                     message: note.clone(),
                     ..Problem::default()
@@ -210,7 +200,7 @@ impl Stage for ImageHash {
             ctx.record(
                 Severity::Finding,
                 Problem {
-                    item_kind: Some("evidence"),
+                    item_kind: Some(ItemKind::Evidence),
                     item_id: Some(ctx.evidence_id),
                     message: format!(
                         "image hash does not match the hash stored in the evidence: {}",
@@ -220,15 +210,13 @@ impl Stage for ImageHash {
                 },
             )?;
         }
-        let evidence_id = ctx.evidence_id;
-        let (m, s1, s2) = (md5.clone(), sha1.clone(), sha256.clone());
-        ctx.db.writer().exec(move |c| {
-            c.execute(
-                "UPDATE evidence SET md5 = ?1, sha1 = ?2, sha256 = ?3, hash_verified = ?4 WHERE id = ?5",
-                rusqlite::params![m, s1, s2, verified, evidence_id],
-            )?;
-            Ok(())
-        })?;
+        ctx.db.writer().exec(Write::EvidenceHashes(EvidenceHashes {
+            evidence_id: ctx.evidence_id,
+            md5: md5.clone(),
+            sha1: sha1.clone(),
+            sha256: sha256.clone(),
+            verified,
+        }))?;
         let mut summary = StageSummary {
             items: 1,
             bytes,

@@ -23,6 +23,7 @@
 //! default true).
 
 use super::StageSpec;
+use crate::casedb::{HashedTable, KffHit, Write};
 use crate::hashset::{Category, HashKind, Library, Lookup, Query, find_parallel};
 use crate::source::hex;
 use crate::stage::{
@@ -82,56 +83,7 @@ pub struct Kff {
 }
 
 /// Items per page read from the case database.
-const PAGE: i64 = 4096;
-
-/// Which table a pass reads.
-#[derive(Clone, Copy)]
-enum Items {
-    Files,
-    Carved,
-}
-
-impl Items {
-    fn kind(self) -> &'static str {
-        match self {
-            Items::Files => "file",
-            Items::Carved => "carved",
-        }
-    }
-
-    fn table(self) -> &'static str {
-        match self {
-            Items::Files => "files",
-            Items::Carved => "carved_items",
-        }
-    }
-
-    /// Items with at least one hash. Directories are left out: their
-    /// "content" is file-system metadata, not a file a hash set lists.
-    fn filter(self) -> &'static str {
-        match self {
-            Items::Files => {
-                "kind <> 'directory' AND (md5 IS NOT NULL OR sha1 IS NOT NULL OR sha256 IS NOT NULL)"
-            }
-            Items::Carved => "(md5 IS NOT NULL OR sha1 IS NOT NULL OR sha256 IS NOT NULL)",
-        }
-    }
-
-    /// What to show as the item's path.
-    fn label(self) -> &'static str {
-        match self {
-            Items::Files => "path",
-            Items::Carved => "coalesce(case_path, type || ' at offset ' || offset)",
-        }
-    }
-}
-
-/// One item read from the case database.
-struct Item {
-    id: i64,
-    label: String,
-    hashes: [Option<String>; 3],
-}
+const PAGE: usize = 4096;
 
 /// Counts for the report.
 #[derive(Default)]
@@ -144,39 +96,15 @@ struct Counts {
     bad_hashes: u64,
 }
 
-fn read_page(
-    reader: &rusqlite::Connection,
-    items: Items,
-    after: i64,
-) -> rusqlite::Result<Vec<Item>> {
-    let mut stmt = reader.prepare_cached(&format!(
-        "SELECT id, {}, md5, sha1, sha256 FROM {} WHERE {} AND id > ?1 ORDER BY id LIMIT {PAGE}",
-        items.label(),
-        items.table(),
-        items.filter()
-    ))?;
-    let rows = stmt.query_map([after], |r| {
-        Ok(Item {
-            id: r.get(0)?,
-            label: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            hashes: [r.get(2)?, r.get(3)?, r.get(4)?],
-        })
-    })?;
-    rows.collect()
-}
-
 impl Kff {
     fn pass(
         &self,
         ctx: &StageContext<'_>,
         lookups: &mut [Lookup],
-        items: Items,
+        items: HashedTable,
         counts: &mut Counts,
     ) -> Result<(), StageError> {
-        let reader = ctx.db.reader()?;
-        let sql_err = |e: rusqlite::Error| {
-            StageError::Other(format!("reading the {} table: {e}", items.table()))
-        };
+        let mut reader = ctx.db.reader()?;
         let sets: BTreeMap<i64, (String, Category)> = lookups[0]
             .sets()
             .iter()
@@ -185,7 +113,7 @@ impl Kff {
         let mut after = i64::MIN;
         loop {
             ctx.check_cancel()?;
-            let page = read_page(&reader, items, after).map_err(sql_err)?;
+            let page = reader.hashed_items(items, after, PAGE)?;
             let Some(last) = page.last() else { break };
             after = last.id;
             // Queries of the page, and which item and kind each belongs to.
@@ -251,7 +179,11 @@ impl Kff {
                     if *category == Category::Notable {
                         verdict = Category::Notable;
                     }
-                    rows.push((name.clone(), *category, matched.join(",")));
+                    rows.push(KffHit {
+                        set: name.clone(),
+                        category: category.as_str(),
+                        detail: matched.join(","),
+                    });
                 }
                 if rows.is_empty() {
                     continue;
@@ -263,20 +195,14 @@ impl Kff {
                 }
                 let findings: Vec<(String, String)> = rows
                     .iter()
-                    .filter(|r| r.1 == Category::Notable)
-                    .map(|r| (r.0.clone(), r.2.clone()))
+                    .filter(|r| r.category == Category::Notable.as_str())
+                    .map(|r| (r.set.clone(), r.detail.clone()))
                     .collect();
-                let (id, kind, table) = (item.id, items.kind(), items.table());
-                ctx.db.writer().exec(move |c| {
-                    let mut ins = c.prepare_cached(
-                        "INSERT INTO hits (item_kind, item_id, kind, name, category, detail, count) VALUES (?1, ?2, 'kff', ?3, ?4, ?5, 1)",
-                    )?;
-                    for (name, category, detail) in &rows {
-                        ins.execute(rusqlite::params![kind, id, name, category.as_str(), detail])?;
-                    }
-                    c.prepare_cached(&format!("UPDATE {table} SET kff = ?1 WHERE id = ?2"))?
-                        .execute(rusqlite::params![verdict.as_str(), id])?;
-                    Ok(())
+                ctx.db.writer().exec(Write::Kff {
+                    kind: items.kind(),
+                    id: item.id,
+                    hits: rows,
+                    verdict: verdict.as_str(),
                 })?;
                 for (set, detail) in findings {
                     ctx.record(
@@ -305,12 +231,7 @@ impl Stage for Kff {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let path = match &self.library {
             Some(p) => p.clone(),
-            None => ctx
-                .db
-                .path()
-                .parent()
-                .map(|d| d.join(crate::hashset::LIBRARY_FILE_NAME))
-                .unwrap_or_else(|| PathBuf::from(crate::hashset::LIBRARY_FILE_NAME)),
+            None => ctx.db.dir().join(crate::hashset::LIBRARY_FILE_NAME),
         };
         let library = Library::open_read_only(&path, Some(ctx.db.vfs_name()))
             .map_err(|e| config(format!("hash library: {e}")))?;
@@ -342,37 +263,18 @@ impl Stage for Kff {
         }
 
         // A stage run twice in one case must not count its hits twice.
-        ctx.db.writer().call(|c| {
-            c.execute_batch(
-                "DELETE FROM hits WHERE kind = 'kff';
-                 UPDATE files SET kff = NULL WHERE kff IS NOT NULL;
-                 UPDATE carved_items SET kff = NULL WHERE kff IS NOT NULL;",
-            )
-        })?;
+        ctx.db.writer().call(Write::ClearKff)?;
 
-        let reader = ctx.db.reader()?;
-        let count = |items: Items| -> Result<i64, StageError> {
-            reader
-                .query_row(
-                    &format!(
-                        "SELECT count(*) FROM {} WHERE {}",
-                        items.table(),
-                        items.filter()
-                    ),
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(|e| StageError::Other(format!("reading the {} table: {e}", items.table())))
-        };
-        let n_files = count(Items::Files)?;
+        let mut reader = ctx.db.reader()?;
+        let n_files = reader.hashed_count(HashedTable::Files)?;
         let n_carved = if self.carved {
-            count(Items::Carved)?
+            reader.hashed_count(HashedTable::Carved)?
         } else {
             0
         };
         drop(reader);
         ctx.progress
-            .set_total((n_files + n_carved) as u64, ProgressUnit::Items);
+            .set_total(n_files + n_carved, ProgressUnit::Items);
         if n_files == 0 && n_carved == 0 {
             ctx.record(
                 Severity::Warning,
@@ -388,9 +290,9 @@ impl Stage for Kff {
         let mut files = Counts::default();
         let mut carved = Counts::default();
         if !set_names.is_empty() {
-            self.pass(ctx, &mut lookups, Items::Files, &mut files)?;
+            self.pass(ctx, &mut lookups, HashedTable::Files, &mut files)?;
             if self.carved {
-                self.pass(ctx, &mut lookups, Items::Carved, &mut carved)?;
+                self.pass(ctx, &mut lookups, HashedTable::Carved, &mut carved)?;
             }
         }
 

@@ -20,8 +20,8 @@
 //! continuations above the true one.
 
 use super::formats::{Cut, Step, Validation, Verdict};
-use super::sink::{Piece, Sink, Start, read_pieces};
-use super::{next_id, sql};
+use super::sink::{Piece, Sink, Start, from_extents, read_pieces};
+use crate::casedb::CaseReader;
 use crate::stage::{StageContext, StageError};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -35,83 +35,30 @@ struct Mapped {
     pieces: Vec<Piece>,
 }
 
-/// Files of evidence `:evidence` whose runs the file system gives exactly (live
-/// files; deleted NTFS files, whose records keep their runs) in more than
-/// one run, from `files f` joined with `volumes v`.
-const FRAGMENTED_AND_MAPPED: &str = "v.evidence_id = :evidence AND f.kind = 'file'
-    AND (f.recovery = 'allocated' OR (f.recovery = 'unallocated' AND v.fs_type = 'NTFS'))
-    AND f.first_offset IS NOT NULL AND json_array_length(f.extents) > 1";
-
 /// Where the fragmented, exactly mapped files of the evidence start: the
 /// broken items worth following (the set is as large as the file
 /// system's count of such files, never the image's item count).
 pub fn fragmented_starts(
-    reader: &rusqlite::Connection,
+    reader: &mut CaseReader,
     evidence_id: i64,
 ) -> Result<HashSet<u64>, StageError> {
-    let mut st = reader
-        .prepare(&format!(
-            "SELECT f.first_offset FROM files f JOIN volumes v ON v.id = f.volume_id
-             WHERE {FRAGMENTED_AND_MAPPED}"
-        ))
-        .map_err(sql)?;
-    let rows = st
-        .query_map(rusqlite::named_params! {":evidence": evidence_id}, |r| {
-            r.get::<_, i64>(0)
-        })
-        .map_err(sql)?;
-    let mut starts = HashSet::new();
-    for r in rows {
-        if let Ok(o) = u64::try_from(r.map_err(sql)?) {
-            starts.insert(o);
-        }
-    }
-    Ok(starts)
+    Ok(reader.fragmented_file_starts(evidence_id)?)
 }
 
 /// Fragmented, exactly mapped files whose content starts at `offset`.
 fn mapped_at(
-    reader: &rusqlite::Connection,
+    reader: &mut CaseReader,
     evidence_id: i64,
     offset: u64,
 ) -> Result<Vec<Mapped>, StageError> {
-    let mut st = reader
-        .prepare_cached(&format!(
-            "SELECT f.path, f.extents FROM files f JOIN volumes v ON v.id = f.volume_id
-             WHERE coalesce(f.first_offset, -1) = :offset AND {FRAGMENTED_AND_MAPPED}
-             ORDER BY f.id"
-        ))
-        .map_err(sql)?;
-    let rows = st
-        .query_map(
-            rusqlite::named_params! {
-                ":offset": i64::try_from(offset).unwrap_or(i64::MAX),
-                ":evidence": evidence_id,
-            },
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )
-        .map_err(sql)?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (path, extents) = row.map_err(sql)?;
-        if let Some(pieces) = parse_extents(&extents) {
-            out.push(Mapped { path, pieces });
-        }
-    }
-    Ok(out)
-}
-
-/// A `files.extents` value as pieces; `None` when malformed.
-fn parse_extents(text: &str) -> Option<Vec<Piece>> {
-    let runs = crate::stages::filesystem::parse_extents(text).ok()?;
-    Some(
-        runs.into_iter()
-            .map(|(offset, len)| match offset {
-                Some(o) => Piece::At(o, len),
-                None => Piece::Zeros(len),
-            })
-            .collect(),
-    )
+    Ok(reader
+        .mapped_files_at(evidence_id, offset)?
+        .into_iter()
+        .map(|(path, extents)| Mapped {
+            path,
+            pieces: from_extents(&extents),
+        })
+        .collect())
 }
 
 /// The first `len` bytes of `pieces`.
@@ -200,11 +147,11 @@ pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, Stag
         return Ok(0);
     }
     broken.sort_by_key(|b| (b.offset, b.id));
-    let reader = ctx.db.reader()?;
-    let mut id = next_id(&reader)?;
+    let mut reader = ctx.db.reader()?;
+    let mut id = reader.next_carved_id()?;
     let stored_before = sink.items.load(Ordering::Relaxed);
     for b in &broken {
-        for m in mapped_at(&reader, ctx.evidence_id, b.offset)? {
+        for m in mapped_at(&mut reader, ctx.evidence_id, b.offset)? {
             let Some(end) = item_end(ctx, b, &m.pieces)? else {
                 continue;
             };
@@ -229,14 +176,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extents_parse_and_cut() {
-        let p = parse_extents("[[1024,512],[null,100],[4096,1000]]").unwrap();
-        assert_eq!(p.len(), 3);
+    fn pieces_are_cut_to_a_length() {
+        let p = vec![
+            Piece::At(1024, 512),
+            Piece::Zeros(100),
+            Piece::At(4096, 1000),
+        ];
         let c = cut(&p, 700);
         assert_eq!(c.len(), 3);
         assert_eq!(c.iter().map(Piece::len).sum::<u64>(), 700);
         assert!(matches!(c[2], Piece::At(4096, 88)));
-        assert!(parse_extents("[[1,2],[\"x\",3]]").is_none());
-        assert!(parse_extents("not json").is_none());
     }
 }

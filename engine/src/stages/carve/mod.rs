@@ -37,7 +37,8 @@ mod signatures;
 mod sink;
 
 use super::StageSpec;
-use super::image_hash::Algorithm;
+use crate::casedb::{ItemKind, Write};
+use crate::digest::Algorithm;
 use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
     parse_options,
@@ -237,21 +238,6 @@ impl std::fmt::Debug for Carve {
     }
 }
 
-fn sql(e: rusqlite::Error) -> StageError {
-    StageError::Other(format!("carve: reading the case database: {e}"))
-}
-
-/// The id the next `carved_items` row gets.
-fn next_id(reader: &rusqlite::Connection) -> Result<i64, StageError> {
-    reader
-        .query_row(
-            "SELECT coalesce(max(id), 0) + 1 FROM carved_items",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(sql)
-}
-
 impl Stage for Carve {
     fn name(&self) -> &'static str {
         "carve"
@@ -259,33 +245,25 @@ impl Stage for Carve {
 
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         ctx.db.writer().flush()?;
-        let reader = ctx.db.reader()?;
-        let first_id = next_id(&reader)?;
+        let mut reader = ctx.db.reader()?;
+        let first_id = reader.next_carved_id()?;
         let follow = if self.follow_fragments {
-            Some(follow::fragmented_starts(&reader, ctx.evidence_id)?)
+            Some(follow::fragmented_starts(&mut reader, ctx.evidence_id)?)
         } else {
             None
         };
-        let volume_ids: Vec<(u64, i64)> = {
-            let mut st = reader
-                .prepare("SELECT offset, id FROM volumes WHERE evidence_id = ?1")
-                .map_err(sql)?;
-            let rows = st
-                .query_map([ctx.evidence_id], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(sql)?;
-            rows.filter_map(Result::ok)
-                .map(|(o, id)| (u64::try_from(o).unwrap_or(0), id))
-                .collect()
-        };
+        let volume_ids: Vec<(u64, i64)> = reader
+            .volumes(ctx.evidence_id)?
+            .into_iter()
+            .map(|v| (v.offset, v.id))
+            .collect();
         drop(reader);
         let (volumes, notes) = region::volumes(ctx.evidence, &volume_ids);
         for n in notes {
             ctx.record(
                 Severity::Warning,
                 Problem {
-                    item_kind: Some("evidence"),
+                    item_kind: Some(ItemKind::Evidence),
                     item_id: Some(ctx.evidence_id),
                     message: n,
                     ..Problem::default()
@@ -339,7 +317,7 @@ impl Stage for Carve {
             ctx.record(
                 Severity::Warning,
                 Problem {
-                    item_kind: Some("evidence"),
+                    item_kind: Some(ItemKind::Evidence),
                     item_id: Some(ctx.evidence_id),
                     message: n,
                     ..Problem::default()
@@ -370,20 +348,7 @@ impl Stage for Carve {
             ..StageSummary::default()
         };
         let d = &mut summary.details;
-        let reader = ctx.db.reader()?;
-        let mut st = reader
-            .prepare(
-                "SELECT method || '_' || validation, count(*) FROM carved_items
-                 WHERE id >= ?1 AND evidence_id = ?2 GROUP BY 1 ORDER BY 1",
-            )
-            .map_err(sql)?;
-        let counts = st
-            .query_map(rusqlite::params![first_id, ctx.evidence_id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })
-            .map_err(sql)?;
-        for c in counts {
-            let (k, n) = c.map_err(sql)?;
+        for (k, n) in ctx.db.reader()?.carved_counts(first_id, ctx.evidence_id)? {
             d.insert(k, n.into());
         }
         d.insert(
@@ -418,49 +383,28 @@ impl Stage for Carve {
 /// reused), so the contiguous recovery is wrong. Rows are read in order of
 /// their content's offset, so memory holds one group of equal offsets.
 fn fat_conflicts(ctx: &StageContext<'_>, first_id: i64) -> Result<(), StageError> {
-    let reader = ctx.db.reader()?;
-    let mut st = reader
-        .prepare(
-            "SELECT id, json_extract(extents, '$[0][0]') AS start, content_length
-             FROM carved_items
-             WHERE method = 'meta' AND record = 'fat-dentry' AND id >= ?1 AND evidence_id = ?2
-               AND extents IS NOT NULL AND content_length > 0
-             ORDER BY start, id",
-        )
-        .map_err(sql)?;
-    let mut rows = st
-        .query(rusqlite::params![first_id, ctx.evidence_id])
-        .map_err(sql)?;
     // The current group: rows sharing a start offset.
     let mut group: Vec<(i64, i64, i64)> = Vec::new();
     let mut conflicted = Vec::new();
-    while let Some(r) = rows.next().map_err(sql)? {
-        let id: i64 = r.get(0).map_err(sql)?;
-        let start: i64 = r.get(1).map_err(sql)?;
-        let len: i64 = r.get(2).map_err(sql)?;
-        if group.first().is_some_and(|g| g.1 != start) {
-            // `start` is the next content start after the group's.
-            for &(gid, gstart, glen) in &group {
-                if start < gstart.saturating_add(glen) {
-                    conflicted.push(gid);
+    ctx.db
+        .reader()?
+        .fat_meta_contents(first_id, ctx.evidence_id, &mut |id, start, len| {
+            if group.first().is_some_and(|g| g.1 != start) {
+                // `start` is the next content start after the group's.
+                for &(gid, gstart, glen) in &group {
+                    if start < gstart.saturating_add(glen) {
+                        conflicted.push(gid);
+                    }
                 }
+                group.clear();
             }
-            group.clear();
-        }
-        group.push((id, start, len));
-    }
-    drop(rows);
-    drop(st);
-    drop(reader);
-    for id in conflicted {
-        ctx.db.writer().exec(move |c| {
-            c.execute(
-                "UPDATE carved_items SET validation = 'invalid',
-                    detail = coalesce(detail || '; ', '') || 'another deleted entry starts inside its clusters: fragmented or reused, so not this file'
-                 WHERE id = ?1",
-                [id],
-            )?;
+            group.push((id, start, len));
             Ok(())
+        })?;
+    for id in conflicted {
+        ctx.db.writer().exec(Write::InvalidateCarved {
+            id,
+            reason: "another deleted entry starts inside its clusters: fragmented or reused, so not this file".into(),
         })?;
     }
     ctx.db.writer().flush()?;

@@ -12,6 +12,7 @@
 use super::formats::{Format, Validation, Verdict, Verifier};
 use super::meta::{MetaRecord, NtfsData};
 use super::region::{FsGeom, Volume};
+use crate::casedb::{CarvedItem, CarvedMeta, Extents, ItemKind, Run, Write as DbWrite};
 use crate::channel::ChannelFile;
 use crate::signature;
 use crate::source::hex;
@@ -588,7 +589,7 @@ impl<'a> Sink<'a> {
             let _ = self.ctx.record(
                 Severity::Error,
                 Problem {
-                    item_kind: Some("carved"),
+                    item_kind: Some(ItemKind::Carved),
                     item_id: Some(s.id),
                     path: Some(rel.display().to_string()),
                     message: f,
@@ -617,49 +618,37 @@ impl<'a> Sink<'a> {
     }
 
     fn insert(&self, row: Row) {
-        let r = self.ctx.db.writer().exec(move |c| {
-            let m = row.meta.as_ref();
-            c.prepare_cached(
-                "INSERT INTO carved_items (id, evidence_id, volume_id, method, offset, length, type, validation, case_path,
-                    md5, sha1, sha256, entropy, detail, source, signature, record, name, kind, size, content_length,
-                    deleted, meta_addr, first_cluster, extents, mtime, atime, ctime, crtime)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-                    ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
-            )?
-            .execute(rusqlite::params![
-                row.id,
-                row.evidence_id,
-                row.volume_id,
-                row.method,
-                i64::try_from(row.offset).unwrap_or(i64::MAX),
-                i64::try_from(row.length).unwrap_or(i64::MAX),
-                row.type_name,
-                row.validation,
-                row.case_path,
-                row.md5,
-                row.sha1,
-                row.sha256,
-                row.entropy,
-                row.detail,
-                row.source,
-                row.signature,
-                m.map(|m| m.record),
-                m.map(|m| m.name.clone()),
-                m.map(|m| m.kind),
-                m.map(|m| i64::try_from(m.size).unwrap_or(i64::MAX)),
-                row.content_length.map(|l| i64::try_from(l).unwrap_or(i64::MAX)),
-                m.map(|m| m.deleted),
-                m.and_then(|m| m.meta_addr.clone()),
-                m.and_then(|m| m.first_cluster).map(|c| i64::try_from(c).unwrap_or(i64::MAX)),
-                row.extents,
-                m.and_then(|m| m.times[0]),
-                m.and_then(|m| m.times[1]),
-                m.and_then(|m| m.times[2]),
-                m.and_then(|m| m.times[3]),
-            ])?;
-            Ok(())
-        });
-        if let Err(e) = r {
+        let item = CarvedItem {
+            id: row.id,
+            evidence_id: row.evidence_id,
+            volume_id: row.volume_id,
+            method: row.method,
+            offset: row.offset,
+            length: row.length,
+            type_name: row.type_name,
+            validation: row.validation,
+            case_path: row.case_path,
+            md5: row.md5,
+            sha1: row.sha1,
+            sha256: row.sha256,
+            entropy: row.entropy,
+            detail: row.detail,
+            source: row.source,
+            signature: row.signature,
+            meta: row.meta.map(|m| CarvedMeta {
+                record: m.record,
+                name: m.name,
+                kind: m.kind,
+                size: m.size,
+                deleted: m.deleted,
+                meta_addr: m.meta_addr,
+                first_cluster: m.first_cluster,
+                times: m.times,
+            }),
+            content_length: row.content_length,
+            extents: row.extents,
+        };
+        if let Err(e) = self.ctx.db.writer().exec(DbWrite::Carved(Box::new(item))) {
             self.fail(e.into());
         }
     }
@@ -685,7 +674,7 @@ impl<'a> Sink<'a> {
                 (None, None)
             }
             Plan::Content(pieces) => {
-                let text = extents_text(&pieces);
+                let text = to_extents(&pieces);
                 (Some(Content::Pieces(pieces)), Some(text))
             }
             Plan::Resident(bytes) => {
@@ -853,7 +842,7 @@ impl<'a> Sink<'a> {
             id,
             type_name: type_name.to_string(),
             case_path: Some(rel.display().to_string()),
-            extents: Some(extents_text(pieces)),
+            extents: Some(to_extents(pieces)),
             ..Row::data(self.evidence_id, b, size, verdict, digests)
         });
     }
@@ -901,7 +890,7 @@ struct Row {
     signature: Option<String>,
     meta: Option<MetaRecord>,
     content_length: Option<u64>,
-    extents: Option<String>,
+    extents: Option<Extents>,
 }
 
 impl Row {
@@ -928,7 +917,7 @@ impl Row {
             signature: Some(s.signature.clone()),
             meta: None,
             content_length: Some(len),
-            extents: Some(format!("[[{},{len}]]", s.offset)),
+            extents: Some(Extents::single(s.offset, len)),
         }
     }
 }
@@ -951,15 +940,29 @@ impl Piece {
     }
 }
 
-fn extents_text(pieces: &[Piece]) -> String {
-    let parts: Vec<String> = pieces
+/// Pieces as the case database stores them.
+pub(super) fn to_extents(pieces: &[Piece]) -> Extents {
+    Extents(
+        pieces
+            .iter()
+            .map(|p| match *p {
+                Piece::At(offset, len) => Run::Data { offset, len },
+                Piece::Zeros(len) => Run::Zeros { len },
+            })
+            .collect(),
+    )
+}
+
+/// Stored extents as pieces.
+pub(super) fn from_extents(extents: &Extents) -> Vec<Piece> {
+    extents
+        .0
         .iter()
-        .map(|p| match *p {
-            Piece::At(o, l) => format!("[{o},{l}]"),
-            Piece::Zeros(l) => format!("[null,{l}]"),
+        .map(|r| match *r {
+            Run::Data { offset, len } => Piece::At(offset, len),
+            Run::Zeros { len } => Piece::Zeros(len),
         })
-        .collect();
-    format!("[{}]", parts.join(","))
+        .collect()
 }
 
 enum Plan {

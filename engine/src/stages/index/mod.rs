@@ -46,27 +46,24 @@
 //! tantivy's internal doc-id order and segment files (their bytes), which
 //! no result depends on (search output is sorted by item).
 
-pub(crate) mod directory;
 pub mod extract;
 
 use super::StageSpec;
+use crate::casedb::{CaseReader, DISK_START, ItemKind, StoredContent};
 use crate::channel::Channel;
 use crate::source::{EvidenceReader, SourceError};
 use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
     parse_options,
 };
+use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, schema};
 use crossbeam_channel::bounded;
-use directory::ChannelDirectory;
 use extract::{Extraction, Format, Limits, Sink, StreamDecoder};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use tantivy::indexer::NoMergePolicy;
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-};
 use tantivy::{Document, Index, IndexSettings, IndexWriter, TantivyDocument};
 
 pub(super) const SPEC: StageSpec = StageSpec {
@@ -75,8 +72,6 @@ pub(super) const SPEC: StageSpec = StageSpec {
     build,
 };
 
-/// The index's directory inside the case channel.
-pub const INDEX_DIR: &str = "index";
 /// Where segments are built inside the temp channel.
 const BUILD_DIR: &str = "index-build";
 
@@ -187,51 +182,6 @@ pub struct IndexStage {
     o: Options,
 }
 
-/// The fields of the index. Shared with [`crate::search`].
-#[derive(Debug, Clone, Copy)]
-pub struct Fields {
-    /// `file`, `carved`, `slack` or `unallocated`.
-    pub kind: Field,
-    /// Row id (files, carved items), or the media offset (unallocated).
-    pub id: Field,
-    /// Chunk number within the item.
-    pub part: Field,
-    /// Path or description to show.
-    pub label: Field,
-    /// The extracted text (indexed with positions, and stored for `--regex`
-    /// and hit counting).
-    pub text: Field,
-}
-
-/// The index schema.
-pub fn schema() -> (Schema, Fields) {
-    let mut b = Schema::builder();
-    let kind = b.add_text_field("kind", STRING | STORED);
-    let id = b.add_i64_field("id", INDEXED | STORED | FAST);
-    let part = b.add_u64_field("part", STORED);
-    let label = b.add_text_field("label", STORED);
-    let text = b.add_text_field(
-        "text",
-        TextOptions::default()
-            .set_indexing_options(
-                TextFieldIndexing::default()
-                    .set_tokenizer("default")
-                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-            )
-            .set_stored(),
-    );
-    (
-        b.build(),
-        Fields {
-            kind,
-            id,
-            part,
-            label,
-            text,
-        },
-    )
-}
-
 /// A byte budget for queued documents: a document holds a permit for its
 /// text until tantivy has indexed (and dropped) it.
 struct Budget {
@@ -294,29 +244,29 @@ impl Document for ItemDoc {
 
 /// Kinds of indexed items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ItemKind {
+enum DocKind {
     File,
     Carved,
     Slack,
     Unallocated,
 }
 
-impl ItemKind {
+impl DocKind {
     fn name(self) -> &'static str {
         match self {
-            ItemKind::File => "file",
-            ItemKind::Carved => "carved",
-            ItemKind::Slack => "slack",
-            ItemKind::Unallocated => "unallocated",
+            DocKind::File => "file",
+            DocKind::Carved => "carved",
+            DocKind::Slack => "slack",
+            DocKind::Unallocated => "unallocated",
         }
     }
 
     /// `item_kind` for processing errors.
-    fn error_kind(self) -> &'static str {
+    fn error_kind(self) -> ItemKind {
         match self {
-            ItemKind::File | ItemKind::Slack => "file",
-            ItemKind::Carved => "carved",
-            ItemKind::Unallocated => "evidence",
+            DocKind::File | DocKind::Slack => ItemKind::File,
+            DocKind::Carved => ItemKind::Carved,
+            DocKind::Unallocated => ItemKind::Evidence,
         }
     }
 }
@@ -331,7 +281,7 @@ enum Bytes {
 
 /// One item to index.
 struct Job {
-    kind: ItemKind,
+    kind: DocKind,
     id: i64,
     label: String,
     bytes: Bytes,
@@ -419,7 +369,7 @@ struct DocSink<'a> {
     writer: &'a IndexWriter<ItemDoc>,
     fields: Fields,
     budget: &'a Arc<Budget>,
-    kind: ItemKind,
+    kind: DocKind,
     id: i64,
     label: &'a str,
     part: u64,
@@ -604,45 +554,6 @@ impl IndexStage {
     }
 }
 
-type FilePage = Vec<(
-    i64,
-    i64,
-    String,
-    Option<String>,
-    Option<Vec<u8>>,
-    Option<String>,
-)>;
-
-/// The next page of files after `after` = (disk-order key, id).
-fn file_page(
-    reader: &rusqlite::Connection,
-    after: (i64, i64),
-    skip_known: bool,
-) -> rusqlite::Result<FilePage> {
-    let mut stmt = reader.prepare_cached(
-        "SELECT coalesce(first_offset, -1), id, path, extents, resident_data, encoding
-         FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0
-           AND (?3 = 0 OR coalesce(kff, '') <> 'known')
-           AND (coalesce(first_offset, -1), id) > (?1, ?2)
-         ORDER BY coalesce(first_offset, -1), id LIMIT 1000",
-    )?;
-    let rows = stmt.query_map(rusqlite::params![after.0, after.1, skip_known], |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-        ))
-    })?;
-    rows.collect()
-}
-
-fn sql_err(e: rusqlite::Error) -> StageError {
-    StageError::Other(format!("reading the case database: {e}"))
-}
-
 fn tantivy_err(e: tantivy::TantivyError) -> StageError {
     StageError::Other(format!("full-text index: {e}"))
 }
@@ -654,7 +565,7 @@ impl Stage for IndexStage {
 
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let started = std::time::Instant::now();
-        let reader = ctx.db.reader()?;
+        let mut reader = ctx.db.reader()?;
         let (schema, fields) = schema();
         let build_dir = ChannelDirectory::new(ctx.temp.clone(), BUILD_DIR)
             .map_err(|e| StageError::Other(format!("index temp directory: {e}")))?;
@@ -673,26 +584,14 @@ impl Stage for IndexStage {
 
         // Totals for progress.
         let mut total: u64 = 0;
-        let skipped_known: i64 = if self.o.skip_known {
-            reader
-                .query_row(
-                    "SELECT count(*) FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0 AND kff = 'known'",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(sql_err)?
+        let skipped_known = if self.o.skip_known {
+            reader.known_files_to_index()?
         } else {
             0
         };
         if self.o.files {
-            let (n, bytes): (i64, i64) = reader
-                .query_row(
-                    "SELECT count(*), coalesce(sum(size), 0) FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .map_err(sql_err)?;
-            total += u64::try_from(bytes).unwrap_or(0);
+            let (n, bytes) = reader.files_to_index_totals()?;
+            total += bytes;
             if n == 0 {
                 ctx.record(
                     Severity::Warning,
@@ -704,15 +603,7 @@ impl Stage for IndexStage {
             }
         }
         if self.o.carved {
-            let bytes: i64 = reader
-                .query_row(
-                    "SELECT coalesce(sum(coalesce(content_length, length)), 0) FROM carved_items
-                     WHERE extents IS NOT NULL OR case_path IS NOT NULL",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(sql_err)?;
-            total += u64::try_from(bytes).unwrap_or(0);
+            total += reader.carved_bytes_to_index()?;
         }
         ctx.progress.set_total(total, ProgressUnit::Bytes);
 
@@ -807,7 +698,7 @@ impl Stage for IndexStage {
                 });
             }
             drop(rx);
-            let result = self.feed(ctx, &reader, &tx, &tally);
+            let result = self.feed(ctx, &mut reader, &tx, &tally);
             drop(tx);
             result
         });
@@ -898,7 +789,7 @@ impl IndexStage {
     fn feed(
         &self,
         ctx: &StageContext<'_>,
-        reader: &rusqlite::Connection,
+        reader: &mut CaseReader,
         tx: &crossbeam_channel::Sender<Job>,
         tally: &Tally,
     ) -> Result<(), StageError> {
@@ -909,54 +800,50 @@ impl IndexStage {
         if self.o.files {
             // Short pages, so no read transaction stays open while the
             // writer commits.
-            let mut after = (i64::MIN, i64::MIN);
+            let mut after = DISK_START;
             loop {
-                let page = file_page(reader, after, self.o.skip_known).map_err(sql_err)?;
+                let page = reader.files_to_index(after, self.o.skip_known)?;
                 let Some(last) = page.last() else { break };
-                after = (last.0, last.1);
-                for (_, id, path, extents, resident, encoding) in page {
-                    if let Some(enc) = encoding {
-                        tally.not_decoded.fetch_add(1, Ordering::Relaxed);
-                        ctx.record(
-                            Severity::Warning,
-                            Problem {
-                                item_kind: Some("file"),
-                                item_id: Some(id),
-                                path: Some(path),
-                                message: format!(
-                                    "content is stored {enc}; not decoded, so not indexed"
-                                ),
-                                ..Problem::default()
-                            },
-                        )?;
-                        continue;
-                    }
-                    let bytes = match (resident, extents) {
-                        (Some(r), _) => Bytes::Resident(r),
-                        (None, Some(e)) => match super::filesystem::parse_extents(&e) {
-                            Ok(r) => Bytes::Runs(r),
-                            Err(err) => {
-                                ctx.record(
-                                    Severity::Error,
-                                    Problem {
-                                        item_kind: Some("file"),
-                                        item_id: Some(id),
-                                        path: Some(path),
-                                        message: format!(
-                                            "unreadable extents in the files table: {err}"
-                                        ),
-                                        ..Problem::default()
-                                    },
-                                )?;
-                                continue;
-                            }
-                        },
-                        (None, None) => continue,
+                after = last.key;
+                for f in page {
+                    let bytes = match f.content {
+                        Ok(StoredContent::Resident(r)) => Bytes::Resident(r),
+                        Ok(StoredContent::Runs(r)) => Bytes::Runs(r.pairs()),
+                        Ok(StoredContent::None) => continue,
+                        Ok(StoredContent::Compressed {
+                            unit,
+                            size,
+                            initialized,
+                            ..
+                        }) => {
+                            let enc = format!("ntfs-lznt1:{unit}:{size}:{initialized}");
+                            self.not_decoded(ctx, tally, f.id, f.path, &enc)?;
+                            continue;
+                        }
+                        Ok(StoredContent::Encoded { encoding, .. }) => {
+                            self.not_decoded(ctx, tally, f.id, f.path, &encoding)?;
+                            continue;
+                        }
+                        Err(err) => {
+                            ctx.record(
+                                Severity::Error,
+                                Problem {
+                                    item_kind: Some(ItemKind::File),
+                                    item_id: Some(f.id),
+                                    path: Some(f.path),
+                                    message: format!(
+                                        "unreadable extents in the files table: {err}"
+                                    ),
+                                    ..Problem::default()
+                                },
+                            )?;
+                            continue;
+                        }
                     };
                     send(Job {
-                        kind: ItemKind::File,
-                        id,
-                        label: path,
+                        kind: DocKind::File,
+                        id: f.id,
+                        label: f.path,
                         bytes,
                     })?;
                 }
@@ -968,29 +855,18 @@ impl IndexStage {
         if self.o.slack {
             let mut after = i64::MIN;
             loop {
-                let page: Vec<(i64, String, String)> = {
-                    let mut stmt = reader
-                        .prepare_cached(
-                            "SELECT id, path, slack FROM files WHERE slack IS NOT NULL AND id > ?1
-                             ORDER BY id LIMIT 1000",
-                        )
-                        .map_err(sql_err)?;
-                    let rows = stmt
-                        .query_map([after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                        .map_err(sql_err)?;
-                    rows.collect::<Result<_, _>>().map_err(sql_err)?
-                };
+                let page = reader.slack(after)?;
                 let Some(last) = page.last() else { break };
-                after = last.0;
-                for (id, path, slack) in page {
-                    let Ok(runs) = serde_json::from_str::<Vec<(u64, u64)>>(&slack) else {
+                after = last.id;
+                for f in page {
+                    let Ok(runs) = f.slack else {
                         continue;
                     };
                     send(Job {
-                        kind: ItemKind::Slack,
-                        id,
-                        label: format!("{path} (slack)"),
-                        bytes: Bytes::Runs(runs.into_iter().map(|(o, l)| (Some(o), l)).collect()),
+                        kind: DocKind::Slack,
+                        id: f.id,
+                        label: format!("{} (slack)", f.path),
+                        bytes: Bytes::Runs(runs.pairs()),
                     })?;
                 }
             }
@@ -999,6 +875,29 @@ impl IndexStage {
             self.feed_unallocated(ctx, reader, &send)?;
         }
         Ok(())
+    }
+
+    /// Count and record a file whose content is stored in an encoding the
+    /// index does not decode.
+    fn not_decoded(
+        &self,
+        ctx: &StageContext<'_>,
+        tally: &Tally,
+        id: i64,
+        path: String,
+        encoding: &str,
+    ) -> Result<(), StageError> {
+        tally.not_decoded.fetch_add(1, Ordering::Relaxed);
+        ctx.record(
+            Severity::Warning,
+            Problem {
+                item_kind: Some(ItemKind::File),
+                item_id: Some(id),
+                path: Some(path),
+                message: format!("content is stored {encoding}; not decoded, so not indexed"),
+                ..Problem::default()
+            },
+        )
     }
 
     /// Carved items, in media order. A data item's content is its
@@ -1010,50 +909,17 @@ impl IndexStage {
     fn feed_carved(
         &self,
         ctx: &StageContext<'_>,
-        reader: &rusqlite::Connection,
+        reader: &mut CaseReader,
         send: &dyn Fn(Job) -> Result<(), StageError>,
     ) -> Result<(), StageError> {
-        type CarvedPage = Vec<(
-            i64,
-            i64,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        )>;
-        let mut after = (i64::MIN, i64::MIN);
+        let mut after = DISK_START;
         loop {
-            let page: CarvedPage = {
-                let mut stmt = reader
-                    .prepare_cached(
-                        "SELECT offset, id, type, method, extents, case_path, name FROM carved_items
-                         WHERE (offset, id) > (?1, ?2)
-                           AND (?3 = 0 OR coalesce(kff, '') <> 'known')
-                         ORDER BY offset, id LIMIT 1000",
-                    )
-                    .map_err(sql_err)?;
-                let rows = stmt
-                    .query_map(
-                        rusqlite::params![after.0, after.1, self.o.skip_known],
-                        |r| {
-                            Ok((
-                                r.get(0)?,
-                                r.get(1)?,
-                                r.get(2)?,
-                                r.get(3)?,
-                                r.get(4)?,
-                                r.get(5)?,
-                                r.get(6)?,
-                            ))
-                        },
-                    )
-                    .map_err(sql_err)?;
-                rows.collect::<Result<_, _>>().map_err(sql_err)?
-            };
+            let page = reader.carved_to_index(after, self.o.skip_known)?;
             let Some(last) = page.last() else { break };
-            after = (last.0, last.1);
-            for (offset, id, kind, method, extents, case_path, name) in page {
+            after = last.key;
+            for c in page {
+                let (offset, id, kind, method, name) =
+                    (c.offset, c.id, c.type_name, c.method, c.name);
                 let label = match name {
                     Some(n) if method == "meta" => {
                         format!("carved #{id} ({method} {kind} `{n}`, record at byte {offset})")
@@ -1064,7 +930,7 @@ impl IndexStage {
                     ctx.record(
                         Severity::Error,
                         Problem {
-                            item_kind: Some("carved"),
+                            item_kind: Some(ItemKind::Carved),
                             item_id: Some(id),
                             path: Some(label.clone()),
                             message,
@@ -1072,9 +938,9 @@ impl IndexStage {
                         },
                     )
                 };
-                let bytes = match (extents, case_path) {
-                    (Some(e), _) => match super::filesystem::parse_extents(&e) {
-                        Ok(r) => Bytes::Runs(r),
+                let bytes = match (c.extents, c.case_path) {
+                    (Some(e), _) => match e {
+                        Ok(r) => Bytes::Runs(r.pairs()),
                         Err(err) => {
                             problem(format!("unreadable extents in carved_items: {err}"))?;
                             continue;
@@ -1090,7 +956,7 @@ impl IndexStage {
                     (None, None) => continue,
                 };
                 send(Job {
-                    kind: ItemKind::Carved,
+                    kind: DocKind::Carved,
                     id,
                     label,
                     bytes,
@@ -1136,23 +1002,16 @@ impl IndexStage {
     fn feed_unallocated(
         &self,
         ctx: &StageContext<'_>,
-        reader: &rusqlite::Connection,
+        reader: &mut CaseReader,
         send: &dyn Fn(Job) -> Result<(), StageError>,
     ) -> Result<(), StageError> {
-        let volumes: Vec<(i64, i64, i64)> = {
-            let mut stmt = reader
-                .prepare("SELECT id, offset, length FROM volumes WHERE parsed = 1 ORDER BY id")
-                .map_err(sql_err)?;
-            let rows = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                .map_err(sql_err)?;
-            rows.collect::<Result<_, _>>().map_err(sql_err)?
-        };
+        let volumes: Vec<(i64, u64, u64)> = reader
+            .volumes_parsed()?
+            .into_iter()
+            .map(|v| (v.id, v.offset, v.length))
+            .collect();
         let chunk = self.o.unallocated_chunk_mib << 20;
         for (volume, offset, length) in volumes {
-            let (Ok(offset), Ok(length)) = (u64::try_from(offset), u64::try_from(length)) else {
-                continue;
-            };
             let src = EvidenceReader(Arc::clone(ctx.evidence));
             let fs = match caseload_fs::open_filesystem(src, offset, length) {
                 Ok(fs) => fs,
@@ -1160,7 +1019,7 @@ impl IndexStage {
                     ctx.record(
                         Severity::Error,
                         Problem {
-                            item_kind: Some("volume"),
+                            item_kind: Some(ItemKind::Volume),
                             item_id: Some(volume),
                             message: format!("unallocated space not indexed: file system could not be opened: {e}"),
                             ..Problem::default()
@@ -1178,7 +1037,7 @@ impl IndexStage {
                 while at < start + len && failure.is_none() {
                     let n = chunk.min(start + len - at);
                     let job = Job {
-                        kind: ItemKind::Unallocated,
+                        kind: DocKind::Unallocated,
                         id: i64::try_from(at).unwrap_or(i64::MAX),
                         label: format!("unallocated bytes {at}-{} (volume {volume})", at + n - 1),
                         bytes: Bytes::Runs(vec![(Some(at), n)]),
@@ -1212,7 +1071,7 @@ impl IndexStage {
                 ctx.record(
                     Severity::Error,
                     Problem {
-                        item_kind: Some("volume"),
+                        item_kind: Some(ItemKind::Volume),
                         item_id: Some(volume),
                         message: format!("unallocated space of this volume not fully indexed: {e}"),
                         ..Problem::default()

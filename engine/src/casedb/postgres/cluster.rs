@@ -1,0 +1,577 @@
+//! A private PostgreSQL cluster in the database channel directory: the
+//! system's `initdb` and `postgres` binaries, a data directory of the
+//! run's own, a Unix socket inside it (or a free loopback port when the
+//! socket path would be too long), started for a run and stopped after it.
+//!
+//! PostgreSQL refuses to run as root, so when caseload runs as root the
+//! server runs as an unprivileged user (`postgres` where the system has
+//! one, else `nobody`), which then owns the data directory. The server is
+//! started in a process group of its own (a Ctrl-C at the terminal reaches
+//! caseload, which stops the server in order, not the server directly) and
+//! with a parent-death signal, so that if caseload itself is killed the
+//! server shuts down instead of being left running.
+
+use crate::casedb::DbError;
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Name of the data directory inside the database channel directory.
+pub const DATA_DIR: &str = "pgdata";
+/// Name of the server log inside the database channel directory.
+pub const LOG_FILE: &str = "postgresql.log";
+/// The database role caseload creates and connects as.
+pub const ROLE: &str = "caseload";
+/// The database it uses.
+pub const DATABASE: &str = "postgres";
+
+/// How long a server may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a fast shutdown may take before harsher signals.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn cluster_error(message: impl Into<String>) -> DbError {
+    DbError::Cluster(message.into())
+}
+
+/// The PostgreSQL server binaries.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    /// `initdb`.
+    pub initdb: PathBuf,
+    /// `postgres`.
+    pub postgres: PathBuf,
+}
+
+/// Find `initdb` and `postgres`: on PATH, else in the newest
+/// `/usr/lib/postgresql/N/bin` (where Debian keeps them off PATH).
+pub fn find_binaries() -> Result<Binaries, DbError> {
+    let on_path = |name: &str| -> Option<PathBuf> {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|c| c.is_file())
+        })
+    };
+    if let (Some(initdb), Some(postgres)) = (on_path("initdb"), on_path("postgres")) {
+        return Ok(Binaries { initdb, postgres });
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            (bin.join("initdb").is_file() && bin.join("postgres").is_file()).then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    match versions.pop() {
+        Some((_, bin)) => Ok(Binaries {
+            initdb: bin.join("initdb"),
+            postgres: bin.join("postgres"),
+        }),
+        None => Err(cluster_error(
+            "PostgreSQL server binaries (initdb, postgres) were not found on PATH or under /usr/lib/postgresql/*/bin; install PostgreSQL (Debian: apt-get install postgresql) or use --db-url",
+        )),
+    }
+}
+
+/// The unprivileged account the server runs as when caseload is root.
+#[derive(Debug, Clone)]
+pub struct ServerUser {
+    /// Account name.
+    pub name: String,
+    /// Its uid.
+    pub uid: u32,
+    /// Its primary gid.
+    pub gid: u32,
+}
+
+fn lookup_user(name: &str) -> Option<ServerUser> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: getpwnam returns NULL or a pointer to a static passwd record,
+    // read at once before any other passwd call.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, as checked.
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Some(ServerUser {
+        name: name.to_string(),
+        uid,
+        gid,
+    })
+}
+
+/// Who runs the server: `None` (caseload's own user) unless caseload is
+/// root; then `requested`, else `postgres`, else `nobody`.
+pub fn server_user(requested: Option<&str>) -> Result<Option<ServerUser>, DbError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    if let Some(name) = requested {
+        return lookup_user(name)
+            .filter(|u| u.uid != 0)
+            .map(Some)
+            .ok_or_else(|| {
+                cluster_error(format!(
+                    "--pg-user `{name}` is not an unprivileged account on this system"
+                ))
+            });
+    }
+    ["postgres", "nobody"]
+        .iter()
+        .find_map(|n| lookup_user(n))
+        .map(Some)
+        .ok_or_else(|| {
+            cluster_error(
+                "caseload runs as root and PostgreSQL refuses root, but neither a `postgres` nor a `nobody` account exists to run it as; name one with --pg-user",
+            )
+        })
+}
+
+/// Refuse, with the directory named, when `user` cannot reach `dir`
+/// (every ancestor must be searchable by it).
+fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut ancestors: Vec<&Path> = dir.ancestors().collect();
+    ancestors.reverse();
+    for a in ancestors {
+        let Ok(meta) = std::fs::metadata(a) else {
+            continue;
+        };
+        let mode = meta.mode();
+        let ok = if meta.uid() == user.uid {
+            mode & 0o100 != 0
+        } else if meta.gid() == user.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !ok {
+            return Err(cluster_error(format!(
+                "PostgreSQL runs as `{}` (it refuses root), which cannot reach `{}` (mode {:o}); put the database directory where that account can reach it, or run caseload as an unprivileged user",
+                user.name,
+                a.display(),
+                mode & 0o7777
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn chown(path: &Path, user: &ServerUser) -> Result<(), DbError> {
+    std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
+        cluster_error(format!(
+            "giving `{}` to `{}`: {e}",
+            path.display(),
+            user.name
+        ))
+    })
+}
+
+/// The last lines of the server log, for error messages.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(6).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+/// Where clients reach the server.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// A Unix socket in this directory, named for this port.
+    Socket(PathBuf, u16),
+    /// A loopback TCP port.
+    Tcp(u16),
+}
+
+/// A running private cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    data_dir: PathBuf,
+    log: PathBuf,
+    endpoint: Endpoint,
+    child: Option<Child>,
+    pid: u32,
+}
+
+/// Unix socket paths are at most 107 bytes (`sun_path`).
+const MAX_SOCKET_PATH: usize = 100;
+
+fn free_port() -> Result<u16, DbError> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| cluster_error(format!("finding a free loopback port: {e}")))
+}
+
+impl Cluster {
+    /// Create a new cluster in `db_dir` (its data directory must not exist
+    /// yet) and start it with `settings` (`name`, `value` pairs).
+    pub fn create(
+        db_dir: &Path,
+        settings: &[(String, String)],
+        user: Option<&ServerUser>,
+    ) -> Result<Cluster, DbError> {
+        let bins = find_binaries()?;
+        let data_dir = db_dir.join(DATA_DIR);
+        if data_dir.exists() {
+            return Err(cluster_error(format!(
+                "`{}` already exists; use --force to replace the case it holds",
+                data_dir.display()
+            )));
+        }
+        if let Some(u) = user {
+            check_reachable(db_dir, u)?;
+        }
+        std::fs::create_dir(&data_dir).map_err(|e| {
+            cluster_error(format!(
+                "creating the data directory `{}`: {e}",
+                data_dir.display()
+            ))
+        })?;
+        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)).map_err(
+            |e| cluster_error(format!("setting `{}` to mode 700: {e}", data_dir.display())),
+        )?;
+        if let Some(u) = user {
+            chown(&data_dir, u)?;
+        }
+        let log = db_dir.join(LOG_FILE);
+        let log_file = std::fs::File::create(&log)
+            .map_err(|e| cluster_error(format!("creating `{}`: {e}", log.display())))?;
+        let mut initdb = Command::new(&bins.initdb);
+        initdb
+            .arg("-D")
+            .arg(&data_dir)
+            .args([
+                "--username",
+                ROLE,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-instructions",
+            ])
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(
+                log_file
+                    .try_clone()
+                    .map_err(|e| cluster_error(e.to_string()))?,
+            )
+            .stderr(log_file);
+        if let Some(u) = user {
+            initdb.uid(u.uid).gid(u.gid);
+        }
+        let status = initdb
+            .status()
+            .map_err(|e| cluster_error(format!("running `{}`: {e}", bins.initdb.display())))?;
+        if !status.success() {
+            return Err(cluster_error(format!(
+                "initdb failed ({status}) for `{}`: {}",
+                data_dir.display(),
+                log_tail(&log)
+            )));
+        }
+        Self::start_with(&bins, db_dir, settings, user)
+    }
+
+    /// Start the existing cluster in `db_dir` (to read a finished case).
+    pub fn start_existing(
+        db_dir: &Path,
+        settings: &[(String, String)],
+        user: Option<&ServerUser>,
+    ) -> Result<Cluster, DbError> {
+        let bins = find_binaries()?;
+        let data_dir = db_dir.join(DATA_DIR);
+        if !data_dir.join("PG_VERSION").is_file() {
+            return Err(cluster_error(format!(
+                "the case's PostgreSQL data directory `{}` is missing or is not a cluster",
+                data_dir.display()
+            )));
+        }
+        Self::start_with(&bins, db_dir, settings, user)
+    }
+
+    fn start_with(
+        bins: &Binaries,
+        db_dir: &Path,
+        settings: &[(String, String)],
+        user: Option<&ServerUser>,
+    ) -> Result<Cluster, DbError> {
+        let data_dir = db_dir.join(DATA_DIR);
+        refuse_running(&data_dir)?;
+        let log = db_dir.join(LOG_FILE);
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| cluster_error(format!("opening `{}`: {e}", log.display())))?;
+        const PORT: u16 = 5432;
+        let socket = data_dir.join(format!(".s.PGSQL.{PORT}"));
+        let endpoint = if socket.as_os_str().len() <= MAX_SOCKET_PATH {
+            Endpoint::Socket(data_dir.clone(), PORT)
+        } else {
+            Endpoint::Tcp(free_port()?)
+        };
+        let mut cmd = Command::new(&bins.postgres);
+        cmd.arg("-D").arg(&data_dir);
+        match &endpoint {
+            Endpoint::Socket(dir, port) => {
+                cmd.arg("-p").arg(port.to_string());
+                cmd.arg("-c").arg("listen_addresses=");
+                cmd.arg("-c")
+                    .arg(format!("unix_socket_directories={}", dir.display()));
+            }
+            Endpoint::Tcp(port) => {
+                cmd.arg("-p").arg(port.to_string());
+                cmd.arg("-c").arg("listen_addresses=127.0.0.1");
+                cmd.arg("-c").arg("unix_socket_directories=");
+            }
+        }
+        for (k, v) in settings {
+            cmd.arg("-c").arg(format!("{k}={v}"));
+        }
+        cmd.current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(
+                log_file
+                    .try_clone()
+                    .map_err(|e| cluster_error(e.to_string()))?,
+            )
+            .stderr(log_file)
+            .process_group(0);
+        if let Some(u) = user {
+            cmd.uid(u.uid).gid(u.gid);
+        }
+        // SAFETY: prctl and getppid are async-signal-safe; nothing else
+        // runs between fork and exec here.
+        unsafe {
+            cmd.pre_exec(|| {
+                // Shut down (fast) if caseload dies; set after the uid
+                // change, which would clear it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| cluster_error(format!("starting `{}`: {e}", bins.postgres.display())))?;
+        let pid = child.id();
+        let mut cluster = Cluster {
+            data_dir,
+            log,
+            endpoint,
+            child: Some(child),
+            pid,
+        };
+        cluster.wait_ready()?;
+        Ok(cluster)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), DbError> {
+        let started = Instant::now();
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                return Err(cluster_error(format!(
+                    "the PostgreSQL server for `{}` exited at start ({status}): {}",
+                    self.data_dir.display(),
+                    log_tail(&self.log)
+                )));
+            }
+            match self.connect() {
+                Ok(_) => return Ok(()),
+                Err(e) if started.elapsed() > START_TIMEOUT => {
+                    let _ = self.stop();
+                    return Err(cluster_error(format!(
+                        "the PostgreSQL server for `{}` did not accept connections within {} s ({e}): {}",
+                        self.data_dir.display(),
+                        START_TIMEOUT.as_secs(),
+                        log_tail(&self.log)
+                    )));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// The postmaster's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The server log.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Where clients reach it.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Connection settings for it.
+    pub fn config(&self) -> postgres::Config {
+        let mut c = postgres::Config::new();
+        match &self.endpoint {
+            Endpoint::Socket(dir, port) => {
+                c.host_path(dir).port(*port);
+            }
+            Endpoint::Tcp(port) => {
+                c.host("127.0.0.1").port(*port);
+            }
+        }
+        c.user(ROLE)
+            .dbname(DATABASE)
+            .application_name("caseload")
+            .connect_timeout(Duration::from_secs(10));
+        c
+    }
+
+    /// A new connection.
+    pub fn connect(&self) -> Result<postgres::Client, DbError> {
+        self.config()
+            .connect(postgres::NoTls)
+            .map_err(|e| crate::casedb::conn::pg_error(&e, "connect"))
+    }
+
+    /// Whether the postmaster is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Stop the server: fast shutdown (active sessions are ended, the
+    /// final checkpoint written), then harsher signals if it hangs; any
+    /// server process left behind by a killed postmaster is ended too.
+    pub fn stop(&mut self) -> Result<(), DbError> {
+        let mut result = Ok(());
+        if let Some(mut child) = self.child.take() {
+            let pid = self.pid as libc::pid_t;
+            let signal = |s: libc::c_int| {
+                // SAFETY: kill has no memory preconditions; `pid` is our
+                // child, not yet reaped (so not reused).
+                unsafe { libc::kill(pid, s) };
+            };
+            signal(libc::SIGINT);
+            let exited = wait_for(&mut child, STOP_TIMEOUT)
+                || {
+                    signal(libc::SIGQUIT);
+                    wait_for(&mut child, Duration::from_secs(10))
+                }
+                || {
+                    signal(libc::SIGKILL);
+                    wait_for(&mut child, Duration::from_secs(10))
+                };
+            if !exited {
+                result = Err(cluster_error(format!(
+                    "the PostgreSQL server {pid} for `{}` did not stop",
+                    self.data_dir.display()
+                )));
+            }
+        }
+        end_leftovers(&self.data_dir);
+        result
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+fn wait_for(child: &mut Child, limit: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return true,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+/// Server processes whose working directory is `data_dir`: every
+/// PostgreSQL process of a cluster works in its data directory, and no
+/// other process has reason to, so these are this cluster's and no one
+/// else's.
+pub fn cluster_processes(data_dir: &Path) -> Vec<libc::pid_t> {
+    let Ok(want) = std::fs::canonicalize(data_dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        if std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == want) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// End server processes a killed postmaster left behind (they exit by
+/// themselves once they notice, but not always before caseload exits).
+fn end_leftovers(data_dir: &Path) {
+    let started = Instant::now();
+    loop {
+        let left = cluster_processes(data_dir);
+        if left.is_empty() {
+            return;
+        }
+        let signal = if started.elapsed() < Duration::from_secs(5) {
+            libc::SIGQUIT
+        } else {
+            libc::SIGKILL
+        };
+        for pid in left {
+            // SAFETY: no memory preconditions; the pid was just read from
+            // /proc and works in our data directory.
+            unsafe { libc::kill(pid, signal) };
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Refuse to start a second server on a data directory whose server is
+/// still running (a case being written by another caseload).
+fn refuse_running(data_dir: &Path) -> Result<(), DbError> {
+    let pid_file = data_dir.join("postmaster.pid");
+    let Ok(text) = std::fs::read_to_string(&pid_file) else {
+        return Ok(());
+    };
+    let pid: Option<libc::pid_t> = text.lines().next().and_then(|l| l.trim().parse().ok());
+    if let Some(pid) = pid
+        && cluster_processes(data_dir).contains(&pid)
+    {
+        return Err(cluster_error(format!(
+            "a PostgreSQL server (pid {pid}) is already running on `{}`: another caseload is using this case",
+            data_dir.display()
+        )));
+    }
+    Ok(())
+}
