@@ -103,6 +103,8 @@ impl RunObserver for Quiet {}
 /// Build the stages of a spec (so that configuration errors surface before
 /// anything is created).
 pub fn build_stages(specs: &[(String, StageOptions)]) -> Result<Vec<Box<dyn Stage>>, StageError> {
+    let names: Vec<&str> = specs.iter().map(|(n, _)| n.as_str()).collect();
+    stages::check_order(&names)?;
     specs
         .iter()
         .map(|(name, options)| stages::build(name, options))
@@ -271,7 +273,22 @@ fn run_stages(
     started_at: &str,
 ) -> Result<RunReport, RunError> {
     let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
-    let db = CaseDb::create(ch.database, &spec.db, spec.force)?;
+    let db = match CaseDb::create(ch.database, &spec.db, spec.force) {
+        Ok(db) => db,
+        Err(e) => {
+            // Nothing that could pass for a case is left behind (the
+            // directory held none: prepare_case_dirs saw to that).
+            for entry in casedb::DB_DIR_ENTRIES {
+                let p = ch.database.root().join(entry);
+                let _ = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+            }
+            return Err(e.into());
+        }
+    };
     let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let run_id = insert_run(&db, spec, &names, started_at)?;
     let evidence_id = insert_evidence(&db, source.as_ref())?;
@@ -358,11 +375,19 @@ fn run_stages(
             }
             (Err(e), _) => {
                 failed = true;
-                ("failed", Some(e.to_string()), Default::default())
+                (
+                    "failed",
+                    Some(with_server_problem(&db, &e)),
+                    Default::default(),
+                )
             }
             (Ok(_), Err(e)) => {
                 failed = true;
-                ("failed", Some(e.to_string()), Default::default())
+                (
+                    "failed",
+                    Some(with_server_problem(&db, &e)),
+                    Default::default(),
+                )
             }
         };
         let bound_by = report::bound_by(&channels);
@@ -419,6 +444,7 @@ fn run_stages(
     if let Err(e) = db.close() {
         notes.push(format!("closing the case database failed: {e}"));
     }
+    database.bytes_at_end = casedb::stored_bytes(&database);
     let status =
         if notes.iter().any(|n| !n.starts_with("server statistics")) && status == "completed" {
             "completed-with-errors"
@@ -470,6 +496,14 @@ fn run_stages(
         stages,
         totals,
     })
+}
+
+/// A stage's error, with why the database server stopped when it did.
+fn with_server_problem(db: &CaseDb, e: &dyn std::fmt::Display) -> String {
+    match db.server_problem() {
+        Some(p) => format!("{e} ({p})"),
+        None => e.to_string(),
+    }
 }
 
 fn insert_run(

@@ -273,14 +273,16 @@ pub fn entropy(histogram: &[u64; 256]) -> f64 {
         return 0.0;
     }
     let t = total as f64;
-    histogram
+    let bits: f64 = histogram
         .iter()
         .filter(|&&c| c > 0)
         .map(|&c| {
             let p = c as f64 / t;
             -p * p.log2()
         })
-        .sum()
+        .sum();
+    // One byte value throughout gives -1 * log2(1) = -0.0: report 0.
+    bits + 0.0
 }
 
 #[cfg(test)]

@@ -105,3 +105,52 @@ pub fn corpus(dir: &Path, args: &[&str]) -> (PathBuf, caseload_corpus::manifest:
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     (dir.join("image.dd"), manifest)
 }
+
+/// Whether PostgreSQL's server binaries are installed (for
+/// `--db-engine postgres`); prints a skip notice if not.
+pub fn have_postgres(test: &str) -> bool {
+    match caseload_engine::casedb::postgres::cluster::find_binaries() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIPPED {test}: {e}");
+            false
+        }
+    }
+}
+
+/// Fail the test if any PostgreSQL process still works in a data
+/// directory under `dir` (every test that starts a server must stop it).
+pub fn assert_no_server_left(dir: &Path) {
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+            && let Ok(cwd) = std::fs::read_link(e.path().join("cwd"))
+            && let Ok(root) = std::fs::canonicalize(dir)
+            && cwd.starts_with(&root)
+        {
+            let cmd = std::fs::read_to_string(e.path().join("cmdline")).unwrap_or_default();
+            if cmd.starts_with("postgres") || cmd.contains("/postgres") {
+                left.push(format!(
+                    "{} {}",
+                    e.file_name().to_string_lossy(),
+                    cmd.replace('\0', " ")
+                ));
+            }
+        }
+    }
+    assert!(left.is_empty(), "server processes left running: {left:#?}");
+}
+
+/// A temporary directory PostgreSQL (running as an unprivileged account
+/// when the tests run as root) can reach and own a data directory in.
+pub fn pg_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("caseload-pg-")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}

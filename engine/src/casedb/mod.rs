@@ -305,6 +305,15 @@ pub struct DatabaseInfo {
     pub settings: BTreeMap<String, String>,
     /// How its I/O is charged to the database channel.
     pub accounting: String,
+    /// Bytes the database held on disk when the run's accounting began
+    /// (PostgreSQL: the data directory after initdb and start; SQLite: 0,
+    /// the file is created inside the accounting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_at_start: Option<u64>,
+    /// Bytes on disk after the run closed it (SQLite: the database file
+    /// and any journal; PostgreSQL: the data directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_at_end: Option<u64>,
     /// Anything that went wrong with the database after the stages (its
     /// final bookkeeping, the server's shutdown) or with its statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -320,6 +329,7 @@ struct PgCase {
     io: Arc<ServerIo>,
     version: String,
     settings: BTreeMap<String, String>,
+    bytes_at_start: Option<u64>,
 }
 
 impl PgCase {
@@ -454,6 +464,7 @@ impl CaseDb {
                 }
                 let (version, settings) = postgres::effective_settings(&mut writer_client)?;
                 let stats_client = pg_connect(cluster.as_ref(), url.as_deref())?;
+                let bytes_at_start = cluster.as_ref().map(|c| tree_bytes(c.data_dir()));
                 let io = ServerIo::start(
                     Arc::clone(channel.counters()),
                     cluster.as_ref().map(Cluster::pid),
@@ -467,6 +478,7 @@ impl CaseDb {
                     io,
                     version,
                     settings,
+                    bytes_at_start,
                 };
                 let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
                 create_schema(&mut conn)?;
@@ -558,6 +570,15 @@ impl CaseDb {
         }
     }
 
+    /// When the case's private PostgreSQL server has stopped underneath the
+    /// run (killed, or crashed on a full disk): why, from its log.
+    pub fn server_problem(&self) -> Option<String> {
+        match &self.engine {
+            Engine::Postgres(pg) => pg.cluster.as_ref().and_then(Cluster::stopped_because),
+            Engine::Sqlite { .. } => None,
+        }
+    }
+
     /// What run.json records about the database.
     pub fn info(&self) -> DatabaseInfo {
         match &self.engine {
@@ -569,6 +590,8 @@ impl CaseDb {
                 url: None,
                 settings: BTreeMap::new(),
                 accounting: "counting SQLite VFS: every xRead/xWrite/xSync of the database, journal and WAL files is charged to the database channel".into(),
+                bytes_at_start: Some(0),
+                bytes_at_end: None,
                 note: None,
             },
             Engine::Postgres(pg) => DatabaseInfo {
@@ -587,6 +610,8 @@ impl CaseDb {
                 } else {
                     EXTERNAL_ACCOUNTING.into()
                 },
+                bytes_at_start: pg.bytes_at_start,
+                bytes_at_end: None,
                 note: pg.io.note(),
             },
         }
@@ -603,9 +628,14 @@ impl CaseDb {
             Engine::Sqlite { .. } => Ok(()),
             Engine::Postgres(pg) => {
                 pg.pool.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                // A checkpoint now, while its I/O is still sampled, leaves
+                // the shutdown checkpoint (after the last sample) nothing
+                // to write.
+                let checkpointed = pg.cluster.is_some() && pg.io.checkpoint();
                 pg.io.finish();
                 match pg.cluster.as_mut() {
-                    Some(c) => c.stop(),
+                    Some(c) if checkpointed => c.stop(),
+                    Some(c) => c.stop_now(),
                     None => Ok(()),
                 }
             }
@@ -626,6 +656,42 @@ impl Drop for CaseDb {
             }
         }
     }
+}
+
+/// Bytes of the files under `path` (a data directory), or of the file.
+pub fn tree_bytes(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| tree_bytes(&e.path()))
+        .sum()
+}
+
+/// Bytes a closed case database holds on disk (SQLite: the file and its
+/// journal or WAL; PostgreSQL: the data directory; external server: none
+/// known).
+pub fn stored_bytes(info: &DatabaseInfo) -> Option<u64> {
+    if info.path.as_os_str().is_empty() {
+        return None;
+    }
+    Some(match info.backend {
+        DbEngine::Sqlite => ["", "-wal", "-journal"]
+            .iter()
+            .map(|s| {
+                let mut p = info.path.clone().into_os_string();
+                p.push(s);
+                tree_bytes(Path::new(&p))
+            })
+            .sum(),
+        DbEngine::Postgres => tree_bytes(&info.path),
+    })
 }
 
 /// A finished case opened for reading (export): for a private PostgreSQL

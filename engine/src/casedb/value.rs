@@ -51,8 +51,10 @@ impl From<bool> for Value {
 }
 
 impl From<f64> for Value {
+    /// -0.0 is stored as 0.0, as SQLite stores it, so both engines hold
+    /// the same value.
     fn from(v: f64) -> Self {
-        Value::Real(v)
+        Value::Real(v + 0.0)
     }
 }
 

@@ -28,6 +28,10 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "file-hash",
     about: "content hashes, signature analysis, entropy and duplicate flagging for every file",
     build,
+    needs: &[(
+        &["filesystem"],
+        "it hashes the file records the filesystem stage writes",
+    )],
 };
 
 #[derive(Debug, Deserialize)]

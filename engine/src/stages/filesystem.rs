@@ -28,6 +28,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "filesystem",
     about: "volumes and file systems: a database row per partition and per file record, allocated and deleted",
     build,
+    needs: &[],
 };
 
 #[derive(Debug, Deserialize)]

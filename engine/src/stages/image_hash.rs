@@ -25,6 +25,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "image-hash",
     about: "hash the whole media (MD5/SHA-1/SHA-256) and verify against stored E01 hashes",
     build,
+    needs: &[],
 };
 
 #[derive(Debug, Deserialize)]

@@ -38,6 +38,10 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "kff",
     about: "Known File Filter: look up every file's and carved item's hashes in the hash library's known and notable sets",
     build,
+    needs: &[(
+        &["file-hash", "carve"],
+        "it looks up the hashes those stages compute",
+    )],
 };
 
 #[derive(Debug, Deserialize)]

@@ -20,6 +20,9 @@ pub struct StageSpec {
     pub about: &'static str,
     /// Build the stage from its options.
     pub build: fn(&StageOptions) -> Result<Box<dyn Stage>, StageError>,
+    /// What must run before it in the same run, and why: each entry is a
+    /// set of stages any one of which will do (it reads what they write).
+    pub needs: &'static [(&'static [&'static str], &'static str)],
 }
 
 /// Every stage this build has, in pipeline order.
@@ -62,6 +65,30 @@ pub fn build(name: &str, options: &StageOptions) -> Result<Box<dyn Stage>, Stage
     })
 }
 
+/// Refuse a stage list in which a stage runs without what it needs before
+/// it (a run starts a new case, so nothing else could have written it).
+pub fn check_order(names: &[&str]) -> Result<(), StageError> {
+    for (i, name) in names.iter().enumerate() {
+        let Some(spec) = REGISTRY.iter().find(|s| s.name == *name) else {
+            continue;
+        };
+        for (any_of, why) in spec.needs {
+            if !names[..i].iter().any(|n| any_of.contains(n)) {
+                let wanted = any_of
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ");
+                return Err(StageError::Config {
+                    stage: name.to_string(),
+                    message: format!("needs {wanted} earlier in the stage list: {why}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Names of the stages this build has, comma-separated.
 pub fn available() -> String {
     REGISTRY
@@ -69,4 +96,126 @@ pub fn available() -> String {
         .map(|s| s.name)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// The stage modules: each top-level file or directory under `stages/`.
+    const STAGE_MODULES: &[&str] = &[
+        "carve",
+        "file_hash",
+        "filesystem",
+        "image_hash",
+        "index",
+        "kff",
+    ];
+
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// A source file without its `#[cfg(test)]` part (tests may build
+    /// SQLite files as evidence).
+    fn product_code(path: &Path) -> String {
+        let text = std::fs::read_to_string(path).unwrap();
+        match text.find("#[cfg(test)]") {
+            Some(i) => text[..i].to_string(),
+            None => text,
+        }
+    }
+
+    fn src() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    }
+
+    #[test]
+    fn no_stage_reaches_into_another() {
+        let root = src().join("stages");
+        let mut bad = Vec::new();
+        for module in STAGE_MODULES {
+            let mut files = Vec::new();
+            let dir = root.join(module);
+            if dir.is_dir() {
+                sources(&dir, &mut files);
+            } else {
+                files.push(root.join(format!("{module}.rs")));
+            }
+            for f in &files {
+                let code = product_code(f);
+                for other in STAGE_MODULES.iter().filter(|o| *o != module) {
+                    // A top-level stage file names siblings as `super::x`;
+                    // files inside a stage directory as `super::super::x`;
+                    // anyone as `crate::stages::x`.
+                    let nested = f.parent() != Some(root.as_path());
+                    let sibling = if nested {
+                        format!("super::super::{other}")
+                    } else {
+                        format!("super::{other}")
+                    };
+                    for pat in [sibling, format!("crate::stages::{other}")] {
+                        if code.contains(&pat) {
+                            bad.push(format!("{} uses {pat}", f.display()));
+                        }
+                    }
+                }
+            }
+        }
+        for f in ["search.rs", "export.rs"] {
+            if product_code(&src().join(f)).contains("crate::stages") {
+                bad.push(format!("{f} reaches into a stage"));
+            }
+        }
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+
+    #[test]
+    fn stages_export_search_and_kff_write_no_sql() {
+        let mut files = Vec::new();
+        sources(&src().join("stages"), &mut files);
+        files.push(src().join("search.rs"));
+        files.push(src().join("export.rs"));
+        files.push(src().join("stage.rs"));
+        files.push(src().join("run.rs"));
+        let sql = regex::Regex::new(
+            r"(?i)\b(SELECT\s+\S.*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TEMP\s+)?(TABLE|INDEX))\b|rusqlite",
+        )
+        .unwrap();
+        let mut bad = Vec::new();
+        for f in &files {
+            for (n, line) in product_code(f).lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                if sql.is_match(line) {
+                    bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "SQL outside casedb:\n{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn a_stage_without_what_it_needs_is_refused() {
+        assert!(check_order(&["filesystem", "file-hash", "index", "carve", "kff"]).is_ok());
+        assert!(check_order(&["carve", "kff"]).is_ok());
+        assert!(check_order(&["image-hash", "carve"]).is_ok());
+        let e = check_order(&["file-hash", "filesystem"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs `filesystem` earlier"), "{e}");
+        let e = check_order(&["filesystem", "kff"]).unwrap_err().to_string();
+        assert!(e.contains("`file-hash` or `carve`"), "{e}");
+        assert!(check_order(&["index"]).is_err());
+    }
 }

@@ -221,6 +221,26 @@ impl ServerIo {
             .clone()
     }
 
+    /// Write every dirty buffer now (`CHECKPOINT`), so that what the
+    /// server writes at shutdown, after the last sample, is next to nothing.
+    /// Returns whether it succeeded.
+    pub fn checkpoint(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = state.stats_client.as_mut() else {
+            return false;
+        };
+        match c.batch_execute("CHECKPOINT") {
+            Ok(()) => true,
+            Err(e) => {
+                let e = pg_error(&e, "CHECKPOINT");
+                if state.note.is_none() {
+                    state.note = Some(format!("the final checkpoint failed: {e}"));
+                }
+                false
+            }
+        }
+    }
+
     /// Stop sampling after a last sample, and close the statistics
     /// connection (before the server stops).
     pub fn finish(&self) {

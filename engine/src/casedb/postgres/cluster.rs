@@ -46,9 +46,22 @@ pub struct Binaries {
     pub postgres: PathBuf,
 }
 
-/// Find `initdb` and `postgres`: on PATH, else in the newest
+/// Find `initdb` and `postgres`: in `$CASELOAD_PG_BINDIR` when set (and
+/// only there), else on PATH, else in the newest
 /// `/usr/lib/postgresql/N/bin` (where Debian keeps them off PATH).
 pub fn find_binaries() -> Result<Binaries, DbError> {
+    if let Some(dir) = std::env::var_os("CASELOAD_PG_BINDIR") {
+        let dir = PathBuf::from(dir);
+        let (initdb, postgres) = (dir.join("initdb"), dir.join("postgres"));
+        return if initdb.is_file() && postgres.is_file() {
+            Ok(Binaries { initdb, postgres })
+        } else {
+            Err(cluster_error(format!(
+                "PostgreSQL server binaries (initdb, postgres) are not in CASELOAD_PG_BINDIR `{}`",
+                dir.display()
+            )))
+        };
+    }
     let on_path = |name: &str| -> Option<PathBuf> {
         std::env::var_os("PATH").and_then(|p| {
             std::env::split_paths(&p)
@@ -306,6 +319,28 @@ impl Cluster {
         settings: &[(String, String)],
         user: Option<&ServerUser>,
     ) -> Result<Cluster, DbError> {
+        // A loopback port found free can be taken before the server binds
+        // it: try another a few times.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::start_once(bins, db_dir, settings, user) {
+                Err(DbError::Cluster(m))
+                    if attempt < 4 && m.contains("could not bind") && m.contains("127.0.0.1") =>
+                {
+                    continue;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_once(
+        bins: &Binaries,
+        db_dir: &Path,
+        settings: &[(String, String)],
+        user: Option<&ServerUser>,
+    ) -> Result<Cluster, DbError> {
         let data_dir = db_dir.join(DATA_DIR);
         refuse_running(&data_dir)?;
         let log = db_dir.join(LOG_FILE);
@@ -452,18 +487,46 @@ impl Cluster {
             .map_err(|e| crate::casedb::conn::pg_error(&e, "connect"))
     }
 
-    /// Whether the postmaster is still running.
-    pub fn is_running(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(c) => matches!(c.try_wait(), Ok(None)),
-            None => false,
+    /// Whether the postmaster is still running (not exited, not a zombie).
+    pub fn is_running(&self) -> bool {
+        if self.child.is_none() {
+            return false;
         }
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
+            .ok()
+            .and_then(|s| {
+                let rest = s.get(s.rfind(')')? + 2..)?;
+                rest.chars().next()
+            })
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    }
+
+    /// Why the server stopped, from its log, if it is no longer running.
+    pub fn stopped_because(&self) -> Option<String> {
+        (!self.is_running()).then(|| {
+            format!(
+                "the PostgreSQL server for `{}` is no longer running: {}",
+                self.data_dir.display(),
+                log_tail(&self.log)
+            )
+        })
     }
 
     /// Stop the server: fast shutdown (active sessions are ended, the
     /// final checkpoint written), then harsher signals if it hangs; any
     /// server process left behind by a killed postmaster is ended too.
     pub fn stop(&mut self) -> Result<(), DbError> {
+        self.stop_as(true)
+    }
+
+    /// Stop at once (immediate shutdown: no checkpoint; the next start
+    /// recovers from the WAL), for a server that could not checkpoint (a
+    /// full disk) and would retry its shutdown checkpoint for ever.
+    pub fn stop_now(&mut self) -> Result<(), DbError> {
+        self.stop_as(false)
+    }
+
+    fn stop_as(&mut self, fast: bool) -> Result<(), DbError> {
         let mut result = Ok(());
         if let Some(mut child) = self.child.take() {
             let pid = self.pid as libc::pid_t;
@@ -472,16 +535,16 @@ impl Cluster {
                 // child, not yet reaped (so not reused).
                 unsafe { libc::kill(pid, s) };
             };
-            signal(libc::SIGINT);
-            let exited = wait_for(&mut child, STOP_TIMEOUT)
-                || {
-                    signal(libc::SIGQUIT);
-                    wait_for(&mut child, Duration::from_secs(10))
-                }
-                || {
-                    signal(libc::SIGKILL);
-                    wait_for(&mut child, Duration::from_secs(10))
-                };
+            let exited = (fast && {
+                signal(libc::SIGINT);
+                wait_for(&mut child, STOP_TIMEOUT)
+            }) || {
+                signal(libc::SIGQUIT);
+                wait_for(&mut child, Duration::from_secs(10))
+            } || {
+                signal(libc::SIGKILL);
+                wait_for(&mut child, Duration::from_secs(10))
+            };
             if !exited {
                 result = Err(cluster_error(format!(
                     "the PostgreSQL server {pid} for `{}` did not stop",

@@ -177,7 +177,8 @@ pub fn drop_case(client: &mut postgres::Client) -> Result<(), DbError> {
 pub fn effective_settings(
     client: &mut postgres::Client,
 ) -> Result<(String, BTreeMap<String, String>), DbError> {
-    let sql = "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY($1) ORDER BY name";
+    let sql =
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name";
     let names: Vec<String> = DEFAULT_SETTINGS
         .iter()
         .chain(ACCOUNTING_SETTINGS)

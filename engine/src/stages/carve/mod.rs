@@ -55,6 +55,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "carve",
     about: "data carving (built-in and scalpel/foremost signatures) and meta carving (FAT entries, NTFS records) into the case channel",
     build,
+    needs: &[],
 };
 
 #[derive(Debug, Deserialize)]

@@ -70,6 +70,10 @@ pub(super) const SPEC: StageSpec = StageSpec {
     name: "index",
     about: "text extraction and a full-text index of files, carved items (and optionally slack and unallocated space), with an entropy test",
     build,
+    needs: &[(
+        &["filesystem", "carve"],
+        "it indexes the files, carved items and free space those stages record",
+    )],
 };
 
 /// Where segments are built inside the temp channel.
