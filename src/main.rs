@@ -9,8 +9,22 @@ fn main() -> std::process::ExitCode {
     match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("caseload: error: {err:#}");
+            eprintln!("caseload: error: {}", message(&err));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, each cause once: library errors
+/// often say their cause in their own message as well as in `source()`.
+fn message(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }

@@ -1,10 +1,21 @@
-//! I/O channels: the one place where every byte caseload moves is counted.
+//! I/O channels: the one door to every file caseload touches on its
+//! storage, and the one place where it is counted.
 //!
 //! A channel is a directory (hence a device) with a role: `evidence`,
-//! `database`, `case` or `temp`. Every read, write and fsync a stage makes on
-//! a channel goes through [`Channel`] or a [`ChannelFile`] it handed out, and
-//! adds to the channel's counters: bytes and operations read and written,
-//! fsyncs, and the wall time spent inside those system calls ("blocked").
+//! `database`, `case` or `temp`. Every operation on a channel goes through
+//! [`Channel`] or a [`ChannelFile`] it handed out, and adds to the channel's
+//! counters: bytes and operations read and written, fsyncs, the wall time
+//! spent inside those calls ("blocked"), and opens, creates, renames,
+//! removes, directory syncs and metadata reads by kind. No raw path leaves a
+//! channel to be opened elsewhere (a test fails when engine code opens,
+//! creates or removes files with `std::fs` outside the modules allowed to);
+//! the exceptions are named methods: [`Channel::dir`] (for reports and
+//! page-cache control), [`Channel::sqlite_path`] (a SQLite file, opened
+//! through the counting VFS registered on this channel's counters) and
+//! [`Channel::server_dir`] (a database server's data directory, whose I/O
+//! the server does itself and [`Channel::charge_foreign`] adds in). Code
+//! that must read on handles of its own (the `ewf` crate's EWF2 reader,
+//! which takes paths) charges its reads with `charge_foreign` too.
 //!
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.
@@ -69,11 +80,47 @@ pub struct ChannelCounters {
     read_blocked_ns: AtomicU64,
     write_blocked_ns: AtomicU64,
     sync_blocked_ns: AtomicU64,
+    opens: AtomicU64,
+    creates: AtomicU64,
+    renames: AtomicU64,
+    removes: AtomicU64,
+    dir_syncs: AtomicU64,
+    stats: AtomicU64,
+}
+
+/// Operations on a channel other than reads, writes and file syncs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaOp {
+    /// A file opened.
+    Open,
+    /// A file or directory created.
+    Create,
+    /// A rename.
+    Rename,
+    /// A file or directory removed.
+    Remove,
+    /// A directory synced (also counted as an fsync).
+    DirSync,
+    /// Metadata read: a stat, a directory listing.
+    Stat,
 }
 
 impl ChannelCounters {
+    /// Count one operation of `kind`.
+    fn record_op(&self, kind: MetaOp) {
+        let c = match kind {
+            MetaOp::Open => &self.opens,
+            MetaOp::Create => &self.creates,
+            MetaOp::Rename => &self.renames,
+            MetaOp::Remove => &self.removes,
+            MetaOp::DirSync => &self.dir_syncs,
+            MetaOp::Stat => &self.stats,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Count one read of `bytes` that took `took`.
-    pub fn record_read(&self, bytes: u64, took: Duration) {
+    pub(crate) fn record_read(&self, bytes: u64, took: Duration) {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         self.read_ops.fetch_add(1, Ordering::Relaxed);
         self.read_blocked_ns
@@ -81,7 +128,7 @@ impl ChannelCounters {
     }
 
     /// Count one write of `bytes` that took `took`.
-    pub fn record_write(&self, bytes: u64, took: Duration) {
+    pub(crate) fn record_write(&self, bytes: u64, took: Duration) {
         self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.write_ops.fetch_add(1, Ordering::Relaxed);
         self.write_blocked_ns
@@ -89,14 +136,14 @@ impl ChannelCounters {
     }
 
     /// Count one fsync/fdatasync that took `took`.
-    pub fn record_sync(&self, took: Duration) {
+    pub(crate) fn record_sync(&self, took: Duration) {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.sync_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
 
     /// Add figures measured elsewhere (a database server's own I/O).
-    pub fn add(&self, d: &ChannelSnapshot) {
+    pub(crate) fn add(&self, d: &ChannelSnapshot) {
         self.bytes_read.fetch_add(d.bytes_read, Ordering::Relaxed);
         self.read_ops.fetch_add(d.read_ops, Ordering::Relaxed);
         self.bytes_written
@@ -109,6 +156,12 @@ impl ChannelCounters {
             .fetch_add(d.write_blocked_ns, Ordering::Relaxed);
         self.sync_blocked_ns
             .fetch_add(d.sync_blocked_ns, Ordering::Relaxed);
+        self.opens.fetch_add(d.opens, Ordering::Relaxed);
+        self.creates.fetch_add(d.creates, Ordering::Relaxed);
+        self.renames.fetch_add(d.renames, Ordering::Relaxed);
+        self.removes.fetch_add(d.removes, Ordering::Relaxed);
+        self.dir_syncs.fetch_add(d.dir_syncs, Ordering::Relaxed);
+        self.stats.fetch_add(d.stats, Ordering::Relaxed);
     }
 
     /// The counters' values now.
@@ -122,6 +175,12 @@ impl ChannelCounters {
             read_blocked_ns: self.read_blocked_ns.load(Ordering::Relaxed),
             write_blocked_ns: self.write_blocked_ns.load(Ordering::Relaxed),
             sync_blocked_ns: self.sync_blocked_ns.load(Ordering::Relaxed),
+            opens: self.opens.load(Ordering::Relaxed),
+            creates: self.creates.load(Ordering::Relaxed),
+            renames: self.renames.load(Ordering::Relaxed),
+            removes: self.removes.load(Ordering::Relaxed),
+            dir_syncs: self.dir_syncs.load(Ordering::Relaxed),
+            stats: self.stats.load(Ordering::Relaxed),
         }
     }
 }
@@ -149,6 +208,24 @@ pub struct ChannelSnapshot {
     pub write_blocked_ns: u64,
     /// Nanoseconds spent inside fsync calls.
     pub sync_blocked_ns: u64,
+    /// Files opened.
+    #[serde(default)]
+    pub opens: u64,
+    /// Files and directories created.
+    #[serde(default)]
+    pub creates: u64,
+    /// Renames.
+    #[serde(default)]
+    pub renames: u64,
+    /// Files and directories removed.
+    #[serde(default)]
+    pub removes: u64,
+    /// Directory syncs (each also counted in `fsyncs`).
+    #[serde(default)]
+    pub dir_syncs: u64,
+    /// Metadata reads (stat, directory listing).
+    #[serde(default)]
+    pub stats: u64,
 }
 
 impl ChannelSnapshot {
@@ -165,6 +242,12 @@ impl ChannelSnapshot {
                 .write_blocked_ns
                 .saturating_sub(earlier.write_blocked_ns),
             sync_blocked_ns: self.sync_blocked_ns.saturating_sub(earlier.sync_blocked_ns),
+            opens: self.opens.saturating_sub(earlier.opens),
+            creates: self.creates.saturating_sub(earlier.creates),
+            renames: self.renames.saturating_sub(earlier.renames),
+            removes: self.removes.saturating_sub(earlier.removes),
+            dir_syncs: self.dir_syncs.saturating_sub(earlier.dir_syncs),
+            stats: self.stats.saturating_sub(earlier.stats),
         }
     }
 
@@ -179,6 +262,12 @@ impl ChannelSnapshot {
             read_blocked_ns: self.read_blocked_ns + other.read_blocked_ns,
             write_blocked_ns: self.write_blocked_ns + other.write_blocked_ns,
             sync_blocked_ns: self.sync_blocked_ns + other.sync_blocked_ns,
+            opens: self.opens + other.opens,
+            creates: self.creates + other.creates,
+            renames: self.renames + other.renames,
+            removes: self.removes + other.removes,
+            dir_syncs: self.dir_syncs + other.dir_syncs,
+            stats: self.stats + other.stats,
         }
     }
 
@@ -245,15 +334,37 @@ impl Channel {
         self.kind
     }
 
-    /// The channel's directory.
-    pub fn root(&self) -> &Path {
+    /// The channel's directory, for reports and page-cache control. Files
+    /// in it are opened through the channel, never through this path.
+    pub fn dir(&self) -> &Path {
         &self.root
     }
 
-    /// The shared counters (for code that does its own system calls, such as
-    /// the SQLite VFS shim and the evidence sources).
-    pub fn counters(&self) -> &Arc<ChannelCounters> {
+    /// The shared counters, for the case database's counting SQLite VFS
+    /// and server accounting (both in `casedb`), which count as they go.
+    pub(crate) fn counters(&self) -> &Arc<ChannelCounters> {
         &self.counters
+    }
+
+    /// Add figures of I/O done on this channel's files by code on handles
+    /// of its own: a database server's processes, a library that opens
+    /// files by path.
+    pub fn charge_foreign(&self, delta: &ChannelSnapshot) {
+        self.counters.add(delta);
+    }
+
+    /// The path of a SQLite file in the channel, for SQLite to open through
+    /// a counting VFS registered on this channel (`casedb`), which counts
+    /// every read, write and sync it makes.
+    pub fn sqlite_path(&self, name: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
+        self.path(name)
+    }
+
+    /// The directory handed to a database server as its home (a private
+    /// PostgreSQL cluster's data directory goes in it); the server's own
+    /// I/O is charged with [`charge_foreign`](Self::charge_foreign).
+    pub fn server_dir(&self) -> &Path {
+        &self.root
     }
 
     /// The counters' values now.
@@ -263,7 +374,7 @@ impl Channel {
 
     /// Resolve a relative path inside the channel, refusing absolute paths and
     /// `..` so that nothing is ever written outside the channel directory.
-    pub fn path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
+    fn path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
         let relative = relative.as_ref();
         let safe = relative
             .components()
@@ -290,10 +401,14 @@ impl Channel {
     pub fn create(&self, relative: impl AsRef<Path>) -> Result<ChannelFile, ChannelError> {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
-        if let Some(parent) = path.parent() {
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
+            self.counters.record_op(MetaOp::Create);
             std::fs::create_dir_all(parent)
                 .map_err(|e| self.io_err("create directory", parent, e))?;
         }
+        self.counters.record_op(MetaOp::Create);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -311,10 +426,124 @@ impl Channel {
     }
 
     /// Create a directory (and its parents) inside the channel.
-    pub fn create_dir(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
+    pub fn create_dir(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
         let path = self.path(relative)?;
-        std::fs::create_dir_all(&path).map_err(|e| self.io_err("create directory", &path, e))?;
-        Ok(path)
+        self.counters.record_op(MetaOp::Create);
+        std::fs::create_dir_all(&path).map_err(|e| self.io_err("create directory", &path, e))
+    }
+
+    /// Create a directory inside the channel and return a channel rooted
+    /// there, counting on this channel's counters (a run's private temp
+    /// directory).
+    pub fn sub(&self, relative: impl AsRef<Path>) -> Result<Channel, ChannelError> {
+        let path = self.path(relative.as_ref())?;
+        self.create_dir(relative)?;
+        Ok(Channel {
+            kind: self.kind,
+            root: path,
+            counters: Arc::clone(&self.counters),
+            protected: Arc::clone(&self.protected),
+        })
+    }
+
+    /// Rename a file or directory inside the channel.
+    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), ChannelError> {
+        let (from, to) = (self.path(from)?, self.path(to)?);
+        self.refuse_evidence(&to)?;
+        self.counters.record_op(MetaOp::Rename);
+        std::fs::rename(&from, &to).map_err(|e| self.io_err("rename", &from, e))
+    }
+
+    /// Remove a file inside the channel.
+    pub fn remove_file(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        self.counters.record_op(MetaOp::Remove);
+        std::fs::remove_file(&path).map_err(|e| self.io_err("remove", &path, e))
+    }
+
+    /// Remove a file or a directory tree inside the channel, if it exists.
+    pub fn remove_all(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return Ok(());
+        };
+        self.counters.record_op(MetaOp::Remove);
+        let r = if meta.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        r.map_err(|e| self.io_err("remove", &path, e))
+    }
+
+    /// fsync a directory inside the channel (`""` for the channel's own),
+    /// so that the names created or renamed in it are durable.
+    pub fn sync_dir(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
+        let relative = relative.as_ref();
+        let path = if relative.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.path(relative)?
+        };
+        let start = Instant::now();
+        let result = File::open(&path).and_then(|d| d.sync_all());
+        self.counters.record_op(MetaOp::DirSync);
+        self.counters.record_sync(start.elapsed());
+        result.map_err(|e| self.io_err("sync directory", &path, e))
+    }
+
+    /// Whether a file or directory exists inside the channel.
+    pub fn exists(&self, relative: impl AsRef<Path>) -> bool {
+        self.counters.record_op(MetaOp::Stat);
+        self.path(relative).is_ok_and(|p| p.exists())
+    }
+
+    /// The names in a directory inside the channel (`""` for its own),
+    /// sorted.
+    pub fn list(&self, relative: impl AsRef<Path>) -> Result<Vec<String>, ChannelError> {
+        let relative = relative.as_ref();
+        let path = if relative.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.path(relative)?
+        };
+        self.counters.record_op(MetaOp::Stat);
+        let mut names: Vec<String> = std::fs::read_dir(&path)
+            .map_err(|e| self.io_err("list", &path, e))?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Bytes of the files under a path inside the channel (`""` for all),
+    /// or of the file; 0 when absent.
+    pub fn tree_bytes(&self, relative: impl AsRef<Path>) -> u64 {
+        fn walk(p: &Path) -> u64 {
+            let Ok(meta) = std::fs::symlink_metadata(p) else {
+                return 0;
+            };
+            if !meta.is_dir() {
+                return meta.len();
+            }
+            std::fs::read_dir(p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| walk(&e.path()))
+                .sum()
+        }
+        let relative = relative.as_ref();
+        let path = if relative.as_os_str().is_empty() {
+            Ok(self.root.clone())
+        } else {
+            self.path(relative)
+        };
+        self.counters.record_op(MetaOp::Stat);
+        path.map_or(0, |p| walk(&p))
     }
 
     /// Open a file inside the channel read-only.
@@ -326,6 +555,7 @@ impl Channel {
     /// Open any file read-only and count its reads on this channel (the
     /// evidence channel opens evidence files by absolute path).
     pub fn open_path_read_only(&self, path: &Path) -> Result<ChannelFile, ChannelError> {
+        self.counters.record_op(MetaOp::Open);
         let file = File::open(path).map_err(|e| self.io_err("open", path, e))?;
         Ok(ChannelFile {
             file,

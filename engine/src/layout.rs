@@ -45,6 +45,14 @@ pub enum LayoutError {
         /// Parser message, with line and column.
         message: String,
     },
+    /// Neither a layout file nor a preset name.
+    #[error("no layout file `{arg}` and no preset of that name (presets: {presets})")]
+    NotFound {
+        /// What was given.
+        arg: String,
+        /// The preset names.
+        presets: String,
+    },
     /// A channel is missing from the layout and the command line.
     #[error("the layout gives no directory for the {0} channel")]
     Missing(ChannelKind),

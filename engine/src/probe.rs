@@ -59,6 +59,9 @@ pub struct ChannelProbe {
     pub direct: bool,
     /// Anything that could not be measured, and why.
     pub notes: Vec<String>,
+    /// Other channels on the same directory, measured once with this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<ChannelKind>,
 }
 
 const BLOCK: usize = 1 << 20;
@@ -230,6 +233,32 @@ pub fn probe_evidence(file: &Path, options: &ProbeOptions) -> ChannelProbe {
     let size = std::fs::metadata(file).map_or(0, |m| m.len());
     if let Err(e) = read_tests(file, size, options, &mut out) {
         out.notes.push(format!("probe failed: {e}"));
+    }
+    out
+}
+
+/// Probe a layout's writable channels (and the evidence file, when given),
+/// each distinct directory once: channels sharing a directory (the
+/// single-disk preset) are one measurement, listed in its `shared_with`.
+pub fn probe_layout(
+    layout: &crate::layout::Layout,
+    evidence: Option<&Path>,
+    options: &ProbeOptions,
+) -> Vec<ChannelProbe> {
+    let mut out = Vec::new();
+    if let Some(file) = evidence {
+        out.push(probe_evidence(file, options));
+    }
+    let mut seen: Vec<(PathBuf, usize)> = Vec::new();
+    for kind in [ChannelKind::Database, ChannelKind::Case, ChannelKind::Temp] {
+        let Ok(dir) = layout.dir(kind) else { continue };
+        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if let Some((_, at)) = seen.iter().find(|(d, _)| *d == key) {
+            out[*at].shared_with.push(kind);
+            continue;
+        }
+        seen.push((key, out.len()));
+        out.push(probe_dir(kind, dir, options));
     }
     out
 }

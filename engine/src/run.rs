@@ -145,11 +145,10 @@ pub fn run(
         dir(ChannelKind::Temp),
     );
 
-    prepare_case_dirs(&db_dir, &case_dir, spec.force)?;
-
     let database = Channel::new(ChannelKind::Database, &db_dir, protected.clone());
     let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
     let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
+    prepare_case_dirs(&database, &case, spec.force)?;
     let private = format!(
         "caseload-tmp-{}-{}",
         std::process::id(),
@@ -157,10 +156,9 @@ pub fn run(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let temp_dir = temp_root_channel.create_dir(&private)?;
     // Stages see only the run's private directory, so concurrent runs on
     // one temp directory never collide.
-    let temp = Channel::new(ChannelKind::Temp, &temp_dir, protected.clone());
+    let temp = temp_root_channel.sub(&private)?;
 
     let result = run_stages(
         spec,
@@ -176,7 +174,7 @@ pub fn run(
         },
         &started_at,
     );
-    let _ = std::fs::remove_dir_all(&temp_dir);
+    let _ = temp_root_channel.remove_all(&private);
     let mut report = result?;
 
     let mut channels = BTreeMap::new();
@@ -226,39 +224,20 @@ impl RunChannels<'_> {
 
 /// Refuse to overwrite a case unless forced; when forced, remove only what a
 /// run creates.
-fn prepare_case_dirs(db_dir: &Path, case_dir: &Path, force: bool) -> Result<(), RunError> {
-    let db_entries: Vec<PathBuf> = casedb::DB_DIR_ENTRIES
-        .iter()
-        .map(|e| db_dir.join(e))
-        .collect();
-    let in_db_dir = db_entries.iter().find(|p| p.exists());
+fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<(), RunError> {
     if !force {
-        if case_dir.join(RUN_JSON).exists() {
-            return Err(RunError::CaseExists(case_dir.to_path_buf()));
+        if case.exists(RUN_JSON) {
+            return Err(RunError::CaseExists(case.dir().to_path_buf()));
         }
-        if in_db_dir.is_some() {
-            return Err(RunError::CaseExists(db_dir.to_path_buf()));
+        if casedb::DB_DIR_ENTRIES.iter().any(|e| database.exists(e)) {
+            return Err(RunError::CaseExists(database.dir().to_path_buf()));
         }
     }
-    let remove_error = |path: &Path, source: std::io::Error| RunError::Report {
-        what: "(removing the old case)",
-        path: path.to_path_buf(),
-        source,
-    };
-    let remove = |p: &Path| -> Result<(), RunError> {
-        if p.is_dir() {
-            std::fs::remove_dir_all(p).map_err(|e| remove_error(p, e))
-        } else if p.exists() {
-            std::fs::remove_file(p).map_err(|e| remove_error(p, e))
-        } else {
-            Ok(())
-        }
-    };
-    for p in &db_entries {
-        remove(p)?;
+    for entry in casedb::DB_DIR_ENTRIES {
+        database.remove_all(entry)?;
     }
     for entry in CASE_DIR_ENTRIES {
-        remove(&case_dir.join(entry))?;
+        case.remove_all(entry)?;
     }
     Ok(())
 }
@@ -279,12 +258,7 @@ fn run_stages(
             // Nothing that could pass for a case is left behind (the
             // directory held none: prepare_case_dirs saw to that).
             for entry in casedb::DB_DIR_ENTRIES {
-                let p = ch.database.root().join(entry);
-                let _ = if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                };
+                let _ = ch.database.remove_all(entry);
             }
             return Err(e.into());
         }
@@ -315,7 +289,7 @@ fn run_stages(
         if spec.cache == CacheMode::Cold {
             let dirs: Vec<PathBuf> = [ch.database, ch.case, ch.temp]
                 .iter()
-                .map(|c| c.root().to_path_buf())
+                .map(|c| c.dir().to_path_buf())
                 .collect();
             let r = cache::make_cold(source.files(), &dirs);
             cache_report.honoured &= r.honoured;
@@ -444,7 +418,7 @@ fn run_stages(
     if let Err(e) = db.close() {
         notes.push(format!("closing the case database failed: {e}"));
     }
-    database.bytes_at_end = casedb::stored_bytes(&database);
+    database.bytes_at_end = casedb::stored_bytes(ch.database, &database);
     let status =
         if notes.iter().any(|n| !n.starts_with("server statistics")) && status == "completed" {
             "completed-with-errors"
@@ -626,7 +600,7 @@ fn record_stage_runs(
 
 fn write_run_json(case: &Channel, report: &RunReport) -> Result<(), RunError> {
     use std::io::Write;
-    let path = case.root().join(RUN_JSON);
+    let path = case.dir().join(RUN_JSON);
     let err = |source: std::io::Error| RunError::Report {
         what: "run report",
         path: path.clone(),
@@ -641,7 +615,8 @@ fn write_run_json(case: &Channel, report: &RunReport) -> Result<(), RunError> {
     file.write_all(b"\n").map_err(err)?;
     file.sync_all().map_err(err)?;
     drop(file);
-    std::fs::rename(case.root().join(&tmp_name), &path).map_err(err)?;
+    case.rename(&tmp_name, RUN_JSON)?;
+    case.sync_dir("")?;
     Ok(())
 }
 

@@ -227,3 +227,64 @@ pub fn parse_options<T: serde::de::DeserializeOwned>(
             message: e.to_string().trim_end().to_string(),
         })
 }
+
+/// Apply a `STAGE.KEY=VALUE` option (VALUE in TOML syntax, or a bare
+/// string) to a stage list. An option for a stage that is not in the list
+/// is an error: it would silently do nothing.
+pub fn apply_option(stages: &mut [(String, StageOptions)], option: &str) -> Result<(), StageError> {
+    let bad = |why: &str| StageError::Config {
+        stage: option.split('.').next().unwrap_or_default().to_string(),
+        message: format!("--stage-option `{option}`: {why}"),
+    };
+    let (target, value) = option
+        .split_once('=')
+        .ok_or_else(|| bad("expected STAGE.KEY=VALUE"))?;
+    let (stage, key) = target
+        .split_once('.')
+        .ok_or_else(|| bad("expected STAGE.KEY=VALUE"))?;
+    let entry = stages
+        .iter_mut()
+        .find(|(name, _)| name == stage)
+        .ok_or_else(|| bad(&format!("stage `{stage}` is not being run")))?;
+    entry.1.insert(key.to_string(), option_value(value));
+    Ok(())
+}
+
+/// A TOML value (`true`, `3`, `["md5"]`, `"x"`), or the text as a string.
+fn option_value(text: &str) -> toml::Value {
+    let wrapped = format!("v = {text}");
+    match wrapped.parse::<toml::Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Err(_) => toml::Value::String(text.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_options_parse_as_toml_or_strings() {
+        let mut stages = vec![
+            ("image-hash".to_string(), StageOptions::new()),
+            ("carve".to_string(), StageOptions::new()),
+        ];
+        for o in [
+            "image-hash.algorithms=[\"md5\",\"sha256\"]",
+            "carve.signatures=/etc/scalpel/scalpel.conf",
+            "carve.aligned=false",
+        ] {
+            apply_option(&mut stages, o).unwrap();
+        }
+        assert_eq!(stages[0].1["algorithms"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            stages[1].1["signatures"].as_str(),
+            Some("/etc/scalpel/scalpel.conf")
+        );
+        assert_eq!(stages[1].1["aligned"].as_bool(), Some(false));
+        assert!(apply_option(&mut stages, "kff.x=1").is_err());
+        assert!(apply_option(&mut stages, "nodot=1").is_err());
+    }
+}

@@ -4,8 +4,8 @@
 //! `compare.json` and `report.html`.
 
 use super::db_args::DbArgs;
-use super::run::{apply_stage_options, configures_kff, interrupt_flag, stages_or_default};
-use super::util::parse_size;
+use super::job_args::{KffArgs, resolve_stages};
+use super::util::{interrupt_flag, parse_size};
 use anyhow::Context;
 use caseload_engine::layout::Layout;
 use caseload_engine::probe::ProbeOptions;
@@ -22,10 +22,11 @@ pub struct Args {
     /// Evidence image (raw or first E01 segment). Repeat to compare several.
     #[arg(long, required = true)]
     pub evidence: Vec<PathBuf>,
-    /// Layout file. Repeat to compare several. Configurations are every
+    /// Layout: a layout file or a preset (five-channel, three-channel,
+    /// single-disk). Repeat to compare several. Configurations are every
     /// evidence on every layout, numbered from 1 in that order.
     #[arg(long, required = true)]
-    pub layout: Vec<PathBuf>,
+    pub layout: Vec<String>,
     /// Workload: a workload file or a built-in name (ftk4-default,
     /// encase-verify, triage, full).
     #[arg(long, conflicts_with = "stages")]
@@ -73,6 +74,11 @@ pub struct Args {
     /// Every run's case database.
     #[command(flatten)]
     pub db: DbArgs,
+    /// The KFF stage's hash library and sets: imported once into each
+    /// layout's database directory (so lookups run on that layout's
+    /// database device), or the one --kff-library for all.
+    #[command(flatten)]
+    pub kff: KffArgs,
 }
 
 struct Printer;
@@ -113,7 +119,13 @@ impl CompareObserver for Printer {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
-    let (selection, mut stage_specs, workload_instances) = match &args.workload {
+    let (mut stage_specs, _, workload_instances) = resolve_stages(
+        args.workload.as_deref(),
+        &args.stages,
+        &args.kff,
+        &args.stage_options,
+    )?;
+    let selection = match &args.workload {
         Some(w) => {
             let workload = Workload::resolve(w)?;
             // A file is handed to the runs by absolute path, so a run started
@@ -122,27 +134,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Ok(p) if p.is_file() => p.to_string_lossy().into_owned(),
                 _ => w.clone(),
             };
-            (
-                StageSelection::Workload {
-                    arg,
-                    name: workload.name.clone(),
-                    origin: workload.origin.clone(),
-                    stages: workload.stages.iter().map(|(n, _)| n.clone()).collect(),
-                },
-                workload.stages.clone(),
-                workload.instances,
-            )
+            StageSelection::Workload {
+                arg,
+                name: workload.name.clone(),
+                origin: workload.origin.clone(),
+                stages: workload.stages.iter().map(|(n, _)| n.clone()).collect(),
+            }
         }
-        None => {
-            let specs = stages_or_default(&args.stages, configures_kff(&args.stage_options));
-            (
-                StageSelection::Stages(specs.iter().map(|(n, _)| n.clone()).collect()),
-                specs,
-                None,
-            )
-        }
+        None => StageSelection::Stages(stage_specs.iter().map(|(n, _)| n.clone()).collect()),
     };
-    apply_stage_options(&mut stage_specs, &args.stage_options)?;
+    for o in &args.stage_options {
+        caseload_engine::stage::apply_option(&mut stage_specs, o)?;
+    }
     caseload_engine::run::build_stages(&stage_specs)?;
     let db = args.db.options()?;
     anyhow::ensure!(
@@ -150,8 +153,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "--probe-seconds must be positive"
     );
     let mut layouts = Vec::new();
-    for path in &args.layout {
-        layouts.push(Layout::load(path)?);
+    for arg in &args.layout {
+        layouts.push(caseload_workloads::layouts::resolve(arg)?);
+    }
+    // The hash sets go into each layout's library once, before the matrix.
+    let mut layout_stage_options = Vec::new();
+    for layout in &layouts {
+        layout_stage_options.push(super::hashset::prepare_run(
+            &args.kff.hashsets,
+            args.kff.kff_library.as_deref(),
+            layout,
+            &stage_specs,
+        )?);
     }
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let probe_options = ProbeOptions {
@@ -160,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..ProbeOptions::default()
     };
     let probe_fn = |layout: &Layout, evidence: Option<&std::path::Path>| {
-        super::probe::probe_layout(layout, evidence, &probe_options)
+        caseload_engine::probe::probe_layout(layout, evidence, &probe_options)
     };
     let prober: Option<Prober<'_>> = if args.probe { Some(&probe_fn) } else { None };
     let spec = CompareSpec {
@@ -169,6 +182,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         layouts,
         stages: selection,
         stage_options: args.stage_options.clone(),
+        layout_stage_options,
+        stage_specs,
         repeat: args.repeat,
         out: args.out.clone(),
         baseline: args.baseline.clone(),

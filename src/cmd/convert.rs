@@ -177,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         overwrite: args.force,
     };
     let prefix = output_prefix(&args.out);
-    let interrupted = super::run::interrupt_flag();
+    let interrupted = super::util::interrupt_flag();
     let reader = Interruptible {
         inner: image.reader()?,
         flag: Arc::clone(&interrupted),

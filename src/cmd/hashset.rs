@@ -7,8 +7,8 @@ use anyhow::{Context, bail};
 use caseload_engine::casedb;
 use caseload_engine::channel::{Channel, ChannelKind};
 use caseload_engine::hashset::{
-    Category, Format, HashKind, ImportProgress, ImportReport, ImportRequest, LIBRARY_FILE_NAME,
-    Library, SetStatus,
+    self, Category, Format, HashKind, ImportProgress, ImportReport, ImportRequest,
+    LIBRARY_FILE_NAME, Library, Prepared, SetStatus,
 };
 use caseload_engine::layout::Layout;
 use caseload_engine::stage::StageOptions;
@@ -213,15 +213,7 @@ impl Drop for Bars {
 /// Open (creating) a library with its I/O counted on a database channel
 /// for its directory.
 fn open_library(path: &Path) -> anyhow::Result<(Library, Channel)> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let channel = Channel::new(ChannelKind::Database, &dir, Vec::new());
-    let vfs = casedb::counting_vfs(&channel)?;
-    let lib = Library::open_or_create(path, Some(&vfs))?;
-    Ok((lib, channel))
+    Ok(hashset::open_counted(path)?)
 }
 
 fn import_one(
@@ -253,8 +245,8 @@ fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
     let temp_dir = a
         .temp
         .clone()
-        .unwrap_or_else(|| channel.root().to_path_buf());
-    let cancel = super::run::interrupt_flag();
+        .unwrap_or_else(|| channel.dir().to_path_buf());
+    let cancel = super::util::interrupt_flag();
     let report = import_one(&lib, &request, &temp_dir, &cancel)
         .with_context(|| format!("importing set `{}` into `{}`", a.name, path.display()))?;
     if a.json {
@@ -364,7 +356,10 @@ fn lookup(a: LookupArgs) -> anyhow::Result<ExitCode> {
     let vfs = casedb::counting_vfs(&channel)?;
     let lib = Library::open_read_only(&path, Some(&vfs))?;
     let sets = (!a.sets.is_empty()).then_some(a.sets.as_slice());
-    let threads = a.threads.unwrap_or_else(super::run::default_threads).max(1);
+    let threads = a
+        .threads
+        .unwrap_or_else(super::util::default_threads)
+        .max(1);
     let mut input: Box<dyn std::io::BufRead> = match &a.file {
         Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::with_capacity(
             1 << 20,
@@ -408,11 +403,11 @@ fn remove(a: RemoveArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `caseload run --hashset CATEGORY=FILE ... --kff-library PATH`: import
-/// the named files into the library (set name = file stem; files sharing a
-/// stem and category make one set) unless a complete set was made from the
-/// same files, and return the `--stage-option`s
-/// that point the `kff` stage at the library and those sets (as options, so
-/// that `--instances` children get them too and share the one library).
+/// the named files into the library unless a complete set was made from the
+/// same files (the engine's `hashset::prepare_sets`), print what was done,
+/// and return the `--stage-option`s that point the `kff` stage at the
+/// library and those sets (as options, so that `--instances` children get
+/// them too and share the one library).
 pub fn prepare_run(
     hashsets: &[String],
     kff_library: Option<&Path>,
@@ -427,18 +422,7 @@ pub fn prepare_run(
             "--hashset and --kff-library are for the kff stage, which is not being run (add it to --stages)"
         );
     }
-    let db_dir = layout.dir(ChannelKind::Database)?;
-    let path = match kff_library {
-        Some(p) if p.is_dir() => p.join(LIBRARY_FILE_NAME),
-        Some(p) => p.to_path_buf(),
-        None => db_dir.join(LIBRARY_FILE_NAME),
-    };
-    let path = match (path.parent(), path.file_name()) {
-        (Some(d), Some(n)) if d.is_dir() => std::fs::canonicalize(d)
-            .map(|d| d.join(n))
-            .unwrap_or(path.clone()),
-        _ => path,
-    };
+    let path = hashset::library_path(kff_library, layout.dir(ChannelKind::Database)?);
     let mut options = vec![format!(
         "kff.library={}",
         toml::Value::String(path.to_string_lossy().into_owned())
@@ -446,99 +430,42 @@ pub fn prepare_run(
     if hashsets.is_empty() {
         return Ok(options);
     }
-    // Files with the same stem and category make one set (`notable.md5`
-    // and `notable.sha1` are the MD5 and SHA-1 forms of one list).
-    let mut wanted: Vec<(String, Category, Vec<PathBuf>)> = Vec::new();
-    for spec in hashsets {
-        let (cat, file) = spec
-            .split_once('=')
-            .with_context(|| format!("--hashset `{spec}`: expected known=FILE or notable=FILE"))?;
-        let category = Category::parse(cat).with_context(|| {
-            format!("--hashset `{spec}`: the category must be `known` or `notable`")
-        })?;
-        let file = PathBuf::from(file);
-        let name = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .filter(|s| !s.is_empty())
-            .with_context(|| format!("--hashset `{spec}`: no file name"))?;
-        match wanted.iter_mut().find(|(n, _, _)| *n == name) {
-            Some((_, c, files)) if *c == category => files.push(file),
-            Some((_, c, _)) => bail!(
-                "--hashset: `{}` would make the set `{name}` {category}, but another file of that name makes it {c} (set names are file stems)",
-                file.display()
+    let wanted = hashset::wanted_sets(hashsets)?;
+    let temp_dir = match layout.dir(ChannelKind::Temp) {
+        Ok(d) => d.to_path_buf(),
+        Err(_) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+    };
+    let cancel = super::util::interrupt_flag();
+    let bars = Bars(Mutex::new(None));
+    let prepared = hashset::prepare_sets(&path, &wanted, &temp_dir, &bars, &cancel)
+        .context("--hashset: importing into the hash library")?;
+    drop(bars);
+    for p in &prepared {
+        match p {
+            Prepared::Reused(name, category) => eprintln!(
+                "hash set `{name}` ({category}): already in {} from the same file(s), reused",
+                path.display()
             ),
-            None => wanted.push((name, category, vec![file])),
+            Prepared::Imported(r) => eprintln!(
+                "hash set `{}` ({}): {} records (md5 {}, sha1 {}, sha256 {}), {} duplicates merged, {} malformed lines skipped, {:.1} s",
+                r.set.name,
+                r.set.category,
+                r.set.records,
+                r.set.md5,
+                r.set.sha1,
+                r.set.sha256,
+                r.set.duplicates,
+                r.set.malformed,
+                r.seconds
+            ),
         }
-    }
-    let (lib, channel) = open_library(&path)?;
-    let temp_dir = layout
-        .dir(ChannelKind::Temp)
-        .map_or_else(|_| channel.root().to_path_buf(), Path::to_path_buf);
-    let cancel = super::run::interrupt_flag();
-    for (name, category, files) in &wanted {
-        // (canonical path, size, modification time) of each file, to tell
-        // whether the library's set was made from exactly these files.
-        let mut sources = Vec::with_capacity(files.len());
-        for file in files {
-            let meta = std::fs::metadata(file)
-                .with_context(|| format!("--hashset: cannot read `{}`", file.display()))?;
-            let modified = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs() as i64);
-            let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
-            sources.push((canonical, meta.len(), modified));
-        }
-        if let Some(existing) = lib.complete_set(name)?
-            && existing.category == *category
-        {
-            let stored = lib.sources(existing.id)?;
-            let same = stored.len() == sources.len()
-                && stored
-                    .iter()
-                    .zip(&sources)
-                    .all(|((s, m), (p, len, modified))| {
-                        s.path == *p && s.bytes == *len && m == modified
-                    });
-            if same {
-                eprintln!(
-                    "hash set `{name}` ({category}): already in {} from the same file(s), reused",
-                    path.display()
-                );
-                continue;
-            }
-        }
-        let request = ImportRequest {
-            name: name.clone(),
-            category: *category,
-            sources: sources.into_iter().map(|(p, _, _)| p).collect(),
-            format: None,
-            strict: false,
-            replace: true,
-            kinds: Vec::new(),
-            memory: 256 << 20,
-        };
-        let r = import_one(&lib, &request, &temp_dir, &cancel)
-            .with_context(|| format!("--hashset: importing set `{name}`"))?;
-        eprintln!(
-            "hash set `{name}` ({category}): {} records (md5 {}, sha1 {}, sha256 {}), {} duplicates merged, {} malformed lines skipped, {:.1} s",
-            r.set.records,
-            r.set.md5,
-            r.set.sha1,
-            r.set.sha256,
-            r.set.duplicates,
-            r.set.malformed,
-            r.seconds
-        );
     }
     options.push(format!(
         "kff.sets={}",
         toml::Value::Array(
             wanted
                 .iter()
-                .map(|(n, _, _)| toml::Value::String(n.clone()))
+                .map(|w| toml::Value::String(w.name.clone()))
                 .collect(),
         )
     ));

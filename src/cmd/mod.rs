@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod db_args;
 pub mod export;
 pub mod hashset;
+pub mod job_args;
 pub mod probe;
 pub mod quickstart;
 pub mod run;

@@ -1,10 +1,9 @@
 //! `caseload probe`: what each channel's device can do (sequential MB/s,
 //! 4 KiB random-read IOPS, fsync latency), to set stage figures beside.
 
+use super::job_args::LayoutArgs;
 use super::util::parse_size;
-use caseload_engine::channel::ChannelKind;
-use caseload_engine::layout::Layout;
-use caseload_engine::probe::{ChannelProbe, ProbeOptions, probe_dir, probe_evidence};
+use caseload_engine::probe::{ProbeOptions, probe_layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,18 +11,9 @@ use std::time::Duration;
 /// Arguments of `caseload probe`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Layout file.
-    #[arg(long)]
-    pub layout: Option<PathBuf>,
-    /// Override the database channel directory.
-    #[arg(long, value_name = "DIR")]
-    pub database: Option<PathBuf>,
-    /// Override the case channel directory.
-    #[arg(long, value_name = "DIR")]
-    pub case: Option<PathBuf>,
-    /// Override the temp channel directory.
-    #[arg(long, value_name = "DIR")]
-    pub temp: Option<PathBuf>,
+    /// Layout and channel directories.
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Evidence file to probe the evidence channel with (read only; the
     /// evidence channel is never written).
     #[arg(long)]
@@ -39,43 +29,13 @@ pub struct Args {
     pub json: bool,
 }
 
-/// The probes of a layout's channels (and of the evidence, when given).
-pub fn probe_layout(
-    layout: &Layout,
-    evidence: Option<&std::path::Path>,
-    options: &ProbeOptions,
-) -> Vec<ChannelProbe> {
-    let mut out = Vec::new();
-    if let Some(file) = evidence {
-        out.push(probe_evidence(file, options));
-    }
-    for kind in [ChannelKind::Database, ChannelKind::Case, ChannelKind::Temp] {
-        if let Ok(dir) = layout.dir(kind) {
-            out.push(probe_dir(kind, dir, options));
-        }
-    }
-    out
-}
-
 fn cell(v: Option<f64>, precision: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.precision$}"))
 }
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut layout = match &args.layout {
-        Some(p) => Layout::load(p)?,
-        None => Layout::default(),
-    };
-    for (kind, dir) in [
-        (ChannelKind::Database, &args.database),
-        (ChannelKind::Case, &args.case),
-        (ChannelKind::Temp, &args.temp),
-    ] {
-        if let Some(d) = dir {
-            layout.set(kind, d.clone());
-        }
-    }
+    let layout = args.layout.layout()?;
     anyhow::ensure!(
         !layout.channels.is_empty() || args.evidence.is_some(),
         "nothing to probe: give --layout, channel directories or --evidence"
@@ -115,6 +75,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 p.direct,
                 p.path.display()
             );
+            if !p.shared_with.is_empty() {
+                let others: Vec<String> = p.shared_with.iter().map(|c| c.to_string()).collect();
+                println!(
+                    "          shared with: {} (same directory, measured once)",
+                    others.join(", ")
+                );
+            }
             for note in &p.notes {
                 println!("          note: {note}");
             }

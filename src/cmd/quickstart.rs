@@ -3,13 +3,11 @@
 //! out as sub-directories of it, run the default stages and print the
 //! per-stage table.
 
-use super::run::{
-    TerminalObserver, apply_stage_options, default_threads, finish, interrupt_flag, stage_list,
+use super::util::{
+    CacheArg, TerminalObserver, default_threads, finish, interrupt_flag, parse_size,
 };
-use super::util::parse_size;
 use anyhow::Context;
 use caseload_corpus::{NoProgress, Options, Profile};
-use caseload_engine::cache::CacheMode;
 use caseload_engine::casedb::DbOptions;
 use caseload_engine::layout::Layout;
 use caseload_engine::run::RunSpec;
@@ -33,7 +31,7 @@ pub struct Args {
     pub threads: Option<usize>,
     /// Page cache before each stage.
     #[arg(long, value_enum, default_value = "cold")]
-    pub cache: super::run::CacheArg,
+    pub cache: CacheArg,
     /// Delete the scratch directory afterwards.
     #[arg(long)]
     pub clean: bool,
@@ -92,23 +90,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The KFF stage looks hashes up in the corpus's own hash sets (planted
     // known and notable files among decoys), imported into the library on
     // the database channel as `caseload run --hashset` does.
-    let mut stages = stage_list(&[]);
+    let mut stages = caseload_engine::stages::default_list(&|_| true);
     let hashsets = [
         format!("known={}", evidence.join("NSRLFile.txt").display()),
         format!("notable={}", evidence.join("notable.md5").display()),
     ];
     let kff_options = super::hashset::prepare_run(&hashsets, None, &layout, &stages)?;
-    apply_stage_options(&mut stages, &kff_options)?;
+    for o in &kff_options {
+        caseload_engine::stage::apply_option(&mut stages, o)?;
+    }
     let spec = RunSpec {
         evidence: image,
         layout,
         stages,
         workload: None,
         threads,
-        cache: match args.cache {
-            super::run::CacheArg::Cold => CacheMode::Cold,
-            super::run::CacheArg::Warm => CacheMode::Warm,
-        },
+        cache: args.cache.mode(),
         db: DbOptions::default(),
         force: true,
         instance: None,

@@ -1,7 +1,106 @@
-//! Small helpers shared by subcommands: byte-size arguments and progress bars.
+//! Small helpers shared by subcommands: byte-size arguments, the cache flag,
+//! worker threads, Ctrl-C, progress bars and the end-of-run table.
 
+use caseload_engine::cache::CacheMode;
+use caseload_engine::channel::ChannelKind;
+use caseload_engine::report::{RunReport, StageReport, render_table};
+use caseload_engine::run::RunObserver;
+use caseload_engine::stage::{Progress, ProgressUnit};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// `--cache`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CacheArg {
+    /// Drop the page cache before every stage.
+    Cold,
+    /// Leave the page cache alone.
+    Warm,
+}
+
+impl CacheArg {
+    /// The engine's cache mode.
+    pub fn mode(self) -> CacheMode {
+        match self {
+            CacheArg::Cold => CacheMode::Cold,
+            CacheArg::Warm => CacheMode::Warm,
+        }
+    }
+}
+
+/// Default worker threads: every core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Set a flag on Ctrl-C so stages stop between items and the run reports
+/// what finished.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    // Only one handler per process; a second registration just keeps the first.
+    let _ = ctrlc::set_handler(move || f.store(true, std::sync::atomic::Ordering::Relaxed));
+    flag
+}
+
+/// Progress bars for stages on the terminal.
+pub struct TerminalObserver;
+
+struct BarProgress(ProgressBar);
+
+impl Progress for BarProgress {
+    fn set_total(&self, total: u64, unit: ProgressUnit) {
+        self.0.set_length(total);
+        if unit == ProgressUnit::Items {
+            self.0.set_style(count_style());
+        }
+    }
+    fn advance(&self, amount: u64) {
+        self.0.inc(amount);
+    }
+    fn message(&self, text: &str) {
+        self.0.set_message(text.to_string());
+    }
+}
+
+impl Drop for BarProgress {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl RunObserver for TerminalObserver {
+    fn stage_started(&self, stage: &str) -> Box<dyn Progress> {
+        Box::new(BarProgress(byte_progress(0, stage)))
+    }
+    fn stage_finished(&self, report: &StageReport) {
+        if let Some(e) = &report.error {
+            eprintln!("caseload: stage {} {}: {e}", report.name, report.status);
+        }
+    }
+}
+
+/// Print a finished run and choose the exit code.
+pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", render_table(report));
+        if let Some(case) = report.channels.get(&ChannelKind::Case) {
+            println!("case: {}", case.dir.display());
+        }
+        println!("database: {}", report.database.path.display());
+    }
+    Ok(if report.status == "completed" {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("caseload: run {}", report.status);
+        ExitCode::FAILURE
+    })
+}
 
 /// Parse a byte size such as `4GiB`, `1500MiB`, `32M`, `2TB`, `512` (bytes).
 ///

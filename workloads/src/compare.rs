@@ -12,6 +12,7 @@
 //! interleaving spreads that drift over all configurations instead of
 //! charging it to whichever ran last.
 
+use crate::job::{JobSpec, JobStages};
 use crate::report::{
     self, ChannelPlace, CompareReport, Configuration, EvidenceEntry, LayoutEntry, RunRecord,
     WorkloadInfo, files,
@@ -76,6 +77,24 @@ pub enum CompareError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// A configuration's stages cannot run on it (no hash library...).
+    #[error("layout `{layout}`")]
+    Stage {
+        /// Layout label.
+        layout: String,
+        /// The cause.
+        #[source]
+        source: caseload_engine::stage::StageError,
+    },
+    /// An evidence file does not open as evidence.
+    #[error("evidence `{}`", path.display())]
+    EvidenceFormat {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: caseload_engine::source::SourceError,
     },
     /// The caseload executable could not be started.
     #[error("starting `{}`", exe.display())]
@@ -161,6 +180,13 @@ pub struct CompareSpec<'a> {
     pub stages: StageSelection,
     /// `STAGE.KEY=VALUE` options passed to every run.
     pub stage_options: Vec<String>,
+    /// Options passed to the runs of one layout only, by layout (the KFF
+    /// library on that layout's database channel); empty, or one list per
+    /// layout.
+    pub layout_stage_options: Vec<Vec<String>>,
+    /// The stages with their options (the selection's, with
+    /// `stage_options` applied), to check before anything runs.
+    pub stage_specs: Vec<(String, caseload_engine::stage::StageOptions)>,
     /// Runs per configuration.
     pub repeat: usize,
     /// Output directory.
@@ -504,6 +530,37 @@ pub fn run_compare(
                 source,
             })?;
     }
+    // And so is every stage's requirement on each layout, and every
+    // evidence file opens as evidence.
+    for (l, (layout, label)) in spec.layouts.iter().zip(&layout_labels).enumerate() {
+        let stage_error = |source| CompareError::Stage {
+            layout: label.clone(),
+            source,
+        };
+        let mut specs = spec.stage_specs.clone();
+        for o in spec.layout_stage_options.get(l).into_iter().flatten() {
+            caseload_engine::stage::apply_option(&mut specs, o).map_err(stage_error)?;
+        }
+        caseload_engine::run::build_stages(&specs).map_err(stage_error)?;
+        let db_dir = layout
+            .dir(ChannelKind::Database)
+            .map_err(|source| CompareError::Layout {
+                layout: label.clone(),
+                source,
+            })?;
+        caseload_engine::stages::preflight(&specs, db_dir).map_err(stage_error)?;
+    }
+    for path in &evidence_files {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let channel =
+            caseload_engine::channel::Channel::new(ChannelKind::Evidence, dir, Vec::new());
+        caseload_engine::source::open_evidence(path, &channel).map_err(|source| {
+            CompareError::EvidenceFormat {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    }
     let mut configurations = Vec::new();
     for (e, ev) in evidence_labels.iter().enumerate() {
         for (l, lay) in layout_labels.iter().enumerate() {
@@ -700,36 +757,33 @@ fn run_one(
     let stderr_file =
         std::fs::File::create(&stderr_path).map_err(io_err("creating run output", &stderr_path))?;
 
+    let mut job = JobSpec::new(spec.evidence[config.evidence].clone());
+    job.layout = layout
+        .source
+        .as_ref()
+        .map(|p| p.to_string_lossy().into_owned());
+    job.database = Some(dirs.database.clone());
+    job.case = Some(dirs.case.clone());
+    job.temp = Some(dirs.temp.clone());
+    job.stages = match &spec.stages {
+        StageSelection::Workload { arg, .. } => JobStages::Workload(arg.clone()),
+        StageSelection::Stages(stages) => JobStages::Stages(stages.clone()),
+    };
+    job.stage_options = spec.stage_options.clone();
+    job.stage_options.extend(
+        spec.layout_stage_options
+            .get(config.layout)
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
+    job.threads = spec.threads;
+    job.instances = Some(spec.instances);
+    job.cache = caseload_engine::cache::CacheMode::Cold;
+    job.json = true;
+    job.db = spec.db.clone();
     let mut cmd = Command::new(&spec.exe);
-    cmd.arg("run")
-        .arg("--evidence")
-        .arg(&spec.evidence[config.evidence]);
-    if let Some(source) = &layout.source {
-        cmd.arg("--layout").arg(source);
-    }
-    cmd.arg("--database")
-        .arg(&dirs.database)
-        .arg("--case")
-        .arg(&dirs.case)
-        .arg("--temp")
-        .arg(&dirs.temp);
-    match &spec.stages {
-        StageSelection::Workload { arg, .. } => {
-            cmd.arg("--workload").arg(arg);
-        }
-        StageSelection::Stages(stages) => {
-            cmd.arg("--stages").arg(stages.join(","));
-        }
-    }
-    for o in &spec.stage_options {
-        cmd.arg("--stage-option").arg(o);
-    }
-    if let Some(t) = spec.threads {
-        cmd.arg("--threads").arg(t.to_string());
-    }
-    cmd.arg("--instances").arg(spec.instances.to_string());
-    cmd.args(["--cache", "cold", "--json"]);
-    cmd.args(spec.db.command_line());
+    cmd.args(job.command_line());
     cmd.stdin(Stdio::null())
         .stdout(stdout_file)
         .stderr(stderr_file)

@@ -6,9 +6,13 @@
 //! comparison runner runs workloads over a matrix of evidence and layouts.
 
 pub mod compare;
+pub mod instances;
+pub mod job;
+pub mod layouts;
 pub mod report;
 pub mod workload;
 
 pub use compare::{Baseline, CompareError, CompareSpec, StageSelection, run_compare};
+pub use job::{JobSpec, JobStages};
 pub use report::CompareReport;
 pub use workload::{Workload, WorkloadError};

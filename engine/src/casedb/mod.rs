@@ -127,6 +127,9 @@ pub enum DbError {
     /// The counting VFS could not be set up.
     #[error(transparent)]
     Vfs(#[from] VfsError),
+    /// The database channel refused a path.
+    #[error(transparent)]
+    Channel(#[from] crate::channel::ChannelError),
     /// The writer thread stopped (after an earlier error) or failed.
     #[error("case database writer: {0}")]
     Writer(String),
@@ -354,7 +357,7 @@ enum Engine {
 /// An open case database with its writer.
 pub struct CaseDb {
     engine: Engine,
-    dir: PathBuf,
+    channel: Channel,
     vfs: String,
     writer: Option<DbWriter>,
     options: DbOptions,
@@ -363,7 +366,7 @@ pub struct CaseDb {
 impl std::fmt::Debug for CaseDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CaseDb")
-            .field("dir", &self.dir)
+            .field("dir", &self.channel.dir())
             .field("engine", &self.options.engine)
             .finish_non_exhaustive()
     }
@@ -411,13 +414,12 @@ impl CaseDb {
     /// an existing case first; an external server holding one is refused
     /// unless `force`, which drops its case tables.
     pub fn create(channel: &Channel, options: &DbOptions, force: bool) -> Result<Self, DbError> {
-        let dir = channel.root().to_path_buf();
         // Registered for both engines: the KFF hash library is a SQLite file
         // on the database channel whichever engine holds the case.
         let vfs = vfs::register(Arc::clone(channel.counters()))?;
         match options.engine {
             DbEngine::Sqlite => {
-                let path = dir.join(DB_FILE_NAME);
+                let path = channel.sqlite_path(DB_FILE_NAME)?;
                 let conn = Connection::open_with_flags_and_vfs(
                     &path,
                     OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -433,7 +435,7 @@ impl CaseDb {
                     DbWriter::spawn(conn, format!("`{}`", path.display()), options.batch_size)?;
                 Ok(CaseDb {
                     engine: Engine::Sqlite { path },
-                    dir,
+                    channel: channel.clone(),
                     vfs,
                     writer: Some(writer),
                     options: options.clone(),
@@ -445,7 +447,7 @@ impl CaseDb {
                         let user =
                             postgres::cluster::server_user(options.postgres.user.as_deref())?;
                         let cluster = Cluster::create(
-                            &dir,
+                            channel.server_dir(),
                             &options.postgres.server_settings(),
                             user.as_ref(),
                         )?;
@@ -464,9 +466,11 @@ impl CaseDb {
                 }
                 let (version, settings) = postgres::effective_settings(&mut writer_client)?;
                 let stats_client = pg_connect(cluster.as_ref(), url.as_deref())?;
-                let bytes_at_start = cluster.as_ref().map(|c| tree_bytes(c.data_dir()));
+                let bytes_at_start = cluster
+                    .as_ref()
+                    .map(|_| channel.tree_bytes(postgres::cluster::DATA_DIR));
                 let io = ServerIo::start(
-                    Arc::clone(channel.counters()),
+                    channel.clone(),
                     cluster.as_ref().map(Cluster::pid),
                     cluster.as_ref().map(|c| c.log().to_path_buf()),
                     stats_client,
@@ -495,7 +499,7 @@ impl CaseDb {
                 let writer = DbWriter::spawn(conn, name, options.batch_size)?;
                 Ok(CaseDb {
                     engine: Engine::Postgres(Box::new(case)),
-                    dir,
+                    channel: channel.clone(),
                     vfs,
                     writer: Some(writer),
                     options: options.clone(),
@@ -509,10 +513,10 @@ impl CaseDb {
         &self.options
     }
 
-    /// The database channel's directory (where the KFF library lives by
-    /// default).
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// A SQLite file beside the case on the database channel (the KFF
+    /// library's default place), to open through [`vfs_name`](Self::vfs_name).
+    pub fn sqlite_path_beside(&self, name: &str) -> Result<PathBuf, DbError> {
+        Ok(self.channel.sqlite_path(name)?)
     }
 
     /// The name of this case's counting VFS: open other SQLite files with it
@@ -658,39 +662,19 @@ impl Drop for CaseDb {
     }
 }
 
-/// Bytes of the files under `path` (a data directory), or of the file.
-pub fn tree_bytes(path: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
-    }
-    std::fs::read_dir(path)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| tree_bytes(&e.path()))
-        .sum()
-}
-
-/// Bytes a closed case database holds on disk (SQLite: the file and its
-/// journal or WAL; PostgreSQL: the data directory; external server: none
-/// known).
-pub fn stored_bytes(info: &DatabaseInfo) -> Option<u64> {
+/// Bytes a closed case database holds on the database channel (SQLite: the
+/// file and its journal or WAL; PostgreSQL: the private cluster's data
+/// directory; an external server: none known).
+pub fn stored_bytes(database: &Channel, info: &DatabaseInfo) -> Option<u64> {
     if info.path.as_os_str().is_empty() {
         return None;
     }
     Some(match info.backend {
         DbEngine::Sqlite => ["", "-wal", "-journal"]
             .iter()
-            .map(|s| {
-                let mut p = info.path.clone().into_os_string();
-                p.push(s);
-                tree_bytes(Path::new(&p))
-            })
+            .map(|suffix| database.tree_bytes(format!("{DB_FILE_NAME}{suffix}")))
             .sum(),
-        DbEngine::Postgres => tree_bytes(&info.path),
+        DbEngine::Postgres => database.tree_bytes(postgres::cluster::DATA_DIR),
     })
 }
 

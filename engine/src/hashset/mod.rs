@@ -24,6 +24,7 @@
 mod formats;
 mod library;
 mod lookup;
+mod prepare;
 mod sort;
 
 pub use formats::{Format, detect_format};
@@ -32,6 +33,7 @@ pub use library::{
     LIBRARY_SCHEMA_VERSION, Library, NoImportProgress, SetInfo, SetStatus, SourceReport,
 };
 pub use lookup::{Lookup, Query, StreamStats, find_parallel, lookup_stream};
+pub use prepare::{Prepared, WantedSet, library_path, open_counted, prepare_sets, wanted_sets};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -19,7 +19,7 @@
 use super::{
     EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
 };
-use crate::channel::{Channel, ChannelError, ChannelFile};
+use crate::channel::{Channel, ChannelError, ChannelFile, ChannelSnapshot};
 use ::ewf::{EwfReader, SegmentBacking, SegmentSource};
 use flate2::{Decompress, FlushDecompress, Status};
 use std::cell::RefCell;
@@ -362,9 +362,14 @@ impl EwfSource {
                 stored += s;
             }
         }
-        self.evidence
-            .counters()
-            .record_read(stored, start.elapsed());
+        // The crate reads EWF2 segments on handles of its own (it takes
+        // paths only): charge the stored bytes of the chunks it read.
+        self.evidence.charge_foreign(&ChannelSnapshot {
+            bytes_read: stored,
+            read_ops: 1,
+            read_blocked_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            ..ChannelSnapshot::default()
+        });
         Ok(n)
     }
 }

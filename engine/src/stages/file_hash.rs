@@ -32,6 +32,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
         &["filesystem"],
         "it hashes the file records the filesystem stage writes",
     )],
+    default: super::Inclusion::Always,
+    preflight: None,
 };
 
 #[derive(Debug, Deserialize)]

@@ -29,6 +29,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
     about: "volumes and file systems: a database row per partition and per file record, allocated and deleted",
     build,
     needs: &[],
+    default: super::Inclusion::Always,
+    preflight: None,
 };
 
 #[derive(Debug, Deserialize)]

@@ -26,6 +26,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
     about: "hash the whole media (MD5/SHA-1/SHA-256) and verify against stored E01 hashes",
     build,
     needs: &[],
+    default: super::Inclusion::Always,
+    preflight: None,
 };
 
 #[derive(Debug, Deserialize)]

@@ -42,6 +42,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
         &["file-hash", "carve"],
         "it looks up the hashes those stages compute",
     )],
+    default: super::Inclusion::WhenConfigured,
+    preflight: Some(preflight),
 };
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +71,32 @@ fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
         sets: o.sets,
         carved: o.carved,
     }))
+}
+
+/// The library must be there and hold a complete set (the named ones,
+/// when `sets` names them).
+fn preflight(options: &StageOptions, database_dir: &std::path::Path) -> Result<(), String> {
+    let o: Options = parse_options("kff", options).map_err(|e| e.to_string())?;
+    let path = o
+        .library
+        .unwrap_or_else(|| database_dir.join(crate::hashset::LIBRARY_FILE_NAME));
+    if !path.is_file() {
+        return Err(format!(
+            "no hash library at `{}`: give --hashset known=FILE (or notable=FILE) or --kff-library",
+            path.display()
+        ));
+    }
+    let library = Library::open_read_only(&path, None).map_err(|e| format!("hash library: {e}"))?;
+    let lookup = library
+        .lookup(o.sets.as_deref())
+        .map_err(|e| format!("hash library `{}`: {e}", path.display()))?;
+    if lookup.sets().is_empty() {
+        return Err(format!(
+            "the hash library `{}` holds no complete set to look up",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 fn config(message: impl Into<String>) -> StageError {
@@ -235,7 +263,9 @@ impl Stage for Kff {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let path = match &self.library {
             Some(p) => p.clone(),
-            None => ctx.db.dir().join(crate::hashset::LIBRARY_FILE_NAME),
+            None => ctx
+                .db
+                .sqlite_path_beside(crate::hashset::LIBRARY_FILE_NAME)?,
         };
         let library = Library::open_read_only(&path, Some(ctx.db.vfs_name()))
             .map_err(|e| config(format!("hash library: {e}")))?;

@@ -1,7 +1,9 @@
 //! The stages, and the one list that names them.
 //!
-//! Adding a stage: write its module (implementing [`Stage`]) and add one
-//! [`StageSpec`] line to [`REGISTRY`]. Nothing else changes.
+//! Adding a stage: write its module (implementing [`Stage`], with its
+//! `SPEC`) and add one line to [`REGISTRY`]. Nothing else changes: the
+//! command line, workloads, order checks and the default stage list all
+//! read the registry.
 
 pub mod carve;
 mod file_hash;
@@ -11,6 +13,21 @@ pub mod index;
 mod kff;
 
 use crate::stage::{Stage, StageError, StageOptions};
+
+/// Whether a run that names no stages includes a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inclusion {
+    /// Always.
+    Always,
+    /// Only when something configures it (a stage option, or for `kff`
+    /// a hash library): without that it has nothing to work with, and a
+    /// default run should not fail for an option nobody had to think of.
+    WhenConfigured,
+}
+
+/// A stage's [`StageSpec::preflight`] check: its options and the database
+/// channel's directory; an error says what is missing.
+pub type Preflight = fn(&StageOptions, &std::path::Path) -> Result<(), String>;
 
 /// How to build a stage from its options.
 pub struct StageSpec {
@@ -23,6 +40,12 @@ pub struct StageSpec {
     /// What must run before it in the same run, and why: each entry is a
     /// set of stages any one of which will do (it reads what they write).
     pub needs: &'static [(&'static [&'static str], &'static str)],
+    /// Whether the default stage list has it.
+    pub default: Inclusion,
+    /// Checks that need no evidence, made before a comparison starts a
+    /// matrix of runs that could only fail (a hash library that is not
+    /// there): given its options and the database channel's directory.
+    pub preflight: Option<Preflight>,
 }
 
 /// Every stage this build has, in pipeline order.
@@ -35,34 +58,56 @@ pub const REGISTRY: &[StageSpec] = &[
     kff::SPEC,
 ];
 
-/// Every stage name of the design, built or not, in pipeline order.
-pub const DESIGN_STAGES: &[&str] = &[
-    "image-hash",
-    "filesystem",
-    "file-hash",
-    "index",
-    "carve",
-    "kff",
-];
-
-/// Build a stage by name, refusing unknown names and stages that this build
-/// does not have yet (rather than skipping them silently).
+/// Build a stage by name, refusing unknown names (rather than skipping
+/// them silently).
 pub fn build(name: &str, options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
-    if let Some(spec) = REGISTRY.iter().find(|s| s.name == name) {
-        return (spec.build)(options);
+    match REGISTRY.iter().find(|s| s.name == name) {
+        Some(spec) => (spec.build)(options),
+        None => Err(StageError::Config {
+            stage: name.to_string(),
+            message: format!("unknown stage `{name}` (available: {})", available()),
+        }),
     }
-    let message = if DESIGN_STAGES.contains(&name) {
-        format!(
-            "stage `{name}` is not built in this version of caseload (available: {})",
-            available()
-        )
-    } else {
-        format!("unknown stage `{name}` (available: {})", available())
-    };
-    Err(StageError::Config {
-        stage: name.to_string(),
-        message,
-    })
+}
+
+/// The stages of a run that names none: every registered stage in
+/// pipeline order, those included only when configured only if
+/// `configured(name)` says so.
+pub fn default_list(configured: &dyn Fn(&str) -> bool) -> Vec<(String, StageOptions)> {
+    REGISTRY
+        .iter()
+        .filter(|s| s.default == Inclusion::Always || configured(s.name))
+        .map(|s| (s.name.to_string(), StageOptions::new()))
+        .collect()
+}
+
+/// Run each stage's [`StageSpec::preflight`] check for a run whose
+/// database channel is `database_dir`.
+pub fn preflight(
+    specs: &[(String, StageOptions)],
+    database_dir: &std::path::Path,
+) -> Result<(), StageError> {
+    for (name, options) in specs {
+        if let Some(check) = REGISTRY
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.preflight)
+        {
+            check(options, database_dir).map_err(|message| StageError::Config {
+                stage: name.clone(),
+                message,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Stages by name, without options.
+pub fn named_list(names: &[String]) -> Vec<(String, StageOptions)> {
+    names
+        .iter()
+        .map(|n| (n.trim().to_string(), StageOptions::new()))
+        .collect()
 }
 
 /// Refuse a stage list in which a stage runs without what it needs before

@@ -9,7 +9,7 @@
 //! block, a doc-store block, a term-dictionary), so each request is one
 //! counted read of exactly the bytes it needs.
 
-use crate::channel::{Channel, ChannelFile};
+use crate::channel::{Channel, ChannelError, ChannelFile};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::ops::Range;
@@ -41,11 +41,6 @@ impl ChannelDirectory {
             base,
             handles: Arc::new(Mutex::new(HashMap::new())),
         })
-    }
-
-    /// The absolute path of the directory.
-    pub fn root(&self) -> PathBuf {
-        self.channel.root().join(&self.base)
     }
 
     fn relative(&self, path: &Path) -> PathBuf {
@@ -151,26 +146,25 @@ impl Directory for ChannelDirectory {
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
         self.forget(path);
-        let full = self.root().join(path);
-        std::fs::remove_file(&full).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                DeleteError::FileDoesNotExist(path.to_path_buf())
-            } else {
-                DeleteError::IoError {
-                    io_error: Arc::new(e),
-                    filepath: path.to_path_buf(),
+        self.channel
+            .remove_file(self.relative(path))
+            .map_err(|e| match e {
+                ChannelError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+                    DeleteError::FileDoesNotExist(path.to_path_buf())
                 }
-            }
-        })
+                other => DeleteError::IoError {
+                    io_error: Arc::new(io::Error::other(other)),
+                    filepath: path.to_path_buf(),
+                },
+            })
     }
 
     fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
-        Ok(self.root().join(path).exists())
+        Ok(self.channel.exists(self.relative(path)))
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        let full = self.root().join(path);
-        if full.exists() {
+        if self.channel.exists(self.relative(path)) {
             return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
         }
         self.forget(path);
@@ -217,14 +211,13 @@ impl Directory for ChannelDirectory {
         file.sync_data()?;
         drop(file);
         self.forget(path);
-        std::fs::rename(self.root().join(&tmp), self.root().join(path))
+        self.channel
+            .rename(self.relative(&tmp), self.relative(path))
+            .map_err(io::Error::other)
     }
 
     fn sync_directory(&self) -> io::Result<()> {
-        let start = std::time::Instant::now();
-        let result = std::fs::File::open(self.root()).and_then(|d| d.sync_all());
-        self.channel.counters().record_sync(start.elapsed());
-        result
+        self.channel.sync_dir(&self.base).map_err(io::Error::other)
     }
 
     fn watch(&self, _: WatchCallback) -> tantivy::Result<WatchHandle> {

@@ -30,7 +30,7 @@
 
 use crate::casedb::DbError;
 use crate::casedb::conn::pg_error;
-use crate::channel::{ChannelCounters, ChannelSnapshot};
+use crate::channel::{Channel, ChannelSnapshot};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -133,7 +133,7 @@ struct State {
 
 /// Charges a PostgreSQL server's I/O to the database channel.
 pub struct ServerIo {
-    counters: Arc<ChannelCounters>,
+    channel: Channel,
     /// The postmaster of a private cluster (None: an external server).
     postmaster: Option<i32>,
     log: Option<PathBuf>,
@@ -155,7 +155,7 @@ impl ServerIo {
     /// or, with `None`, an external server; `stats_client` is a connection
     /// kept for the statistics views.
     pub fn start(
-        counters: Arc<ChannelCounters>,
+        channel: Channel,
         postmaster: Option<u32>,
         log: Option<PathBuf>,
         mut stats_client: postgres::Client,
@@ -171,7 +171,7 @@ impl ServerIo {
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
         let io = Arc::new(ServerIo {
-            counters,
+            channel,
             postmaster: postmaster.and_then(|p| i32::try_from(p).ok()),
             log,
             state: Mutex::new(State {
@@ -305,7 +305,7 @@ impl ServerIo {
             delta.fsyncs += self.checkpoint_syncs(&mut state);
         }
         if charge {
-            self.counters.add(&delta);
+            self.channel.charge_foreign(&delta);
         }
     }
 

@@ -56,6 +56,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
     about: "data carving (built-in and scalpel/foremost signatures) and meta carving (FAT entries, NTFS records) into the case channel",
     build,
     needs: &[],
+    default: super::Inclusion::Always,
+    preflight: None,
 };
 
 #[derive(Debug, Deserialize)]

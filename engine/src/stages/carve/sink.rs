@@ -413,7 +413,7 @@ impl<'a> Sink<'a> {
     /// Drop a broken item (`discarded` slot `slot`) and its case file.
     fn discard(&self, slot: usize, rel: &std::path::Path) {
         self.discarded[slot].fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.ctx.case.path(rel).map(std::fs::remove_file) {
+        if let Err(e) = self.ctx.case.remove_file(rel) {
             self.fail(e.into());
         }
     }
@@ -550,34 +550,21 @@ impl<'a> Sink<'a> {
             && t != type_name
         {
             let new_rel = case_path(it.start.id, t, ext);
-            let moved = self
-                .ctx
-                .case
-                .path(&new_rel)
-                .and_then(|to| {
-                    if let Some(parent) = new_rel.parent() {
-                        self.ctx.case.create_dir(parent)?;
-                    }
-                    Ok(to)
-                })
-                .and_then(|to| {
-                    self.ctx
-                        .case
-                        .path(&it.rel)
-                        .map(|from| std::fs::rename(from, to))
-                });
-            match moved {
-                Ok(Ok(())) => {
+            if let Err(e) = new_rel
+                .parent()
+                .map_or(Ok(()), |parent| self.ctx.case.create_dir(parent))
+            {
+                self.fail(e.into());
+                return;
+            }
+            match self.ctx.case.rename(&it.rel, &new_rel) {
+                Ok(()) => {
                     type_name = t.to_string();
                     rel = new_rel;
                 }
-                Ok(Err(e)) => {
+                Err(e) => {
                     it.failed
                         .get_or_insert(format!("renaming the carved file failed: {e}"));
-                }
-                Err(e) => {
-                    self.fail(e.into());
-                    return;
                 }
             }
         }

@@ -74,6 +74,8 @@ pub(super) const SPEC: StageSpec = StageSpec {
         &["filesystem", "carve"],
         "it indexes the files, carved items and free space those stages record",
     )],
+    default: super::Inclusion::Always,
+    preflight: None,
 };
 
 /// Where segments are built inside the temp channel.
@@ -725,8 +727,8 @@ impl Stage for IndexStage {
         writer.wait_merging_threads().map_err(tantivy_err)?;
         drop(index);
 
-        let index_bytes = copy_index(&build_dir, ctx.temp, ctx.case)?;
-        let _ = std::fs::remove_dir_all(build_dir.root());
+        let index_bytes = copy_index(ctx.temp, ctx.case)?;
+        let _ = ctx.temp.remove_all(BUILD_DIR);
 
         let secs = started.elapsed().as_secs_f64();
         let text_bytes = tally.text_bytes.load(Ordering::Relaxed);
@@ -1089,15 +1091,13 @@ impl IndexStage {
 
 /// Copy the built index from the temp channel to the case channel (both
 /// counted) and sync it; returns its size in bytes.
-fn copy_index(build: &ChannelDirectory, temp: &Channel, case: &Channel) -> Result<u64, StageError> {
+fn copy_index(temp: &Channel, case: &Channel) -> Result<u64, StageError> {
     let io = |what: &str, e: std::io::Error| StageError::Other(format!("index: {what}: {e}"));
-    let mut names: Vec<String> = std::fs::read_dir(build.root())
-        .map_err(|e| io("listing the built index", e))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    let names: Vec<String> = temp
+        .list(BUILD_DIR)?
+        .into_iter()
         .filter(|n| !n.ends_with(".lock") && !n.ends_with(".tmp"))
         .collect();
-    names.sort();
     case.create_dir(INDEX_DIR)?;
     let mut total = 0u64;
     let mut buf = vec![0u8; WINDOW];
@@ -1116,6 +1116,8 @@ fn copy_index(build: &ChannelDirectory, temp: &Channel, case: &Channel) -> Resul
         dst.sync_data().map_err(|e| io(&name, e))?;
         total += at;
     }
+    // The names too, so a crash after the stage leaves the whole index.
+    case.sync_dir(INDEX_DIR)?;
     Ok(total)
 }
 

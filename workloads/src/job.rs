@@ -1,0 +1,148 @@
+//! A run fully described, fio style: everything a `caseload run` child
+//! process is told, and the one place that turns it into a command line.
+//! `run --instances` (one child per instance) and `compare` (one child per
+//! run of the matrix) both describe their children with a [`JobSpec`].
+
+use caseload_engine::cache::CacheMode;
+use caseload_engine::casedb::DbOptions;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Which stages a job runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobStages {
+    /// The run's default stages.
+    Default,
+    /// A workload: a file path or a built-in name.
+    Workload(String),
+    /// Stages by name, in order.
+    Stages(Vec<String>),
+}
+
+/// One `caseload run`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    /// Evidence (first file of a set).
+    pub evidence: PathBuf,
+    /// A layout file or preset name.
+    pub layout: Option<String>,
+    /// Database channel directory (overrides the layout's).
+    pub database: Option<PathBuf>,
+    /// Case channel directory.
+    pub case: Option<PathBuf>,
+    /// Temp channel directory.
+    pub temp: Option<PathBuf>,
+    /// The stages.
+    pub stages: JobStages,
+    /// `STAGE.KEY=VALUE` options.
+    pub stage_options: Vec<String>,
+    /// Worker threads (`None`: every core).
+    pub threads: Option<usize>,
+    /// Page-cache policy.
+    pub cache: CacheMode,
+    /// Concurrent pipelines (`None`: the workload's, else 1).
+    pub instances: Option<usize>,
+    /// This job is instance K of an `--instances` run.
+    pub instance: Option<usize>,
+    /// Case database options.
+    pub db: DbOptions,
+    /// Replace a case already in the directories.
+    pub force: bool,
+    /// Print run.json (or instances.json) to stdout.
+    pub json: bool,
+}
+
+impl JobSpec {
+    /// A job on `evidence` with everything else at its default.
+    pub fn new(evidence: PathBuf) -> Self {
+        JobSpec {
+            evidence,
+            layout: None,
+            database: None,
+            case: None,
+            temp: None,
+            stages: JobStages::Default,
+            stage_options: Vec::new(),
+            threads: None,
+            cache: CacheMode::Cold,
+            instances: None,
+            instance: None,
+            db: DbOptions::default(),
+            force: false,
+            json: false,
+        }
+    }
+
+    /// The arguments of `caseload` (after the program name) that run this
+    /// job.
+    pub fn command_line(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["run".into(), "--evidence".into()];
+        a.push(self.evidence.clone().into());
+        if let Some(l) = &self.layout {
+            a.extend(["--layout".into(), l.into()]);
+        }
+        for (flag, dir) in [
+            ("--database", &self.database),
+            ("--case", &self.case),
+            ("--temp", &self.temp),
+        ] {
+            if let Some(d) = dir {
+                a.push(flag.into());
+                a.push(d.clone().into());
+            }
+        }
+        match &self.stages {
+            JobStages::Default => {}
+            JobStages::Workload(w) => a.extend(["--workload".into(), w.into()]),
+            JobStages::Stages(s) => a.extend(["--stages".into(), s.join(",").into()]),
+        }
+        for o in &self.stage_options {
+            a.extend(["--stage-option".into(), o.into()]);
+        }
+        if let Some(t) = self.threads {
+            a.extend(["--threads".into(), t.to_string().into()]);
+        }
+        a.extend(["--cache".into(), self.cache.as_str().into()]);
+        if let Some(n) = self.instances {
+            a.extend(["--instances".into(), n.to_string().into()]);
+        }
+        if let Some(k) = self.instance {
+            a.extend(["--instance".into(), k.to_string().into()]);
+        }
+        a.extend(self.db.command_line().into_iter().map(OsString::from));
+        if self.force {
+            a.push("--force".into());
+        }
+        if self.json {
+            a.push("--json".into());
+        }
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_becomes_the_command_line_that_runs_it() {
+        let mut job = JobSpec::new("/ev/a.E01".into());
+        job.layout = Some("three-channel".into());
+        job.case = Some("/c".into());
+        job.stages = JobStages::Stages(vec!["filesystem".into(), "file-hash".into()]);
+        job.stage_options = vec!["file-hash.entropy=false".into()];
+        job.instance = Some(2);
+        job.json = true;
+        let args: Vec<String> = job
+            .command_line()
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let line = args.join(" ");
+        assert!(line.starts_with("run --evidence /ev/a.E01 --layout three-channel --case /c --stages filesystem,file-hash"), "{line}");
+        assert!(line.contains("--stage-option file-hash.entropy=false"));
+        assert!(line.contains("--cache cold --instance 2 --db-engine sqlite"));
+        assert!(line.ends_with("--json"));
+        assert!(!line.contains("--database") && !line.contains("--force"));
+    }
+}
