@@ -712,6 +712,102 @@ mod tests {
         );
     }
 
+    /// Engine modules allowed to open, create or remove files with
+    /// `std::fs` themselves, and why. Everything else goes through a
+    /// [`Channel`].
+    const OWN_FILE_ACCESS: &[(&str, &str)] = &[
+        ("channel.rs", "the door itself"),
+        (
+            "cache.rs",
+            "page-cache control: opens to fadvise, drop_caches",
+        ),
+        (
+            "probe.rs",
+            "device probes outside any run, with O_DIRECT scratch files",
+        ),
+        ("system.rs", "/proc and /sys"),
+        ("metrics.rs", "/proc"),
+        ("sampler.rs", "/proc"),
+        ("layout.rs", "the layout file, a user input"),
+        (
+            "stages/carve/conf.rs",
+            "a scalpel/foremost signature file, a user input",
+        ),
+        ("hashset/formats.rs", "hash-set source files, user inputs"),
+        (
+            "casedb/postgres/cluster.rs",
+            "the server's data directory and binaries: the server's own I/O, charged by accounting.rs",
+        ),
+        (
+            "casedb/postgres/accounting.rs",
+            "/proc and the server's log",
+        ),
+    ];
+
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    #[test]
+    fn no_engine_module_touches_files_behind_the_channels_back() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let pattern = regex::Regex::new(
+            r"File::open|File::create|OpenOptions|fs::write\(|fs::read\(|fs::read_to_string|fs::remove_file|fs::remove_dir|fs::rename|fs::create_dir|fs::read_dir|fs::copy|fs::hard_link",
+        )
+        .unwrap();
+        let mut bad = Vec::new();
+        for f in &files {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            if OWN_FILE_ACCESS.iter().any(|(m, _)| *m == rel) {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                if !line.trim_start().starts_with("//") && pattern.is_match(line) {
+                    bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "file access outside the channels:\n{}",
+            bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn renames_removes_and_directory_syncs_are_counted_by_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let ch = Channel::new(ChannelKind::Case, dir.path(), Vec::new());
+        let mut f = ch.create("d/a").unwrap();
+        f.write_all(b"x").unwrap();
+        drop(f);
+        ch.rename("d/a", "d/b").unwrap();
+        ch.sync_dir("d").unwrap();
+        assert!(ch.exists("d/b") && !ch.exists("d/a"));
+        assert_eq!(ch.list("d").unwrap(), ["b"]);
+        assert_eq!(ch.tree_bytes(""), 1);
+        ch.remove_file("d/b").unwrap();
+        ch.remove_all("d").unwrap();
+        ch.remove_all("never-there").unwrap();
+        let s = ch.snapshot();
+        assert_eq!((s.creates, s.renames, s.removes, s.dir_syncs), (2, 1, 2, 1));
+        assert_eq!(s.fsyncs, 1, "a directory sync is an fsync");
+        assert!(s.stats >= 4);
+        assert!(ch.rename("d/x", "../y").is_err());
+        assert!(ch.remove_all("..").is_err());
+    }
+
     #[test]
     fn paths_cannot_escape_the_channel() {
         let dir = tempfile::tempdir().unwrap();

@@ -204,10 +204,23 @@ impl Layout {
             if !canonical.is_dir() {
                 return Err(unusable("is not a directory".into()));
             }
-            let probe = canonical.join(format!(".caseload-probe-{}", std::process::id()));
-            std::fs::write(&probe, b"probe")
+            // A throwaway channel: the check is counted nowhere.
+            let channel = crate::channel::Channel::new(kind, &canonical, Vec::new());
+            let probe = format!(".caseload-probe-{}", std::process::id());
+            channel
+                .create(&probe)
+                .and_then(|mut f| {
+                    use std::io::Write;
+                    f.write_all(b"probe")
+                        .map_err(|e| crate::channel::ChannelError::Io {
+                            channel: kind,
+                            op: "write",
+                            path: canonical.join(&probe),
+                            source: e,
+                        })
+                })
                 .map_err(|e| unusable(format!("is not writable ({e})")))?;
-            let _ = std::fs::remove_file(&probe);
+            let _ = channel.remove_file(&probe);
             out.insert(kind, canonical);
         }
         Ok(out)

@@ -55,11 +55,13 @@ pub(crate) struct Sorter<const N: usize> {
 struct Run {
     file: ChannelFile,
     records: u64,
+    temp: Channel,
+    name: String,
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.file.path());
+        let _ = self.temp.remove_file(&self.name);
     }
 }
 
@@ -120,6 +122,8 @@ impl<const N: usize> Sorter<N> {
         let run = Run {
             records: self.buf.len() as u64,
             file: self.temp.open(&name)?,
+            temp: self.temp.clone(),
+            name: name.clone(),
         };
         let mut w = BufWriter::with_capacity(1 << 20, file);
         for r in &self.buf {
