@@ -251,6 +251,26 @@ mod tests {
     }
 
     #[test]
+    fn every_stage_is_documented() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let run_json = std::fs::read_to_string(root.join("docs/run-json.md")).unwrap();
+        for s in REGISTRY {
+            assert!(
+                readme.contains(&format!("`{}`", s.name)),
+                "README.md does not name stage `{}`",
+                s.name
+            );
+            assert!(
+                run_json.contains(&format!("### `{}`", s.name)),
+                "docs/run-json.md has no details section for stage `{}`",
+                s.name
+            );
+            assert!(!s.about.is_empty());
+        }
+    }
+
+    #[test]
     fn a_stage_without_what_it_needs_is_refused() {
         assert!(check_order(&["filesystem", "file-hash", "index", "carve", "kff"]).is_ok());
         assert!(check_order(&["carve", "kff"]).is_ok());

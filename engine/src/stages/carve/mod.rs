@@ -110,7 +110,7 @@ fn yes() -> bool {
 }
 
 fn all_types() -> Vec<String> {
-    Format::ALL.iter().map(|f| f.name().to_string()).collect()
+    Format::all().iter().map(|f| f.name().to_string()).collect()
 }
 
 fn default_algorithms() -> Vec<Algorithm> {
@@ -203,7 +203,7 @@ impl HeaderScanner {
     /// The search for every built-in signature, at sector starts only
     /// (`aligned`) or at every byte.
     pub fn builtin(aligned: bool) -> Result<Self, String> {
-        let patterns = signatures::builtin(&Format::ALL)
+        let patterns = signatures::builtin(&Format::all())
             .into_iter()
             .map(|s| s.header)
             .collect();

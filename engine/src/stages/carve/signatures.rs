@@ -87,25 +87,20 @@ impl Sig {
 /// The built-in signatures of `formats`.
 pub fn builtin(formats: &[Format]) -> Vec<Sig> {
     let mut out = Vec::new();
-    for (family, &f) in Format::ALL.iter().enumerate() {
+    for (family, f) in Format::all().into_iter().enumerate() {
         if !formats.contains(&f) {
             continue;
         }
-        for &(bytes, fold) in f.headers() {
-            let context = match f {
-                Format::Html if bytes.eq_ignore_ascii_case(b"<html") => Context::HtmlRoot,
-                Format::Eml => Context::MessageStart,
-                _ => Context::Any,
-            };
+        for h in f.headers() {
             out.push(Sig {
                 kind: SigKind::Builtin(f),
-                header: Pattern::literal(bytes, fold),
+                header: Pattern::literal(h.bytes, h.fold),
                 type_name: f.name().to_string(),
                 ext: f.extension().to_string(),
                 max_size: f.max_size(),
                 family,
                 label: f.name().to_string(),
-                context,
+                context: h.context,
             });
         }
     }
@@ -135,7 +130,7 @@ pub fn user(sigs: Vec<UserSignature>, path: &Path) -> Vec<Sig> {
                 type_name,
                 ext: s.extension,
                 max_size: s.max_size,
-                family: Format::ALL.len() + i,
+                family: super::formats::FORMATS.len() + i,
                 label: format!("{file}:{}", s.line),
                 context: Context::Any,
             }

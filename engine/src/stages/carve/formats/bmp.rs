@@ -4,6 +4,18 @@
 
 use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, le16, le32};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "bmp",
+    extension: "bmp",
+    headers: &[super::Header::exact(b"BM")],
+    max_size: 256 << 20,
+    ends_at_own_header: false,
+    identified_as: &["bmp"],
+    delimiter: || Box::new(BmpDelimiter::new()),
+    verifier: None,
+};
+
 /// File header plus the longest DIB header fields read (BITMAPINFOHEADER).
 const HEAD: usize = 14 + 40;
 

@@ -6,6 +6,21 @@
 
 use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, Verifier, le16};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "gif",
+    extension: "gif",
+    headers: &[
+        super::Header::exact(b"GIF87a"),
+        super::Header::exact(b"GIF89a"),
+    ],
+    max_size: 64 << 20,
+    ends_at_own_header: true,
+    identified_as: &["gif"],
+    delimiter: || Box::new(GifDelimiter::new()),
+    verifier: Some(|| Box::new(GifVerifier::new())),
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Header,

@@ -11,6 +11,18 @@
 
 use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, Verifier, be16};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "jpeg",
+    extension: "jpg",
+    headers: &[super::Header::exact(b"\xFF\xD8\xFF")],
+    max_size: 64 << 20,
+    ends_at_own_header: false,
+    identified_as: &["jpeg"],
+    delimiter: || Box::new(JpegDelimiter::new()),
+    verifier: Some(|| Box::new(JpegVerifier::new())),
+};
+
 /// A marker-level event.
 #[derive(Debug)]
 enum Event<'a> {

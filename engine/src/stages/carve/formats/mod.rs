@@ -28,6 +28,8 @@ pub mod text;
 pub mod user;
 pub mod zip;
 
+pub use super::signatures::Context;
+
 /// How far a carved item could be checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Validation {
@@ -207,169 +209,171 @@ pub trait Verifier: Send {
     fn finish(self: Box<Self>, len: u64) -> Option<Verdict>;
 }
 
-/// The built-in formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// JPEG.
-    Jpeg,
-    /// PNG.
-    Png,
-    /// GIF.
-    Gif,
-    /// Windows bitmap.
-    Bmp,
-    /// PDF.
-    Pdf,
-    /// ZIP, DOCX, XLSX, PPTX.
-    Zip,
-    /// SQLite 3 database.
-    Sqlite,
-    /// RFC 5322 message.
-    Eml,
-    /// HTML page.
-    Html,
+/// A header pattern of a format.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    /// The literal bytes.
+    pub bytes: &'static [u8],
+    /// Whether ASCII case is folded.
+    pub fold: bool,
+    /// Where in the surrounding bytes the header may start an item.
+    pub context: Context,
+}
+
+impl Header {
+    /// Exact bytes, anywhere.
+    pub const fn exact(bytes: &'static [u8]) -> Header {
+        Header {
+            bytes,
+            fold: false,
+            context: Context::Any,
+        }
+    }
+
+    /// Bytes in any ASCII case, anywhere.
+    pub const fn folded(bytes: &'static [u8]) -> Header {
+        Header {
+            bytes,
+            fold: true,
+            context: Context::Any,
+        }
+    }
+
+    /// The same header, only where `context` allows.
+    pub const fn within(self, context: Context) -> Header {
+        Header { context, ..self }
+    }
+}
+
+/// Everything the carver knows of one built-in format: one row each in
+/// [`FORMATS`], defined in the format's own file (`pub const SPEC`).
+pub struct FormatSpec {
+    /// The type name (`carved_items.type`) and option value.
+    pub name: &'static str,
+    /// File extension of carved files.
+    pub extension: &'static str,
+    /// Header patterns.
+    pub headers: &'static [Header],
+    /// Largest item carved, in bytes: well above real files of the type,
+    /// small enough that a header in noise does not write gigabytes.
+    pub max_size: u64,
+    /// Whether a header of this format inside an open item of it means the
+    /// open item is cut short there: true where a file cannot hold the
+    /// header raw (PNG's 8-byte signature, GIF's, PDF's `%PDF-`, which
+    /// compressed or binary content does not spell), so a deleted, partly
+    /// overwritten file no longer swallows the next intact one; false where
+    /// nesting is normal (JPEG thumbnails, ZIP local headers, quoted
+    /// e-mail, HTML in HTML) or the header is short enough to occur in
+    /// data (BMP's `BM`).
+    pub ends_at_own_header: bool,
+    /// The engine's signature-analysis kinds (`signature::identify`) whose
+    /// content this format's verifier can check (meta-carved content).
+    pub identified_as: &'static [&'static str],
+    /// A new delimiter for an item starting with one of the headers.
+    pub delimiter: fn() -> Box<dyn Delimiter>,
+    /// A new verifier, for formats with checks beyond their structure.
+    pub verifier: Option<fn() -> Box<dyn Verifier>>,
+}
+
+impl std::fmt::Debug for FormatSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FormatSpec")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every built-in format, in header-family order. Adding a format: its
+/// file with its `SPEC`, a `pub mod` line above, and a row here.
+pub const FORMATS: &[&FormatSpec] = &[
+    &jpeg::SPEC,
+    &png::SPEC,
+    &gif::SPEC,
+    &bmp::SPEC,
+    &pdf::SPEC,
+    &zip::SPEC,
+    &sqlite::SPEC,
+    &text::EML_SPEC,
+    &text::HTML_SPEC,
+];
+
+/// A built-in format: a row of [`FORMATS`].
+#[derive(Clone, Copy)]
+pub struct Format(&'static FormatSpec);
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
+}
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Format {}
+
+impl std::hash::Hash for Format {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state);
+    }
 }
 
 impl Format {
-    /// Every built-in format.
-    pub const ALL: [Format; 9] = [
-        Format::Jpeg,
-        Format::Png,
-        Format::Gif,
-        Format::Bmp,
-        Format::Pdf,
-        Format::Zip,
-        Format::Sqlite,
-        Format::Eml,
-        Format::Html,
-    ];
+    /// Every built-in format, in [`FORMATS`] order.
+    pub fn all() -> Vec<Format> {
+        FORMATS.iter().map(|s| Format(s)).collect()
+    }
 
     /// The type name (`carved_items.type`) and option value.
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Jpeg => "jpeg",
-            Format::Png => "png",
-            Format::Gif => "gif",
-            Format::Bmp => "bmp",
-            Format::Pdf => "pdf",
-            Format::Zip => "zip",
-            Format::Sqlite => "sqlite",
-            Format::Eml => "eml",
-            Format::Html => "html",
-        }
+        self.0.name
     }
 
     /// File extension of carved files.
     pub fn extension(self) -> &'static str {
-        match self {
-            Format::Jpeg => "jpg",
-            Format::Png => "png",
-            Format::Gif => "gif",
-            Format::Bmp => "bmp",
-            Format::Pdf => "pdf",
-            Format::Zip => "zip",
-            Format::Sqlite => "sqlite",
-            Format::Eml => "eml",
-            Format::Html => "html",
-        }
+        self.0.extension
     }
 
-    /// Whether a header of this format inside an open item of it means the
-    /// open item is cut short there. True where a file cannot hold the
-    /// header raw (PNG's 8-byte signature, GIF's, PDF's `%PDF-`, which
-    /// compressed or binary content does not spell): a deleted, partly
-    /// overwritten file then no longer swallows the next intact one up to
-    /// that one's end marker. False where nesting is normal (JPEG
-    /// thumbnails, ZIP local headers, quoted e-mail, HTML in HTML) or the
-    /// header is short enough to occur in data (BMP's `BM`).
+    /// See [`FormatSpec::ends_at_own_header`].
     pub fn ends_at_own_header(self) -> bool {
-        matches!(self, Format::Png | Format::Gif | Format::Pdf)
+        self.0.ends_at_own_header
     }
 
-    /// Largest item carved, in bytes: well above real files of the type,
-    /// small enough that a header in noise does not write gigabytes.
+    /// See [`FormatSpec::max_size`].
     pub fn max_size(self) -> u64 {
-        match self {
-            Format::Jpeg | Format::Png | Format::Gif => 64 << 20,
-            Format::Bmp => 256 << 20,
-            Format::Pdf => 512 << 20,
-            Format::Zip | Format::Sqlite => 1 << 30,
-            Format::Eml => 64 << 20,
-            Format::Html => 16 << 20,
-        }
+        self.0.max_size
     }
 
-    /// Header patterns (literal, and whether ASCII case is folded).
-    pub fn headers(self) -> &'static [(&'static [u8], bool)] {
-        match self {
-            Format::Jpeg => &[(b"\xFF\xD8\xFF", false)],
-            Format::Png => &[(b"\x89PNG\r\n\x1a\n", false)],
-            Format::Gif => &[(b"GIF87a", false), (b"GIF89a", false)],
-            Format::Bmp => &[(b"BM", false)],
-            Format::Pdf => &[(b"%PDF-", false)],
-            Format::Zip => &[(b"PK\x03\x04", false)],
-            Format::Sqlite => &[(b"SQLite format 3\0", false)],
-            Format::Eml => &[
-                (b"Return-Path:", true),
-                (b"Received:", true),
-                (b"Delivered-To:", true),
-                (b"Message-ID:", true),
-                (b"From:", true),
-                (b"Date:", true),
-                (b"MIME-Version:", true),
-            ],
-            Format::Html => &[(b"<!DOCTYPE html", true), (b"<html", true)],
-        }
+    /// Header patterns.
+    pub fn headers(self) -> &'static [Header] {
+        self.0.headers
     }
 
     /// A new delimiter for an item starting with a header of this format.
     pub fn delimiter(self) -> Box<dyn Delimiter> {
-        match self {
-            Format::Jpeg => Box::new(jpeg::JpegDelimiter::new()),
-            Format::Png => Box::new(png::PngDelimiter::new()),
-            Format::Gif => Box::new(gif::GifDelimiter::new()),
-            Format::Bmp => Box::new(bmp::BmpDelimiter::new()),
-            Format::Pdf => Box::new(pdf::PdfDelimiter::new()),
-            Format::Zip => Box::new(zip::ZipDelimiter::new()),
-            Format::Sqlite => Box::new(sqlite::SqliteDelimiter::new()),
-            Format::Eml => Box::new(text::EmlDelimiter::new()),
-            Format::Html => Box::new(text::HtmlDelimiter::new()),
-        }
+        (self.0.delimiter)()
     }
 
     /// A new verifier, for formats with checks beyond their structure.
     pub fn verifier(self) -> Option<Box<dyn Verifier>> {
-        match self {
-            Format::Jpeg => Some(Box::new(jpeg::JpegVerifier::new())),
-            Format::Png => Some(Box::new(png::PngVerifier::new())),
-            Format::Zip => Some(Box::new(zip::ZipVerifier::new())),
-            Format::Sqlite => Some(Box::new(sqlite::SqliteVerifier::new())),
-            Format::Pdf => Some(Box::new(pdf::PdfVerifier::new())),
-            Format::Gif => Some(Box::new(gif::GifVerifier::new())),
-            Format::Bmp | Format::Eml | Format::Html => None,
-        }
+        self.0.verifier.map(|v| v())
     }
 
     /// The format of a type name, if built in.
     pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.iter().copied().find(|f| f.name() == name)
+        FORMATS.iter().find(|f| f.name == name).map(|s| Format(s))
     }
 
     /// The format whose verifier can check content identified as `kind`
     /// by the engine's signature analysis (meta-carved content).
     pub fn from_identified(kind: &str) -> Option<Format> {
-        match kind {
-            "jpeg" => Some(Format::Jpeg),
-            "png" => Some(Format::Png),
-            "gif" => Some(Format::Gif),
-            "bmp" => Some(Format::Bmp),
-            "pdf" => Some(Format::Pdf),
-            "zip" | "ooxml" => Some(Format::Zip),
-            "sqlite" => Some(Format::Sqlite),
-            "email" => Some(Format::Eml),
-            "html" => Some(Format::Html),
-            _ => None,
-        }
+        FORMATS
+            .iter()
+            .find(|f| f.identified_as.contains(&kind))
+            .map(|s| Format(s))
     }
 }
 
@@ -580,6 +584,34 @@ mod tests {
             }
             assert_eq!(ends, vec![7, 16, 21], "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn every_format_is_one_documented_row() {
+        let schema = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema.md"),
+        )
+        .unwrap();
+        let type_row = schema
+            .lines()
+            .find(|l| l.starts_with("| `type` |"))
+            .expect("docs/schema.md documents carved_items.type");
+        let mut names = std::collections::HashSet::new();
+        for f in Format::all() {
+            assert!(names.insert(f.name()), "{} twice", f.name());
+            assert!(!f.headers().is_empty(), "{}", f.name());
+            assert!(f.max_size() > 0);
+            assert_eq!(Format::from_name(f.name()), Some(f));
+            assert!(
+                type_row.contains(&format!("`{}`", f.name())),
+                "`{}` is not in docs/schema.md's carved_items.type row",
+                f.name()
+            );
+        }
+        assert_eq!(
+            Format::from_identified("ooxml").map(Format::name),
+            Some("zip")
+        );
     }
 
     #[test]

@@ -11,6 +11,18 @@
 
 use super::{Cut, Delimiter, Gather, Recent, Step, StreamFind, Validation, Verdict, Verifier};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "pdf",
+    extension: "pdf",
+    headers: &[super::Header::exact(b"%PDF-")],
+    max_size: 512 << 20,
+    ends_at_own_header: true,
+    identified_as: &["pdf"],
+    delimiter: || Box::new(PdfDelimiter::new()),
+    verifier: Some(|| Box::new(PdfVerifier::new())),
+};
+
 /// Bytes remembered before each feed, for parsing `startxref N` before a
 /// `%%EOF` and `N G obj` before an `obj` split across feeds.
 const WINDOW: usize = 64;

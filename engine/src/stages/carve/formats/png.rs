@@ -4,6 +4,18 @@
 
 use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, Verifier, be32};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "png",
+    extension: "png",
+    headers: &[super::Header::exact(b"\x89PNG\r\n\x1a\n")],
+    max_size: 64 << 20,
+    ends_at_own_header: true,
+    identified_as: &["png"],
+    delimiter: || Box::new(PngDelimiter::new()),
+    verifier: Some(|| Box::new(PngVerifier::new())),
+};
+
 const SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 
 /// Largest chunk length PNG allows (2^31 - 1).

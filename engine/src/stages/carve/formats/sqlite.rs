@@ -7,6 +7,18 @@
 
 use super::{Cut, Delimiter, Gather, Step, Validation, Verdict, Verifier, be16, be32};
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "sqlite",
+    extension: "sqlite",
+    headers: &[super::Header::exact(b"SQLite format 3\0")],
+    max_size: 1 << 30,
+    ends_at_own_header: false,
+    identified_as: &["sqlite"],
+    delimiter: || Box::new(SqliteDelimiter::new()),
+    verifier: Some(|| Box::new(SqliteVerifier::new())),
+};
+
 /// The database header fields used here.
 #[derive(Debug, Clone, Copy)]
 struct Header {

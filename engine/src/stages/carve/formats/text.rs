@@ -10,6 +10,44 @@
 
 use super::{Cut, Delimiter, Step, Validation, Verdict};
 
+use super::{Context, FormatSpec, Header};
+
+/// The e-mail format's row in [`super::FORMATS`]: an RFC 5322 message
+/// starts at one of its header fields, but not inside a header block.
+pub const EML_SPEC: FormatSpec = FormatSpec {
+    name: "eml",
+    extension: "eml",
+    headers: &[
+        Header::folded(b"Return-Path:").within(Context::MessageStart),
+        Header::folded(b"Received:").within(Context::MessageStart),
+        Header::folded(b"Delivered-To:").within(Context::MessageStart),
+        Header::folded(b"Message-ID:").within(Context::MessageStart),
+        Header::folded(b"From:").within(Context::MessageStart),
+        Header::folded(b"Date:").within(Context::MessageStart),
+        Header::folded(b"MIME-Version:").within(Context::MessageStart),
+    ],
+    max_size: 64 << 20,
+    ends_at_own_header: false,
+    identified_as: &["email"],
+    delimiter: || Box::new(EmlDelimiter::new()),
+    verifier: None,
+};
+
+/// The HTML format's row: `<html` right after a doctype belongs to it.
+pub const HTML_SPEC: FormatSpec = FormatSpec {
+    name: "html",
+    extension: "html",
+    headers: &[
+        Header::folded(b"<!DOCTYPE html"),
+        Header::folded(b"<html").within(Context::HtmlRoot),
+    ],
+    max_size: 16 << 20,
+    ends_at_own_header: false,
+    identified_as: &["html"],
+    delimiter: || Box::new(HtmlDelimiter::new()),
+    verifier: None,
+};
+
 /// Whether a byte can appear in text.
 const fn text_table() -> [bool; 256] {
     let mut t = [true; 256];

@@ -15,6 +15,18 @@ use super::{
     le64,
 };
 
+/// The format's row in [`super::FORMATS`].
+pub const SPEC: super::FormatSpec = super::FormatSpec {
+    name: "zip",
+    extension: "zip",
+    headers: &[super::Header::exact(b"PK\x03\x04")],
+    max_size: 1 << 30,
+    ends_at_own_header: false,
+    identified_as: &["zip", "ooxml"],
+    delimiter: || Box::new(ZipDelimiter::new()),
+    verifier: Some(|| Box::new(ZipVerifier::new())),
+};
+
 const LOCAL: &[u8; 4] = b"PK\x03\x04";
 const CENTRAL: &[u8; 4] = b"PK\x01\x02";
 const EOCD: &[u8; 4] = b"PK\x05\x06";

@@ -3,7 +3,7 @@
 //! allocated file and every intact deleted file, duplicate groups), for the
 //! raw image and for the same image as E01, with 1 and 2 threads.
 
-mod common;
+use crate::common;
 
 use caseload_corpus::manifest::{EntryKind, Manifest};
 use std::collections::{BTreeMap, BTreeSet};

@@ -16,8 +16,8 @@
 //!   `gzip -dc`, `strings` for the text; `grep -oE` for the addresses) is
 //!   found in the same document by `caseload search --regex`.
 
-mod common;
-mod index_support;
+use crate::common;
+use crate::index_support;
 
 use index_support::{Hit, run_into, search};
 use std::collections::{BTreeMap, BTreeSet};

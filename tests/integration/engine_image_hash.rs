@@ -2,7 +2,7 @@
 //! hashes: raw and E01, single and multi-segment. Skipped (with a notice)
 //! when `../shared/real-images` is absent.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Bad input to `caseload corpus`: a clear message, a non-zero exit, and no
 //! output file left behind that looks complete.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -5,7 +5,7 @@
 //! refused with a clear message; and no failed, interrupted or killed
 //! import is ever presented as a complete set or used for lookups.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

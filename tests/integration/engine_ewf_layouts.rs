@@ -5,7 +5,7 @@
 //! holding more than one table group (more than 65534 chunks). The engine
 //! must hash both to the source's MD5.
 
-mod common;
+use crate::common;
 
 use md5::{Digest, Md5};
 use std::io::Write;

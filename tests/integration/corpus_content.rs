@@ -7,8 +7,7 @@
 //! duplicates match, slack is non-zero, and the hash sets hold exactly the
 //! planted entries among the decoys.
 
-mod common;
-mod corpus_support;
+use crate::corpus_support;
 
 use caseload_corpus::content::Kind;
 use caseload_corpus::manifest::{EntryKind, FileEntry};

@@ -7,8 +7,8 @@
 //! same with 1 and 2 threads. With the carve stage, intact carvable items'
 //! tokens are found in carved items too.
 
-mod common;
-mod index_support;
+use crate::common;
+use crate::index_support;
 
 use caseload_corpus::manifest::Manifest;
 use index_support::{Hit, run, search};

@@ -2,8 +2,8 @@
 //! pipelines; compare keeps each instance's figures, and the aggregate
 //! evidence bytes of each stage equal three single runs of that stage.
 
-mod common;
-mod compare_support;
+use crate::common;
+use crate::compare_support;
 
 use compare_support::{STAGES, compare_cmd, f, output, stage, summary};
 use serde_json::Value;

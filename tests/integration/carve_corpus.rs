@@ -17,7 +17,7 @@
 //! - the database rows and the case files are identical with 1 and 2
 //!   threads.
 
-mod common;
+use crate::common;
 
 use caseload_corpus::content::Kind;
 use caseload_corpus::manifest::{EntryKind, Manifest};

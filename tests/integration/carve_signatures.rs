@@ -7,7 +7,7 @@
 //! end of the image. Aligned mode finds only sector-aligned headers. An
 //! invalid signature file fails the run with its file and line named.
 
-mod common;
+use crate::common;
 
 use md5::Digest;
 use std::collections::BTreeSet;

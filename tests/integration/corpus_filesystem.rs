@@ -5,8 +5,7 @@
 //! manifest calls intact. Three small disks cover FAT32/MBR, FAT16 (the
 //! 32 MiB minimum) and a forced FAT12 on GPT with the deleted-heavy profile.
 
-mod common;
-mod corpus_support;
+use crate::corpus_support;
 
 use caseload_corpus::manifest::EntryKind;
 use corpus_support::{Corpus, fls, have_tools, icat, make, md5_hex};

@@ -13,7 +13,7 @@
 //! (run by hand; `benches/scripts/kff-bench.sh` covers 10-million-entry
 //! imports and lookups).
 
-mod common;
+use crate::common;
 
 use caseload_corpus::manifest::{EntryKind, Manifest};
 use std::collections::{BTreeMap, BTreeSet};

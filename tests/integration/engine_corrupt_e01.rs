@@ -2,7 +2,7 @@
 //! naming the damaged sectors, never a panic, and the run still finishes.
 //! Built from copies of the real images (skipped when they are absent).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -12,13 +12,10 @@
 //! known one, so a fixed crate release shows up here. caseload's writer never
 //! produces such a chunk (it stores a short final chunk compressed).
 
-mod common;
+use crate::common;
 
-#[path = "../ewf-writer/tests/support/shared.rs"]
-#[allow(dead_code)]
-mod shared;
-
-use shared::{hex, md5_hex};
+use crate::shared;
+use crate::shared::{hex, md5_hex};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -7,7 +7,7 @@
 //! Every test needs PostgreSQL's server binaries (Debian: `postgresql`) and
 //! says SKIPPED without them.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! with its own case; per-instance figures, and aggregate evidence bytes
 //! equal to three single runs, stage by stage.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

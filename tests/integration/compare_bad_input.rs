@@ -3,8 +3,7 @@
 //! fail (each reported with its error, the matrix goes on), a layout on a
 //! full file system, and Ctrl-C (what finished is kept and reported).
 
-mod common;
-mod compare_support;
+use crate::compare_support;
 
 use compare_support::{STAGES, compare_cmd, compare_json, entries, output, summary};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! stream as the raw image, verifies with libewf, reads back through the
 //! engine to the manifest's image hashes, and is byte-identical run to run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -15,7 +15,7 @@
 //!   from their deleted directory entries with the published MD5s; the
 //!   fragmented ones are never reported valid.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;

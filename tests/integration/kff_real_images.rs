@@ -7,7 +7,7 @@
 //! whose MD5 is in the set are (the fragmented deleted FAT files, which a
 //! contiguous recovery gets wrong as the key predicts, are not).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

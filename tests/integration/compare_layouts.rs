@@ -8,8 +8,7 @@
 //! inside the I/O calls), with generous margins, not on wall time alone: the
 //! machine is shared and noisy.
 
-mod common;
-mod compare_support;
+use crate::compare_support;
 
 use compare_support::{
     STAGES, compare_cmd, compare_json, entries, f, fs_type, output, stage, summary,

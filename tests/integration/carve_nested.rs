@@ -4,7 +4,7 @@
 //! lay inside such an item (formats whose files never hold their own
 //! header cut an open item at the next header).
 
-mod common;
+use crate::common;
 
 /// A minimal valid PDF: catalog, empty page tree, cross-reference table.
 fn pdf() -> Vec<u8> {

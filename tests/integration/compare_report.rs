@@ -4,8 +4,8 @@
 //! run.json; compare.json against its JSON Schema; compare.csv against
 //! compare.json; report.html rendered in headless Chromium.
 
-mod common;
-mod compare_support;
+use crate::common;
+use crate::compare_support;
 
 use compare_support::{STAGES, compare_cmd, f, median, stage, summary};
 use serde_json::Value;

@@ -13,7 +13,7 @@
 //! (consecutive clusters from the first one), which the DFTT #6 key calls
 //! the "naive contiguous" result; the test checks that documented behaviour.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

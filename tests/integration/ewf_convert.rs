@@ -10,12 +10,10 @@
 //! identical output across thread counts and runs, split raw input, sector
 //! padding, and the refusals and clean-ups of bad input.
 
-mod common;
+use crate::common;
 
-#[path = "../ewf-writer/tests/support/shared.rs"]
-mod shared;
-
-use shared::{hex, md5_hex};
+use crate::shared;
+use crate::shared::{hex, md5_hex};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! appeared in its directory, nothing is written to the evidence, and the
 //! evidence's bytes and modification time are unchanged.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! with one worker thread or two, and across runs; another seed gives a
 //! different corpus.
 
-mod common;
+use crate::common;
 
 use md5::{Digest, Md5};
 use std::path::Path;
