@@ -71,31 +71,7 @@ pub struct Stamp {
     pub centis: u8,
 }
 
-/// (year, month, day) from days since 1970-01-01 (Howard Hinnant's
-/// civil-from-days algorithm).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Days since 1970-01-01 of a civil date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+pub use caseload_fs::calendar::{civil_from_days, days_from_civil};
 
 /// Days between 1970-01-01 and 1980-01-01.
 const DOS_EPOCH_DAYS: i64 = 3652;
@@ -188,7 +164,10 @@ pub struct NameForm {
     pub nt_flags: u8,
 }
 
-fn is_83_char(c: u8) -> bool {
+/// Whether the writer puts `c` in an 8.3 name as it is: upper-case
+/// letters, digits and the punctuation Windows keeps (stricter than the
+/// characters a reader accepts, `caseload_fs::fat::dir::is_83_char`).
+fn writes_in_83(c: u8) -> bool {
     c.is_ascii_uppercase() || c.is_ascii_digit() || b"!#$%&'()-@^_`{}~".contains(&c) || c >= 0x80
 }
 
@@ -211,7 +190,7 @@ fn fits_83(part: &str, max: usize) -> Option<bool> {
     if lower && upper {
         return None;
     }
-    if part.bytes().all(|c| is_83_char(c.to_ascii_uppercase())) {
+    if part.bytes().all(|c| writes_in_83(c.to_ascii_uppercase())) {
         Some(lower)
     } else {
         None
@@ -275,7 +254,7 @@ pub fn name_form(name: &str, taken: &dyn Fn(&[u8; 11]) -> bool) -> Option<NameFo
             .filter(|c| *c != ' ' && *c != '.')
             .map(|c| {
                 let u = c.to_ascii_uppercase();
-                if u.is_ascii() && is_83_char(u as u8) && u != '~' {
+                if u.is_ascii() && writes_in_83(u as u8) && u != '~' {
                     u
                 } else {
                     '_'
@@ -304,11 +283,10 @@ pub fn name_form(name: &str, taken: &dyn Fn(&[u8; 11]) -> bool) -> Option<NameFo
     None
 }
 
-/// The checksum of an 8.3 name that ties long-name slots to it.
+/// The checksum of an 8.3 name that ties long-name slots to it (the
+/// reader's own, so writer and parser cannot disagree).
 pub fn lfn_checksum(short: &[u8; 11]) -> u8 {
-    short.iter().fold(0u8, |sum, &c| {
-        (sum >> 1).wrapping_add(sum << 7).wrapping_add(c)
-    })
+    caseload_fs::fat::dir::lfn_checksum(short)
 }
 
 /// Number of 32-byte slots the name takes (long-name slots plus the 8.3 slot).

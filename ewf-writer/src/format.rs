@@ -254,28 +254,13 @@ pub(crate) fn civil_time(secs: u32) -> String {
     let secs = i64::from(secs);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = caseload_fs::calendar::civil_from_days(days);
     format!(
         "{y} {m} {d} {} {} {}",
         rem / 3600,
         (rem % 3600) / 60,
         rem % 60
     )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), by the
-/// standard era-based method (400-year eras of 146097 days).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Extension of segment `number` (1-based): `E01`..`E99`, then `EAA`..`EZZ`,

@@ -64,6 +64,7 @@
 
 mod bytes;
 mod cache;
+pub mod calendar;
 pub mod content;
 pub mod detect;
 pub mod error;

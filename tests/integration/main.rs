@@ -3,27 +3,23 @@
 //! ground truth (corpus manifests, the real images' answer keys) and
 //! external oracles. One binary links once instead of once per file.
 
-mod common;
-mod compare_support;
-mod corpus_support;
-mod index_support;
-#[path = "../../ewf-writer/tests/support/shared.rs"]
-#[allow(dead_code)]
-mod shared;
 mod carve_corpus;
 mod carve_nested;
 mod carve_real;
 mod carve_signatures;
 mod casedb_postgres;
+mod common;
 mod compare_bad_input;
 mod compare_instances;
 mod compare_layouts;
 mod compare_report;
+mod compare_support;
 mod corpus_bad_input;
 mod corpus_content;
 mod corpus_determinism;
 mod corpus_e01;
 mod corpus_filesystem;
+mod corpus_support;
 mod engine_channels;
 mod engine_corrupt_e01;
 mod engine_ewf_layouts;
@@ -36,7 +32,11 @@ mod ewf_real_images;
 mod index_corpus;
 mod index_formats;
 mod index_real;
+mod index_support;
 mod kff_bad_input;
 mod kff_corpus;
 mod kff_real_images;
 mod run_json;
+#[path = "../../ewf-writer/tests/support/shared.rs"]
+#[allow(dead_code)]
+mod shared;

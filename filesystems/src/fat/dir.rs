@@ -5,63 +5,92 @@ use crate::bytes::decode_utf16;
 use crate::name::cp437;
 use crate::record::Timestamp;
 
-pub(crate) const ATTR_READ_ONLY: u8 = 0x01;
-pub(crate) const ATTR_VOLUME: u8 = 0x08;
-pub(crate) const ATTR_DIRECTORY: u8 = 0x10;
-pub(crate) const ATTR_ARCHIVE: u8 = 0x20;
-pub(crate) const ATTR_LFN: u8 = 0x0F;
+/// Attribute: read-only.
+pub const ATTR_READ_ONLY: u8 = 0x01;
+/// Attribute: volume label.
+pub const ATTR_VOLUME: u8 = 0x08;
+/// Attribute: directory.
+pub const ATTR_DIRECTORY: u8 = 0x10;
+/// Attribute: archive.
+pub const ATTR_ARCHIVE: u8 = 0x20;
+/// Attribute bits of a long-name piece.
+pub const ATTR_LFN: u8 = 0x0F;
 /// Every attribute bit FAT defines.
 const ATTR_ALL: u8 = 0x3F;
 const CASE_LOWER_BASE: u8 = 0x08;
 const CASE_LOWER_EXT: u8 = 0x10;
-pub(crate) const SLOT_DELETED: u8 = 0xE5;
+/// First byte of a deleted entry.
+pub const SLOT_DELETED: u8 = 0xE5;
 /// A short name whose first character really is 0xE5 stores 0x05 there.
 const SLOT_E5: u8 = 0x05;
 
-/// One 32-byte directory entry.
+/// One 32-byte directory entry: typed access to its fields. Every
+/// accessor reads inside the 32 bytes the type guarantees.
 #[derive(Clone, Copy)]
-pub(crate) struct Dentry<'a>(pub &'a [u8; 32]);
+pub struct Dentry<'a>(pub &'a [u8; 32]);
+
+impl<'a> Dentry<'a> {
+    /// The entry at the start of `bytes`, if there are 32 of them.
+    pub fn at(bytes: &'a [u8]) -> Option<Dentry<'a>> {
+        bytes.get(..32)?.try_into().ok().map(Dentry)
+    }
+}
 
 impl Dentry<'_> {
     fn u16(&self, o: usize) -> u16 {
         u16::from_le_bytes([self.0[o], self.0[o + 1]])
     }
 
-    pub(crate) fn name_bytes(&self) -> &[u8] {
+    /// The 11 bytes of the 8.3 name (base and extension, space-padded).
+    pub fn name_bytes(&self) -> &[u8] {
         &self.0[0..11]
     }
-    pub(crate) fn attr(&self) -> u8 {
+    /// Attribute byte.
+    pub fn attr(&self) -> u8 {
         self.0[11]
     }
-    pub(crate) fn is_lfn(&self) -> bool {
+    /// Whether this is a long-name piece.
+    pub fn is_lfn(&self) -> bool {
         self.attr() & ATTR_LFN == ATTR_LFN
     }
-    pub(crate) fn is_deleted(&self) -> bool {
+    /// Whether the entry is marked deleted (first byte 0xE5).
+    pub fn is_deleted(&self) -> bool {
         self.0[0] == SLOT_DELETED
     }
-    fn lowercase(&self) -> u8 {
+    /// NT case flags (lower-case base 0x08, extension 0x10).
+    pub fn lowercase(&self) -> u8 {
         self.0[12]
     }
-    fn ctime_tenths(&self) -> u8 {
+    /// Creation time, hundredths of a second (0..199).
+    pub fn ctime_tenths(&self) -> u8 {
         self.0[13]
     }
-    fn ctime(&self) -> u16 {
+    /// Creation time.
+    pub fn ctime(&self) -> u16 {
         self.u16(14)
     }
-    fn cdate(&self) -> u16 {
+    /// Creation date.
+    pub fn cdate(&self) -> u16 {
         self.u16(16)
     }
-    fn adate(&self) -> u16 {
+    /// Access date.
+    pub fn adate(&self) -> u16 {
         self.u16(18)
     }
-    fn wtime(&self) -> u16 {
+    /// High half of the start cluster (FAT32; zero elsewhere).
+    pub fn cluster_high(&self) -> u16 {
+        self.u16(20)
+    }
+    /// Modification time.
+    pub fn wtime(&self) -> u16 {
         self.u16(22)
     }
-    fn wdate(&self) -> u16 {
+    /// Modification date.
+    pub fn wdate(&self) -> u16 {
         self.u16(24)
     }
     /// Start cluster; the high half is only meaningful on FAT32.
-    pub(crate) fn cluster(&self, fat32: bool) -> u32 {
+    pub fn cluster(&self, fat32: bool) -> u32 {
         let lo = u32::from(self.u16(26));
         if fat32 {
             lo | (u32::from(self.u16(20)) << 16)
@@ -69,19 +98,20 @@ impl Dentry<'_> {
             lo
         }
     }
-    pub(crate) fn size(&self) -> u32 {
+    /// Recorded size in bytes.
+    pub fn size(&self) -> u32 {
         u32::from_le_bytes([self.0[28], self.0[29], self.0[30], self.0[31]])
     }
 
     /// Whether this is a `.` or `..` entry (a directory named by dots only).
-    pub(crate) fn is_dot(&self) -> bool {
+    pub fn is_dot(&self) -> bool {
         self.attr() & ATTR_DIRECTORY != 0
             && !self.is_lfn()
             && (self.name_bytes() == b".          " || self.name_bytes() == b"..         ")
     }
 
     /// Modified, accessed and created times (FAT has no change time).
-    pub(crate) fn times(&self) -> (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>) {
+    pub fn times(&self) -> (Option<Timestamp>, Option<Timestamp>, Option<Timestamp>) {
         let m = dos_time(self.wdate(), self.wtime(), 0);
         let a = dos_time(self.adate(), 0, 0);
         let c = dos_time(self.cdate(), self.ctime(), self.ctime_tenths());
@@ -90,14 +120,16 @@ impl Dentry<'_> {
 
     // --- long-name entry fields ---
 
-    pub(crate) fn lfn_seq(&self) -> u8 {
+    /// A long-name piece's sequence byte (0x40: the last piece, stored first).
+    pub fn lfn_seq(&self) -> u8 {
         self.0[0]
     }
-    pub(crate) fn lfn_checksum(&self) -> u8 {
+    /// The checksum of the 8.3 name a long-name piece belongs to.
+    pub fn lfn_checksum(&self) -> u8 {
         self.0[13]
     }
     /// The 13 UTF-16 units of a long-name piece.
-    pub(crate) fn lfn_units(&self) -> [u16; 13] {
+    pub fn lfn_units(&self) -> [u16; 13] {
         let mut u = [0u16; 13];
         let offs = [1, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30];
         for (i, &o) in offs.iter().enumerate() {
@@ -108,7 +140,7 @@ impl Dentry<'_> {
 }
 
 /// TSK's character test for short names (`FATXXFS_IS_83_NAME`).
-fn is_83_char(c: u8) -> bool {
+pub fn is_83_char(c: u8) -> bool {
     !(c < 0x20
         || c == 0x22
         || (0x2a..=0x2c).contains(&c)
@@ -153,19 +185,21 @@ fn is_83_name(d: &Dentry<'_>) -> bool {
     true
 }
 
-fn is_date(x: u16) -> bool {
+/// Whether a FAT date has a valid day and month.
+pub fn is_date(x: u16) -> bool {
     let day = x & 0x1f;
     let mon = (x >> 5) & 0x0f;
     (1..=31).contains(&day) && (1..=12).contains(&mon)
 }
 
-fn is_time(x: u16) -> bool {
+/// Whether a FAT time has valid seconds/2, minutes and hours.
+pub fn is_time(x: u16) -> bool {
     (x & 0x1f) <= 30 && ((x >> 5) & 0x3f) <= 59 && (x >> 11) <= 23
 }
 
 /// How strictly to test whether 32 bytes are a directory entry.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Strictness {
+pub enum Strictness {
     /// TSK's basic test, used in allocated directory sectors.
     Basic,
     /// TSK's in-depth test, used in unallocated sectors (deleted directories)
@@ -175,7 +209,7 @@ pub(crate) enum Strictness {
 
 /// What the validity test concluded.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// A directory entry.
     Valid,
     /// Not a directory entry (free slot, end marker, garbage).
@@ -191,7 +225,7 @@ pub(crate) enum Verdict {
 /// cluster and size. In [`Strictness::Basic`] mode the checks TSK applies
 /// even to allocated sectors (start cluster, size, 8.3 characters) turn an
 /// otherwise plausible entry into [`Verdict::Suspect`] instead of dropping it.
-pub(crate) fn test_dentry(
+pub fn test_dentry(
     d: &Dentry<'_>,
     strictness: Strictness,
     fat32: bool,
@@ -275,7 +309,7 @@ pub(crate) fn test_dentry(
 /// deleted entry's first character shown as `_`, the NT lower-case flags
 /// applied, `.` before the extension. Bytes above 0x7F are decoded as code
 /// page 437 (TSK shows `^`).
-pub(crate) fn short_name(d: &Dentry<'_>) -> String {
+pub fn short_name(d: &Dentry<'_>) -> String {
     let mut s = String::new();
     let lower_base = d.lowercase() & CASE_LOWER_BASE != 0;
     let lower_ext = d.lowercase() & CASE_LOWER_EXT != 0;
@@ -310,12 +344,12 @@ pub(crate) fn short_name(d: &Dentry<'_>) -> String {
 }
 
 /// A volume label's 11 characters, kept as they are (spaces included).
-pub(crate) fn label_name(d: &Dentry<'_>) -> String {
+pub fn label_name(d: &Dentry<'_>) -> String {
     d.0[0..11].iter().map(|&c| cp437(c)).collect()
 }
 
 /// The checksum of an 8.3 name that long-name pieces carry.
-pub(crate) fn lfn_checksum(name11: &[u8]) -> u8 {
+pub fn lfn_checksum(name11: &[u8]) -> u8 {
     name11
         .iter()
         .fold(0u8, |sum, &c| sum.rotate_right(1).wrapping_add(c))
@@ -323,13 +357,16 @@ pub(crate) fn lfn_checksum(name11: &[u8]) -> u8 {
 
 /// Long name assembled from pieces (given in name order): the decoded name
 /// up to the NUL terminator, the raw units (padding trimmed), and problems.
-pub(crate) struct LongName {
+pub struct LongName {
+    /// The name (unpaired surrogates replaced).
     pub name: String,
+    /// Its UTF-16LE bytes as stored, padding trimmed.
     pub raw: Vec<u8>,
+    /// What is odd about it.
     pub problems: Vec<String>,
 }
 
-pub(crate) fn assemble_long_name(pieces: &[[u16; 13]]) -> LongName {
+pub fn assemble_long_name(pieces: &[[u16; 13]]) -> LongName {
     let units: Vec<u16> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
     let mut problems = Vec::new();
     let end = units.iter().position(|&u| u == 0);
@@ -372,23 +409,10 @@ pub(crate) fn assemble_long_name(pieces: &[[u16; 13]]) -> LongName {
     }
 }
 
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`); day-of-month values past the month's end roll over
-/// as `mktime` does.
-pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// A FAT date/time as TSK converts it with `TZ=UTC`: invalid dates give
 /// `None`; out-of-range time fields are zeroed; creation tenths above 100
 /// add a second; the tenths remainder gives the nanoseconds.
-pub(crate) fn dos_time(date: u16, time: u16, tenths: u8) -> Option<Timestamp> {
+pub fn dos_time(date: u16, time: u16, tenths: u8) -> Option<Timestamp> {
     if !is_date(date) {
         return None;
     }
@@ -410,7 +434,7 @@ pub(crate) fn dos_time(date: u16, time: u16, tenths: u8) -> Option<Timestamp> {
     if hour > 23 {
         hour = 0;
     }
-    let days = days_from_civil(year, mon, day);
+    let days = crate::calendar::days_from_civil(year, mon, day);
     Some(Timestamp {
         secs: days * 86_400 + hour * 3600 + min * 60 + sec,
         nanos: u32::from(tenths % 100) * 10_000_000,
@@ -420,6 +444,7 @@ pub(crate) fn dos_time(date: u16, time: u16, tenths: u8) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calendar::days_from_civil;
 
     #[test]
     fn dos_times_match_tsk_for_the_daylight_image() {

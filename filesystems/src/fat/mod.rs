@@ -12,7 +12,7 @@
 //! ones, for the file size).
 
 pub mod boot;
-mod dir;
+pub mod dir;
 mod table;
 
 use std::collections::HashSet;

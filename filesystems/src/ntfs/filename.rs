@@ -6,34 +6,44 @@ use std::num::NonZeroU64;
 use ntfs::indexes::NtfsIndexEntryKey;
 use ntfs::structured_values::{NtfsFileName, NtfsFileNamespace};
 
+use super::mft::{RecordError, RecordPart};
 use crate::bytes::decode_utf16;
 use crate::record::{Times, Timestamp};
 
 /// Namespace value of DOS-only (8.3) names.
-pub(crate) const NAMESPACE_DOS: u8 = 2;
+pub const NAMESPACE_DOS: u8 = 2;
 
 /// A parsed `$FILE_NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileName {
+pub struct FileName {
+    /// The parent directory's record number.
     pub parent_record: u64,
+    /// Its sequence number.
     pub parent_seq: u16,
+    /// The name (unpaired surrogates replaced).
     pub name: String,
+    /// The name's UTF-16 units as stored.
     pub units: Vec<u16>,
+    /// Whether `name` spells `units` exactly.
     pub exact: bool,
+    /// 0 POSIX, 1 Win32, 2 DOS, 3 Win32 and DOS.
     pub namespace: u8,
+    /// The four times the name carries.
     pub times: Times,
+    /// Whether it names a directory.
     pub is_directory: bool,
 }
 
 impl FileName {
-    pub(crate) fn raw_name(&self) -> Vec<u8> {
+    /// The name's bytes as stored (UTF-16LE).
+    pub fn raw_name(&self) -> Vec<u8> {
         self.units.iter().flat_map(|u| u.to_le_bytes()).collect()
     }
 }
 
 /// Converts an NT timestamp (100 ns intervals since 1601) to Unix time;
 /// 0 means "not set".
-pub(crate) fn nt_time(t: u64) -> Option<Timestamp> {
+pub fn nt_time(t: u64) -> Option<Timestamp> {
     if t == 0 {
         return None;
     }
@@ -50,9 +60,10 @@ pub(crate) fn nt_time(t: u64) -> Option<Timestamp> {
 /// Parses a `$FILE_NAME` from raw bytes (an attribute value or an index
 /// key). `position` is the absolute offset of the bytes, for the crate's
 /// error messages.
-pub(crate) fn parse(bytes: &[u8], position: u64) -> Result<FileName, String> {
+pub fn parse(bytes: &[u8], position: u64) -> Result<FileName, RecordError> {
     let pos = NonZeroU64::new(position).unwrap_or(NonZeroU64::MIN);
-    let f = NtfsFileName::key_from_slice(bytes, pos.into()).map_err(|e| e.to_string())?;
+    let f = NtfsFileName::key_from_slice(bytes, pos.into())
+        .map_err(|e| RecordError::new(RecordPart::FileName, 0, e.to_string()))?;
     let units: Vec<u16> = f.name().u16_iter().collect();
     let (name, exact) = decode_utf16(&units);
     let parent = f.parent_directory_reference();

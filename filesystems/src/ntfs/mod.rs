@@ -16,9 +16,9 @@
 //! and under `$OrphanFiles` otherwise.
 
 mod bits;
-mod filename;
+pub mod filename;
 mod index;
-mod mft;
+pub mod mft;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, SeekFrom};

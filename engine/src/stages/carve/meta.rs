@@ -10,6 +10,7 @@
 
 use super::formats::{le16, le32, le64};
 use caseload_fs::fat::boot::BootSector;
+use caseload_fs::fat::dir::{self, Dentry, is_83_char, is_date, is_time};
 
 /// File-system time as Unix seconds (FAT: the local wall clock read as
 /// UTC, as the filesystem stage stores it).
@@ -61,10 +62,7 @@ pub enum NtfsData {
 
 // ---------------------------------------------------------------- FAT ---
 
-const ATTR_VOLUME: u8 = 0x08;
-const ATTR_DIRECTORY: u8 = 0x10;
-const ATTR_LFN: u8 = 0x0F;
-const DELETED: u8 = 0xE5;
+use caseload_fs::fat::dir::{ATTR_DIRECTORY, ATTR_LFN, ATTR_VOLUME, SLOT_DELETED as DELETED};
 
 /// FAT geometry needed to judge and place directory entries.
 #[derive(Debug, Clone)]
@@ -210,28 +208,6 @@ impl FatGeometry {
     }
 }
 
-fn is_date(x: u16) -> bool {
-    let day = x & 0x1f;
-    let mon = (x >> 5) & 0x0f;
-    (1..=31).contains(&day) && (1..=12).contains(&mon)
-}
-
-fn is_time(x: u16) -> bool {
-    (x & 0x1f) <= 29 && ((x >> 5) & 0x3f) <= 59 && (x >> 11) <= 23
-}
-
-/// Characters allowed in a stored 8.3 name (TSK's test).
-fn is_83_char(c: u8) -> bool {
-    !(c < 0x20
-        || c == 0x22
-        || (0x2a..=0x2c).contains(&c)
-        || c == 0x2e
-        || c == 0x2f
-        || (0x3a..=0x3f).contains(&c)
-        || (0x5b..=0x5d).contains(&c)
-        || c == 0x7c)
-}
-
 /// What one 32-byte slot is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Slot {
@@ -248,39 +224,37 @@ enum Slot {
 /// Classify a slot with TSK's in-depth test (used in unallocated
 /// sectors); `last_cluster` bounds the start cluster when known.
 fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
+    let Some(d) = Dentry::at(s) else {
+        return Slot::Garbage;
+    };
     if s.iter().all(|&b| b == 0) {
         return Slot::Empty;
     }
-    let attr = s[11];
+    let attr = d.attr();
     if attr & ATTR_LFN == ATTR_LFN && attr & 0xC0 == 0 {
-        let seq = s[0];
+        let seq = d.lfn_seq();
         let ok_seq = seq == DELETED || (seq & 0x80 == 0 && seq & 0x1f != 0 && seq & 0x3f <= 20);
         // Type 0 and first cluster 0 in every long-name slot.
-        return if ok_seq && s[12] == 0 && le16(s, 26) == 0 {
+        return if ok_seq && d.lowercase() == 0 && d.cluster(false) == 0 {
             Slot::LongName
         } else {
             Slot::Garbage
         };
     }
-    if s[0] == 0 || attr & 0xC0 != 0 || s[12] & !0x18 != 0 {
+    if s[0] == 0 || attr & 0xC0 != 0 || d.lowercase() & !0x18 != 0 {
         return Slot::Garbage;
     }
     if attr & ATTR_VOLUME != 0 && attr & (ATTR_DIRECTORY | 0x01 | 0x20) != 0 {
         return Slot::Garbage;
     }
-    let (ctime, cdate, adate, wtime, wdate) = (
-        le16(s, 14),
-        le16(s, 16),
-        le16(s, 18),
-        le16(s, 22),
-        le16(s, 24),
-    );
+    let (ctime, cdate, adate, wtime, wdate) =
+        (d.ctime(), d.cdate(), d.adate(), d.wtime(), d.wdate());
     if (ctime != 0 && !is_time(ctime))
         || (wtime != 0 && !is_time(wtime))
         || (cdate != 0 && !is_date(cdate))
         || (adate != 0 && !is_date(adate))
         || (wdate != 0 && !is_date(wdate))
-        || s[13] > 199
+        || d.ctime_tenths() > 199
     {
         return Slot::Garbage;
     }
@@ -289,13 +263,8 @@ fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
     if wdate == 0 {
         return Slot::Garbage;
     }
-    let cluster = u64::from(le16(s, 26))
-        | if fat32 {
-            u64::from(le16(s, 20)) << 16
-        } else {
-            0
-        };
-    if !fat32 && le16(s, 20) != 0 {
+    let cluster = u64::from(d.cluster(fat32));
+    if !fat32 && d.cluster_high() != 0 {
         return Slot::Garbage;
     }
     if let Some(last) = last_cluster
@@ -303,7 +272,7 @@ fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
     {
         return Slot::Garbage;
     }
-    let size = le32(s, 28);
+    let size = d.size();
     // Directories record size 0, but some writers store their byte count
     // (DFTT #6's deleted `dir1` says 1024), which TSK ignores; only a
     // count that is no whole number of entries marks noise.
@@ -313,10 +282,9 @@ fn classify(s: &[u8], last_cluster: Option<u64>, fat32: bool) -> Slot {
     if size > 0 && cluster == 0 {
         return Slot::Garbage;
     }
-    let dot =
-        attr & ATTR_DIRECTORY != 0 && (&s[..11] == b".          " || &s[..11] == b"..         ");
+    let dot = d.is_dot();
     if !dot {
-        let name = &s[..11];
+        let name = d.name_bytes();
         let first_ok = name[0] == DELETED || name[0] == 0x05 || is_83_char(name[0]);
         if !first_ok || name[0] == b' ' || !name[1..].iter().all(|&c| is_83_char(c)) {
             return Slot::Garbage;
@@ -353,31 +321,10 @@ pub fn is_dir_sector(sector: &[u8], geometry: Option<&FatGeometry>) -> bool {
     short > 0
 }
 
-/// FAT date and time as TSK converts them (wall clock read as UTC).
-fn dos_time(date: u16, time: u16) -> Secs {
-    if !is_date(date) {
-        return None;
-    }
-    let day = i64::from(date & 0x1f);
-    let mon = i64::from((date >> 5) & 0x0f);
-    let year = 1980 + i64::from(date >> 9);
-    let sec = i64::from(time & 0x1f) * 2;
-    let min = i64::from((time >> 5) & 0x3f);
-    let hour = i64::from(time >> 11);
-    // Days from civil (Howard Hinnant).
-    let y = if mon <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if mon > 2 { mon - 3 } else { mon + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + hour.min(23) * 3600 + min.min(59) * 60 + sec.min(59))
-}
-
-fn lfn_checksum(name11: &[u8]) -> u8 {
-    name11
-        .iter()
-        .fold(0u8, |sum, &c| sum.rotate_right(1).wrapping_add(c))
+/// FAT date and time as the filesystem stage stores them (wall clock read
+/// as UTC, whole seconds).
+fn dos_secs(date: u16, time: u16) -> Secs {
+    dir::dos_time(date, time, 0).map(|t| t.secs)
 }
 
 /// Long-name pieces collected before a short entry.
@@ -391,24 +338,13 @@ pub struct LongName {
 }
 
 impl LongName {
-    fn units(s: &[u8]) -> [u16; 13] {
-        let mut u = [0u16; 13];
-        for (i, &o) in [1usize, 3, 5, 7, 9, 14, 16, 18, 20, 22, 24, 28, 30]
-            .iter()
-            .enumerate()
-        {
-            u[i] = le16(s, o);
-        }
-        u
-    }
-
     /// The name, when the pieces belong to the short entry `name11`.
     fn name_for(&self, name11: &[u8]) -> Option<String> {
         if self.pieces.is_empty() {
             return None;
         }
         let name = self.text()?;
-        if lfn_checksum(name11) == self.checksum {
+        if dir::lfn_checksum(name11) == self.checksum {
             return Some(name);
         }
         // Deletion overwrote the short name's first byte, over which the
@@ -423,67 +359,16 @@ impl LongName {
             .filter(char::is_ascii)?;
         let mut restored = name11.to_vec();
         restored[0] = first.to_ascii_uppercase() as u8;
-        (lfn_checksum(&restored) == self.checksum).then_some(name)
+        (dir::lfn_checksum(&restored) == self.checksum).then_some(name)
     }
 
-    /// The long name the pieces spell.
+    /// The long name the pieces spell (pieces are on disk last part
+    /// first).
     fn text(&self) -> Option<String> {
-        let mut units: Vec<u16> = self
-            .pieces
-            .iter()
-            .rev()
-            .flat_map(|p| p.iter().copied())
-            .collect();
-        if let Some(end) = units.iter().position(|&u| u == 0) {
-            units.truncate(end);
-        }
-        while units.last() == Some(&0xFFFF) {
-            units.pop();
-        }
-        let name = String::from_utf16(&units).ok()?;
+        let in_order: Vec<[u16; 13]> = self.pieces.iter().rev().copied().collect();
+        let name = dir::assemble_long_name(&in_order).name;
         (!name.is_empty()).then_some(name)
     }
-}
-
-/// The 8.3 name as TSK shows it (deleted first character as `_`).
-fn short_name(s: &[u8]) -> String {
-    let lower_base = s[12] & 0x08 != 0;
-    let lower_ext = s[12] & 0x10 != 0;
-    let mut out = String::new();
-    for (i, &c) in s[..8].iter().enumerate() {
-        if c == b' ' || c == 0 {
-            continue;
-        }
-        let c = if i == 0 && c == DELETED {
-            b'_'
-        } else if i == 0 && c == 0x05 {
-            DELETED
-        } else {
-            c
-        };
-        let c = if lower_base {
-            c.to_ascii_lowercase()
-        } else {
-            c
-        };
-        out.push(char::from(c));
-    }
-    let ext: Vec<u8> = s[8..11]
-        .iter()
-        .copied()
-        .filter(|&c| c != b' ' && c != 0)
-        .collect();
-    if !ext.is_empty() {
-        out.push('.');
-        for c in ext {
-            out.push(char::from(if lower_ext {
-                c.to_ascii_lowercase()
-            } else {
-                c
-            }));
-        }
-    }
-    out
 }
 
 /// Which entries of a directory sector to report.
@@ -525,8 +410,9 @@ impl FatSectorParser {
             let slot_at = at + 32 * k as u64;
             match classify(s, last, fat32) {
                 Slot::LongName => {
-                    let piece = LongName::units(s);
-                    let checksum = s[13];
+                    let Some(d) = Dentry::at(s) else { continue };
+                    let piece = d.lfn_units();
+                    let checksum = d.lfn_checksum();
                     // The last part of a name comes first on disk, flagged
                     // 0x40; deleted pieces lost their ordinals (0xE5).
                     let starts = s[0] != DELETED && s[0] & 0x40 != 0;
@@ -543,6 +429,7 @@ impl FatSectorParser {
                 }
                 Slot::Short { dot } => {
                     let lfn = self.lfn.take();
+                    let Some(d) = Dentry::at(s) else { continue };
                     if dot || s[11] & ATTR_VOLUME != 0 {
                         continue;
                     }
@@ -561,26 +448,21 @@ impl FatSectorParser {
                         }
                         _ => None,
                     };
-                    let cluster = u64::from(le16(s, 26))
-                        | if fat32 {
-                            u64::from(le16(s, 20)) << 16
-                        } else {
-                            0
-                        };
-                    let is_dir = s[11] & ATTR_DIRECTORY != 0;
+                    let cluster = u64::from(d.cluster(fat32));
+                    let is_dir = d.attr() & ATTR_DIRECTORY != 0;
                     out(MetaRecord {
                         record: "fat-dentry",
                         offset: start,
                         length: slot_at + 32 - start,
-                        name: long.unwrap_or_else(|| short_name(s)),
+                        name: long.unwrap_or_else(|| dir::short_name(&d)),
                         kind: if is_dir { "directory" } else { "file" },
-                        size: u64::from(le32(s, 28)),
+                        size: u64::from(d.size()),
                         deleted,
                         times: [
-                            dos_time(le16(s, 24), le16(s, 22)),
-                            dos_time(le16(s, 18), 0),
+                            dos_secs(d.wdate(), d.wtime()),
+                            dos_secs(d.adate(), 0),
                             None,
-                            dos_time(le16(s, 16), le16(s, 14)),
+                            dos_secs(d.cdate(), d.ctime()),
                         ],
                         first_cluster: (cluster >= 2).then_some(cluster),
                         data: NtfsData::None,
@@ -616,25 +498,6 @@ pub fn is_file_record_start(sector: &[u8]) -> bool {
     sector.len() >= 48 && &sector[..4] == b"FILE"
 }
 
-/// Undo the update-sequence protection of a record in place.
-fn fixup(buf: &mut [u8]) -> Result<(), String> {
-    let usa = usize::from(le16(buf, 4));
-    let count = usize::from(le16(buf, 6));
-    if count < 2 || usa < 42 || usa + 2 * count > buf.len() || (count - 1) * 512 != buf.len() {
-        return Err("update sequence array does not fit the record".into());
-    }
-    let usn = [buf[usa], buf[usa + 1]];
-    for i in 1..count {
-        let end = i * 512;
-        if buf[end - 2..end] != usn {
-            return Err(format!("update sequence mismatch in sector {i}"));
-        }
-        buf[end - 2] = buf[usa + 2 * i];
-        buf[end - 1] = buf[usa + 2 * i + 1];
-    }
-    Ok(())
-}
-
 /// The record size a `FILE` header declares through its update sequence
 /// count (one entry per 512-byte sector, plus the sequence number).
 pub fn declared_record_size(head: &[u8]) -> Option<u64> {
@@ -646,181 +509,89 @@ pub fn declared_record_size(head: &[u8]) -> Option<u64> {
     matches!(size, 1024 | 2048 | 4096).then_some(size)
 }
 
-fn nt_time(t: u64) -> Secs {
-    // 100 ns ticks since 1601-01-01; 0 means absent.
-    if t == 0 {
-        return None;
-    }
-    let secs = i64::try_from(t / 10_000_000).ok()?;
-    Some(secs - 11_644_473_600)
+fn secs(t: Option<caseload_fs::Timestamp>) -> Secs {
+    t.map(|t| t.secs)
 }
 
-/// Decode a run list into (first cluster or sparse, count).
-fn decode_runs(
-    mut b: &[u8],
-    total_clusters: Option<u64>,
-) -> Result<Vec<(Option<u64>, u64)>, String> {
-    let mut runs = Vec::new();
-    let mut lcn: i64 = 0;
-    while let Some(&h) = b.first() {
-        if h == 0 {
-            break;
-        }
-        let (ls, os) = (usize::from(h & 15), usize::from(h >> 4));
-        if ls == 0 || ls > 8 || os > 8 || b.len() < 1 + ls + os {
-            return Err("malformed run list".into());
-        }
-        let mut len = 0u64;
-        for (i, &x) in b[1..1 + ls].iter().enumerate() {
-            len |= u64::from(x) << (8 * i);
-        }
-        if os == 0 {
-            runs.push((None, len));
-        } else {
-            let mut off: i64 = 0;
-            for (i, &x) in b[1 + ls..1 + ls + os].iter().enumerate() {
-                off |= i64::from(x) << (8 * i);
-            }
-            let shift = 64 - 8 * os as u32;
-            off = if shift < 64 {
-                (off << shift) >> shift
-            } else {
-                off
-            };
-            lcn = lcn.checked_add(off).ok_or("run offset overflows")?;
-            let first = u64::try_from(lcn).map_err(|_| "negative cluster in run list")?;
-            if let Some(t) = total_clusters
-                && first.checked_add(len).is_none_or(|e| e > t)
-            {
-                return Err("run lies outside the volume".into());
-            }
-            runs.push((Some(first), len));
-        }
-        if runs.len() > 65_536 {
-            return Err("run list too long".into());
-        }
-        b = &b[1 + ls + os..];
-    }
-    Ok(runs)
-}
-
-/// Parse a `FILE` record found at media offset `at`. `None` when it is not
-/// a usable base record (torn, extension record, no `$FILE_NAME`).
+/// Parse a `FILE` record found at media offset `at` with `caseload-fs`'s
+/// record parsers (fixups, header, attributes, run list). `None` when it
+/// is not a usable base record (torn, extension record, no `$FILE_NAME`).
+/// Attributes before a damaged one are kept, and the damage noted.
 pub fn parse_file_record(
     mut rec: Vec<u8>,
     at: u64,
     geometry: Option<&NtfsGeometry>,
 ) -> Option<MetaRecord> {
-    fixup(&mut rec).ok()?;
-    let first_attr = usize::from(le16(&rec, 20));
-    let flags = le16(&rec, 22);
-    let used = usize::try_from(le32(&rec, 24)).ok()?;
-    let base_ref = le64(&rec, 32);
-    if used > rec.len() || first_attr < 42 || first_attr >= used || base_ref & 0xFFFF_FFFF_FFFF != 0
-    {
+    use caseload_fs::ntfs::filename;
+    use caseload_fs::ntfs::mft::{
+        self, ATTR_DATA, ATTR_FILE_NAME, ATTR_FLAG_COMPRESSED, ATTR_FLAG_ENCRYPTED,
+        ATTR_STANDARD_INFORMATION, Body,
+    };
+    mft::apply_fixups(&mut rec, b"FILE").ok()?;
+    let header = mft::parse_header(&rec).ok()?;
+    if header.base_record() != 0 {
         return None;
     }
-    let number = (first_attr >= 48).then(|| le32(&rec, 44));
+    let attrs = mft::parse_attributes(&rec, &header);
     let mut times: [Secs; 4] = [None; 4];
     let mut fn_times: [Secs; 4] = [None; 4];
     let mut name: Option<(u8, String)> = None;
     let mut size = 0u64;
     let mut data = NtfsData::None;
-    let mut off = first_attr;
-    let mut guard = 0;
-    while off + 16 <= used && guard < 512 {
-        guard += 1;
-        let ty = le32(&rec, off);
-        if ty == 0xFFFF_FFFF {
-            break;
-        }
-        let len = usize::try_from(le32(&rec, off + 4)).ok()?;
-        if len < 16 || off + len > used {
-            return None;
-        }
-        let a = &rec[off..off + len];
-        let non_resident = a[8] != 0;
-        let name_len = usize::from(a[9]);
-        let aflags = le16(a, 12);
-        let resident_value = || -> Option<&[u8]> {
-            if non_resident || a.len() < 24 {
-                return None;
-            }
-            let vlen = usize::try_from(le32(a, 16)).ok()?;
-            let voff = usize::from(le16(a, 20));
-            a.get(voff..voff.checked_add(vlen)?)
-        };
-        match ty {
-            0x10 => {
-                if let Some(v) = resident_value()
-                    && v.len() >= 32
-                {
-                    times = [
-                        nt_time(le64(v, 8)),
-                        nt_time(le64(v, 24)),
-                        nt_time(le64(v, 16)),
-                        nt_time(le64(v, 0)),
-                    ];
+    for a in &attrs.list {
+        match a.ty {
+            ATTR_STANDARD_INFORMATION => {
+                if let Some(v) = a.resident().filter(|v| v.len() >= 32) {
+                    let t = |o: usize| secs(filename::nt_time(le64(v, o)));
+                    times = [t(8), t(24), t(16), t(0)];
                 }
             }
-            0x30 => {
-                if let Some(v) = resident_value()
-                    && v.len() >= 66
-                {
-                    let n = usize::from(v[64]);
-                    let ns = v[65];
-                    if let Some(units) = v.get(66..66 + 2 * n) {
-                        let u: Vec<u16> = units
-                            .chunks_exact(2)
-                            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                            .collect();
-                        let text = String::from_utf16_lossy(&u);
-                        // Prefer Win32 names over DOS 8.3 ones.
-                        let rank = |ns: u8| if ns == 2 { 0 } else { 1 };
-                        if name.as_ref().is_none_or(|(r, _)| rank(ns) > *r) {
-                            name = Some((rank(ns), text));
-                            fn_times = [
-                                nt_time(le64(v, 16)),
-                                nt_time(le64(v, 32)),
-                                nt_time(le64(v, 24)),
-                                nt_time(le64(v, 8)),
-                            ];
-                        }
+            ATTR_FILE_NAME => {
+                if let Some(f) = a.resident().and_then(|v| filename::parse(v, at).ok()) {
+                    // Prefer Win32 names over DOS 8.3 ones.
+                    let rank = u8::from(f.namespace != filename::NAMESPACE_DOS);
+                    if name.as_ref().is_none_or(|(r, _)| rank > *r) {
+                        name = Some((rank, f.name));
+                        fn_times = [
+                            secs(f.times.modified),
+                            secs(f.times.accessed),
+                            secs(f.times.changed),
+                            secs(f.times.created),
+                        ];
                     }
                 }
             }
-            0x80 if name_len == 0 => {
-                if aflags & 0x4001 != 0 {
+            ATTR_DATA if a.name.is_empty() => match &a.body {
+                _ if a.flags & (ATTR_FLAG_COMPRESSED | ATTR_FLAG_ENCRYPTED) != 0 => {
                     data = NtfsData::Encoded;
-                    size = if non_resident && a.len() >= 56 {
-                        le64(a, 48)
-                    } else {
-                        0
+                    size = match &a.body {
+                        Body::NonResident(nr) => nr.data_size,
+                        Body::Resident(_) => 0,
                     };
-                } else if let Some(v) = resident_value() {
-                    size = v.len() as u64;
-                    data = NtfsData::Resident(v.to_vec());
-                } else if non_resident && a.len() >= 64 {
-                    let start_vcn = le64(a, 16);
-                    let runs_at = usize::from(le16(a, 32));
-                    size = le64(a, 48);
-                    if start_vcn == 0 && runs_at < a.len() {
-                        match decode_runs(&a[runs_at..], geometry.map(|g| g.total_clusters)) {
-                            Ok(r) => data = NtfsData::Runs(r),
-                            Err(_) => data = NtfsData::None,
-                        }
-                    }
                 }
-            }
+                Body::Resident(v) => {
+                    size = v.len() as u64;
+                    data = NtfsData::Resident(v.clone());
+                }
+                Body::NonResident(nr) if nr.start_vcn == 0 => {
+                    size = nr.data_size;
+                    let total = geometry.map_or(u64::MAX, |g| g.total_clusters);
+                    let (runs, err) = mft::decode_runs(&nr.runs, 0, total);
+                    data = match err {
+                        None => NtfsData::Runs(runs.iter().map(|r| (r.lcn, r.clusters)).collect()),
+                        Some(_) => NtfsData::None,
+                    };
+                }
+                Body::NonResident(_) => {}
+            },
             _ => {}
         }
-        off += len;
     }
     let (_, name) = name?;
     if times.iter().all(Option::is_none) {
         times = fn_times;
     }
-    let directory = flags & 0x0002 != 0;
+    let directory = header.is_directory();
     Some(MetaRecord {
         record: "mft-record",
         offset: at,
@@ -828,12 +599,14 @@ pub fn parse_file_record(
         name,
         kind: if directory { "directory" } else { "file" },
         size: if directory { 0 } else { size },
-        deleted: flags & 0x0001 == 0,
+        deleted: !header.in_use(),
         times,
         first_cluster: None,
         data: if directory { NtfsData::None } else { data },
-        meta_addr: number.map(|n| n.to_string()),
-        note: None,
+        meta_addr: header.number.map(|n| n.to_string()),
+        note: attrs
+            .error
+            .map(|e| format!("record damaged after its first attributes: {e}")),
     })
 }
 
@@ -944,7 +717,7 @@ mod tests {
     #[test]
     fn deleted_entries_with_long_names_are_recovered() {
         let short = *b"\xE5ONGNA~1TXT";
-        let ck = lfn_checksum(b"\xE5ONGNA~1TXT");
+        let ck = dir::lfn_checksum(b"\xE5ONGNA~1TXT");
         let mut sector = vec![0u8; 512];
         sector[..32].copy_from_slice(&entry(b".          ", 0x10, 5, 0));
         sector[32..64].copy_from_slice(&lfn(0xE5, ck, "longname.txt"));
@@ -978,7 +751,7 @@ mod tests {
     fn deleted_long_names_match_through_their_lost_first_byte() {
         // The checksum was taken over `SEE201~2JPG`; deletion made it
         // `\xE5EE201~2JPG`.
-        let ck = lfn_checksum(b"SEE201~2JPG");
+        let ck = dir::lfn_checksum(b"SEE201~2JPG");
         let mut sector = vec![0u8; 512];
         sector[..32].copy_from_slice(&lfn(0xE5, ck, "8.jpg"));
         sector[32..64].copy_from_slice(&lfn(0xE5, ck, "See 2016-06-0"));
@@ -990,7 +763,7 @@ mod tests {
         assert_eq!(got[0].name, "See 2016-06-08.jpg");
         assert_eq!(got[0].note, None);
         // Slots of another name do not attach.
-        let other = lfn_checksum(b"TEE201~2JPG");
+        let other = dir::lfn_checksum(b"TEE201~2JPG");
         sector[..32].copy_from_slice(&lfn(0xE5, other, "8.jpg"));
         sector[32..64].copy_from_slice(&lfn(0xE5, other, "See 2016-06-0"));
         let mut got = Vec::new();
@@ -1006,17 +779,6 @@ mod tests {
         assert!(!is_dir_sector(&text[..512], None));
         let noise = crate::noise::noise(512, 0x1234_5678);
         assert!(!is_dir_sector(&noise, None));
-    }
-
-    #[test]
-    fn run_lists_decode_with_signed_offsets() {
-        // 0x21: 1-byte length, 2-byte offset. Runs: 16 @ 0x1000, 8 @ -0x100
-        // relative, then a sparse run of 4.
-        let b = [0x21, 16, 0x00, 0x10, 0x21, 8, 0x00, 0xFF, 0x01, 4, 0x00];
-        let r = decode_runs(&b, Some(1 << 20)).unwrap();
-        assert_eq!(r, vec![(Some(0x1000), 16), (Some(0x0F00), 8), (None, 4)]);
-        assert!(decode_runs(&[0x21, 16, 0x00], None).is_err());
-        assert!(decode_runs(&[0x11, 16, 0x7F], Some(100)).is_err());
     }
 
     /// A minimal FILE record: $STANDARD_INFORMATION, $FILE_NAME, resident
@@ -1077,8 +839,7 @@ mod tests {
         assert_eq!(m.size, 14);
         assert_eq!(m.data, NtfsData::Resident(b"hello resident".to_vec()));
         assert_eq!(m.meta_addr.as_deref(), Some("77"));
-        assert_eq!(m.times[0], nt_time(131_000_000_000_000_000));
-        assert_eq!(nt_time(131_000_000_000_000_000), Some(1_455_526_400));
+        assert_eq!(m.times[0], Some(1_455_526_400));
         let mut torn = r;
         torn[1022] ^= 1;
         assert!(parse_file_record(torn, 0, None).is_none());
