@@ -717,6 +717,7 @@ mod tests {
     /// [`Channel`].
     const OWN_FILE_ACCESS: &[(&str, &str)] = &[
         ("channel.rs", "the door itself"),
+        ("noise.rs", "unit-test support, compiled only for tests"),
         (
             "cache.rs",
             "page-cache control: opens to fadvise, drop_caches",
@@ -744,22 +745,10 @@ mod tests {
         ),
     ];
 
-    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                sources(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-
     #[test]
     fn no_engine_module_touches_files_behind_the_channels_back() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        sources(&src, &mut files);
+        let files = crate::noise::rust_sources(&src);
         let pattern = regex::Regex::new(
             r"File::open|File::create|OpenOptions|fs::write\(|fs::read\(|fs::read_to_string|fs::remove_file|fs::remove_dir|fs::rename|fs::create_dir|fs::read_dir|fs::copy|fs::hard_link",
         )
@@ -770,8 +759,7 @@ mod tests {
             if OWN_FILE_ACCESS.iter().any(|(m, _)| *m == rel) {
                 continue;
             }
-            let text = std::fs::read_to_string(f).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let code = crate::noise::product_code(f);
             for (n, line) in code.lines().enumerate() {
                 if !line.trim_start().starts_with("//") && pattern.is_match(line) {
                     bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));

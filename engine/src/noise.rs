@@ -1,5 +1,7 @@
-//! Test data: deterministic bytes that are not a repeating pattern
-//! (xorshift64), for the engine's unit tests.
+//! For the engine's unit tests: deterministic bytes that are not a
+//! repeating pattern (xorshift64), and the engine's own sources for the
+//! tests that check rules over the code (no SQL in stages, no file access
+//! behind the channels).
 
 /// `len` bytes from `seed` (any value; zero is made odd).
 pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -12,4 +14,31 @@ pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// Every `.rs` file under `dir`.
+pub(crate) fn rust_sources(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A source file without its `#[cfg(test)]` part.
+pub(crate) fn product_code(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
 }

@@ -158,25 +158,10 @@ mod tests {
         "kff",
     ];
 
-    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                sources(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
+    use crate::noise::{product_code, rust_sources};
 
-    /// A source file without its `#[cfg(test)]` part (tests may build
-    /// SQLite files as evidence).
-    fn product_code(path: &Path) -> String {
-        let text = std::fs::read_to_string(path).unwrap();
-        match text.find("#[cfg(test)]") {
-            Some(i) => text[..i].to_string(),
-            None => text,
-        }
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        out.extend(rust_sources(dir));
     }
 
     fn src() -> PathBuf {
