@@ -70,7 +70,7 @@ impl std::fmt::Display for ChannelKind {
 }
 
 /// Live counters of one channel, shared by every handle on it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ChannelCounters {
     bytes_read: AtomicU64,
     read_ops: AtomicU64,
@@ -86,6 +86,137 @@ pub struct ChannelCounters {
     removes: AtomicU64,
     dir_syncs: AtomicU64,
     stats: AtomicU64,
+    read_sizes: [AtomicU64; SIZE_BUCKETS],
+    write_sizes: [AtomicU64; SIZE_BUCKETS],
+}
+
+impl Default for ChannelCounters {
+    fn default() -> Self {
+        ChannelCounters {
+            bytes_read: AtomicU64::new(0),
+            read_ops: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            write_ops: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            read_blocked_ns: AtomicU64::new(0),
+            write_blocked_ns: AtomicU64::new(0),
+            sync_blocked_ns: AtomicU64::new(0),
+            opens: AtomicU64::new(0),
+            creates: AtomicU64::new(0),
+            renames: AtomicU64::new(0),
+            removes: AtomicU64::new(0),
+            dir_syncs: AtomicU64::new(0),
+            stats: AtomicU64::new(0),
+            read_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+            write_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// Buckets of a [`SizeHistogram`]: 0 bytes, then one per power of two up to
+/// 2^38 and beyond, and a last one for operations whose size is unknown
+/// (I/O charged by a server or library that reports totals only).
+pub const SIZE_BUCKETS: usize = 41;
+const UNKNOWN_BUCKET: usize = SIZE_BUCKETS - 1;
+
+/// The bucket of an operation of `bytes`: 0 for none, else 1 + log2.
+fn size_bucket(bytes: u64) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        (64 - bytes.leading_zeros() as usize).min(UNKNOWN_BUCKET - 1)
+    }
+}
+
+/// How many operations moved how many bytes, by powers of two: bucket `b`
+/// (1 and up) holds operations of `2^(b-1)` to `2^b - 1` bytes, bucket 0
+/// those of none. In JSON: a map from each bucket's lower bound in bytes
+/// (`"0"`, `"1"`, `"2"`, `"4"`, ... `"4096"`, ...) to its count, non-empty
+/// buckets only, and `"unknown"` for operations of unknown size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizeHistogram(pub [u64; SIZE_BUCKETS]);
+
+impl Default for SizeHistogram {
+    fn default() -> Self {
+        SizeHistogram([0; SIZE_BUCKETS])
+    }
+}
+
+impl SizeHistogram {
+    /// Operations counted.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The lowest and highest byte count the buckets allow, over all
+    /// operations of known size.
+    pub fn byte_bounds(&self) -> (u64, u64) {
+        let mut low = 0u64;
+        let mut high = 0u64;
+        for (b, &n) in self.0.iter().enumerate().take(UNKNOWN_BUCKET) {
+            if b == 0 {
+                continue;
+            }
+            let lo = 1u64 << (b - 1);
+            let hi = if b == UNKNOWN_BUCKET - 1 {
+                u64::MAX
+            } else {
+                (1u64 << b) - 1
+            };
+            low = low.saturating_add(lo.saturating_mul(n));
+            high = high.saturating_add(hi.saturating_mul(n));
+        }
+        (low, high)
+    }
+
+    /// Operations of unknown size.
+    pub fn unknown(&self) -> u64 {
+        self.0[UNKNOWN_BUCKET]
+    }
+
+    fn zip(&self, other: &SizeHistogram, f: impl Fn(u64, u64) -> u64) -> SizeHistogram {
+        let mut out = [0u64; SIZE_BUCKETS];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f(self.0[i], other.0[i]);
+        }
+        SizeHistogram(out)
+    }
+}
+
+impl Serialize for SizeHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (b, &n) in self.0.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            if b == UNKNOWN_BUCKET {
+                map.serialize_entry("unknown", &n)?;
+            } else {
+                let lower = if b == 0 { 0 } else { 1u64 << (b - 1) };
+                map.serialize_entry(&lower.to_string(), &n)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SizeHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, u64>::deserialize(d)?;
+        let mut out = [0u64; SIZE_BUCKETS];
+        for (k, n) in map {
+            let b = if k == "unknown" {
+                UNKNOWN_BUCKET
+            } else {
+                let lower: u64 = k.parse().map_err(serde::de::Error::custom)?;
+                size_bucket(lower)
+            };
+            out[b] += n;
+        }
+        Ok(SizeHistogram(out))
+    }
 }
 
 /// Operations on a channel other than reads, writes and file syncs.
@@ -123,6 +254,7 @@ impl ChannelCounters {
     pub(crate) fn record_read(&self, bytes: u64, took: Duration) {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         self.read_ops.fetch_add(1, Ordering::Relaxed);
+        self.read_sizes[size_bucket(bytes)].fetch_add(1, Ordering::Relaxed);
         self.read_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
@@ -131,6 +263,7 @@ impl ChannelCounters {
     pub(crate) fn record_write(&self, bytes: u64, took: Duration) {
         self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.write_ops.fetch_add(1, Ordering::Relaxed);
+        self.write_sizes[size_bucket(bytes)].fetch_add(1, Ordering::Relaxed);
         self.write_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
@@ -162,6 +295,17 @@ impl ChannelCounters {
         self.removes.fetch_add(d.removes, Ordering::Relaxed);
         self.dir_syncs.fetch_add(d.dir_syncs, Ordering::Relaxed);
         self.stats.fetch_add(d.stats, Ordering::Relaxed);
+        // Sizes the caller knew, and the rest of its operations as unknown,
+        // so the histograms still add up to the operation counts.
+        for (counts, hist, ops) in [
+            (&self.read_sizes, &d.read_sizes, d.read_ops),
+            (&self.write_sizes, &d.write_sizes, d.write_ops),
+        ] {
+            for (c, &n) in counts.iter().zip(hist.0.iter()) {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+            counts[UNKNOWN_BUCKET].fetch_add(ops.saturating_sub(hist.total()), Ordering::Relaxed);
+        }
     }
 
     /// The counters' values now.
@@ -181,6 +325,12 @@ impl ChannelCounters {
             removes: self.removes.load(Ordering::Relaxed),
             dir_syncs: self.dir_syncs.load(Ordering::Relaxed),
             stats: self.stats.load(Ordering::Relaxed),
+            read_sizes: SizeHistogram(std::array::from_fn(|i| {
+                self.read_sizes[i].load(Ordering::Relaxed)
+            })),
+            write_sizes: SizeHistogram(std::array::from_fn(|i| {
+                self.write_sizes[i].load(Ordering::Relaxed)
+            })),
         }
     }
 }
@@ -226,6 +376,12 @@ pub struct ChannelSnapshot {
     /// Metadata reads (stat, directory listing).
     #[serde(default)]
     pub stats: u64,
+    /// Read operations by size.
+    #[serde(default)]
+    pub read_sizes: SizeHistogram,
+    /// Write operations by size.
+    #[serde(default)]
+    pub write_sizes: SizeHistogram,
 }
 
 impl ChannelSnapshot {
@@ -248,6 +404,12 @@ impl ChannelSnapshot {
             removes: self.removes.saturating_sub(earlier.removes),
             dir_syncs: self.dir_syncs.saturating_sub(earlier.dir_syncs),
             stats: self.stats.saturating_sub(earlier.stats),
+            read_sizes: self
+                .read_sizes
+                .zip(&earlier.read_sizes, u64::saturating_sub),
+            write_sizes: self
+                .write_sizes
+                .zip(&earlier.write_sizes, u64::saturating_sub),
         }
     }
 
@@ -268,7 +430,19 @@ impl ChannelSnapshot {
             removes: self.removes + other.removes,
             dir_syncs: self.dir_syncs + other.dir_syncs,
             stats: self.stats + other.stats,
+            read_sizes: self.read_sizes.zip(&other.read_sizes, |a, b| a + b),
+            write_sizes: self.write_sizes.zip(&other.write_sizes, |a, b| a + b),
         }
+    }
+
+    /// Mean bytes per read operation (0 with none).
+    pub fn mean_read_bytes(&self) -> u64 {
+        self.bytes_read.checked_div(self.read_ops).unwrap_or(0)
+    }
+
+    /// Mean bytes per write operation (0 with none).
+    pub fn mean_write_bytes(&self) -> u64 {
+        self.bytes_written.checked_div(self.write_ops).unwrap_or(0)
     }
 
     /// Total nanoseconds blocked in any call.

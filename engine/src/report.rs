@@ -198,6 +198,7 @@ pub fn render_table(report: &RunReport) -> String {
         "cpu usr/sys s",
         "peak MB",
         "evidence R MB/ops",
+        "ev KiB/op",
         "database R/W MB",
         "db ops R/W",
         "fsync",
@@ -225,6 +226,7 @@ pub fn render_table(report: &RunReport) -> String {
             s.peak_rss_bytes
                 .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)),
             format!("{}/{}", mb(ev.counters.bytes_read), ev.counters.read_ops),
+            format!("{:.0}", ev.counters.mean_read_bytes() as f64 / 1024.0),
             format!(
                 "{}/{}",
                 mb(db.counters.bytes_read),

@@ -82,6 +82,8 @@ pub struct RunSpec {
     pub force: bool,
     /// Instance number when several run at once.
     pub instance: Option<usize>,
+    /// Largest evidence read for small requests (`--read-run`).
+    pub read_run: u64,
 }
 
 /// Receives progress and results while a run goes on (the command line draws
@@ -130,8 +132,15 @@ pub fn run(
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let evidence_channel = Channel::new(ChannelKind::Evidence, &evidence_dir, Vec::new());
-    let source: Arc<dyn EvidenceSource> =
-        Arc::from(source::open_evidence(&spec.evidence, &evidence_channel)?);
+    let source: Arc<dyn EvidenceSource> = Arc::from(source::open_evidence(
+        &spec.evidence,
+        &evidence_channel,
+        source::ReadOptions {
+            run_bytes: spec.read_run,
+            // Runs for every thread to have one in use and one coming.
+            cache_runs: 2 * spec.threads.max(1) + 4,
+        },
+    )?);
     let protected: Vec<PathBuf> = source
         .files()
         .iter()

@@ -109,6 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         db: DbOptions::default(),
         force: true,
         instance: None,
+        read_run: caseload_engine::source::DEFAULT_RUN_BYTES,
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

@@ -40,6 +40,11 @@ pub struct Args {
     /// Page cache before each stage: `cold` drops it, `warm` leaves it.
     #[arg(long, value_enum, default_value = "cold")]
     pub cache: CacheArg,
+    /// Largest evidence read issued for requests smaller than it: small
+    /// reads are served from aligned runs of this size read whole (E01:
+    /// consecutive stored chunks), shared between threads.
+    #[arg(long, default_value = "2MiB", value_parser = util::parse_size)]
+    pub read_run: u64,
     /// Replace a case already in the case/database directories.
     #[arg(long)]
     pub force: bool,
@@ -83,6 +88,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     for o in &args.stage_options {
         stage::apply_option(&mut stage_specs, o)?;
     }
+    anyhow::ensure!(
+        (caseload_engine::source::MIN_RUN_BYTES..=caseload_engine::source::MAX_RUN_BYTES)
+            .contains(&args.read_run),
+        "--read-run must be between 512 bytes and 64 MiB"
+    );
     let instances = args.instances.or(workload_instances).unwrap_or(1);
     anyhow::ensure!(instances >= 1, "--instances must be at least 1");
     if instances > 1 && args.instance.is_none() {
@@ -100,6 +110,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         db: args.db.options()?,
         force: args.force,
         instance: args.instance,
+        read_run: args.read_run,
     };
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
@@ -129,6 +140,7 @@ fn run_instances(
     job.cache = args.cache.mode();
     job.db = args.db.options()?;
     job.force = args.force;
+    job.read_run = Some(args.read_run);
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let (report, path) = caseload_workloads::instances::run_instances(&exe, &job, n)?;
     if args.json {

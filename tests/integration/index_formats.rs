@@ -239,8 +239,14 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
     std::fs::create_dir_all(&case_dir).unwrap();
     std::fs::create_dir_all(&temp_dir).unwrap();
     let evidence_ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-    let source: Arc<dyn EvidenceSource> =
-        Arc::new(RawSource::open(&ev_path, &evidence_ch).unwrap());
+    let source: Arc<dyn EvidenceSource> = Arc::new(
+        RawSource::open(
+            &ev_path,
+            &evidence_ch,
+            caseload_engine::source::ReadOptions::default(),
+        )
+        .unwrap(),
+    );
     let db_ch = Channel::new(ChannelKind::Database, &case_dir, Vec::new());
     let case = Channel::new(ChannelKind::Case, &case_dir, Vec::new());
     let temp = Channel::new(ChannelKind::Temp, &temp_dir, Vec::new());

@@ -554,11 +554,14 @@ pub fn run_compare(
         let dir = path.parent().unwrap_or(Path::new("."));
         let channel =
             caseload_engine::channel::Channel::new(ChannelKind::Evidence, dir, Vec::new());
-        caseload_engine::source::open_evidence(path, &channel).map_err(|source| {
-            CompareError::EvidenceFormat {
-                path: path.clone(),
-                source,
-            }
+        caseload_engine::source::open_evidence(
+            path,
+            &channel,
+            caseload_engine::source::ReadOptions::default(),
+        )
+        .map_err(|source| CompareError::EvidenceFormat {
+            path: path.clone(),
+            source,
         })?;
     }
     let mut configurations = Vec::new();

@@ -50,6 +50,8 @@ pub struct JobSpec {
     pub force: bool,
     /// Print run.json (or instances.json) to stdout.
     pub json: bool,
+    /// Largest evidence read for small requests (`None`: the run's default).
+    pub read_run: Option<u64>,
 }
 
 impl JobSpec {
@@ -70,6 +72,7 @@ impl JobSpec {
             db: DbOptions::default(),
             force: false,
             json: false,
+            read_run: None,
         }
     }
 
@@ -108,6 +111,9 @@ impl JobSpec {
         }
         if let Some(k) = self.instance {
             a.extend(["--instance".into(), k.to_string().into()]);
+        }
+        if let Some(r) = self.read_run {
+            a.extend(["--read-run".into(), r.to_string().into()]);
         }
         a.extend(self.db.command_line().into_iter().map(OsString::from));
         if self.force {

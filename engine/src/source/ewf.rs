@@ -16,6 +16,7 @@
 //! That lets a damaged chunk be reported with its exact sector range, and lets
 //! many threads inflate distinct chunks at once without sharing a cache lock.
 
+use super::runs::{ReadOptions, Run, RunCache};
 use super::{
     EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
 };
@@ -31,6 +32,10 @@ use std::sync::Arc;
 pub struct EwfSource {
     /// Distinguishes sources in the per-thread chunk cache.
     id: u64,
+    /// Consecutive chunks read as one run (a group of this many chunks).
+    group: u64,
+    runs: RunCache,
+    read: ReadOptions,
     reader: EwfReader,
     segments: Vec<Arc<CountedSegment>>,
     chunk_size: u64,
@@ -67,7 +72,7 @@ impl SegmentBacking for CountedSegment {
 
 impl EwfSource {
     /// Open the set whose first segment is `first`.
-    pub fn open(first: &Path, channel: &Channel) -> Result<Self, SourceError> {
+    pub fn open(first: &Path, channel: &Channel, read: ReadOptions) -> Result<Self, SourceError> {
         let paths = discover_segments(first)?;
         let mut segments = Vec::with_capacity(paths.len());
         let mut container_bytes = 0u64;
@@ -168,10 +173,14 @@ impl EwfSource {
             },
             metadata,
             notes,
+            read_run_bytes: Some(read.run_bytes),
         };
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(EwfSource {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            group: (read.run_bytes / chunk_size).max(1),
+            runs: RunCache::new(read.cache_runs),
+            read,
             reader,
             segments,
             chunk_size,
@@ -200,15 +209,15 @@ impl EwfSource {
         }
     }
 
-    /// Decode chunk `chunk` into `out` (which must hold its logical length).
-    fn decode_chunk(&self, chunk: u64, out: &mut [u8]) -> Result<(), SourceError> {
+    /// Where chunk `chunk`'s stored bytes are, checked against its
+    /// segment: (segment, offset, bytes to read, compressed).
+    fn locate(&self, chunk: u64, logical: u64) -> Result<(usize, u64, usize, bool), SourceError> {
         let index =
             usize::try_from(chunk).map_err(|_| self.corrupt(chunk, "index overflow".into()))?;
         let (offset, stored, compressed, segment) = self
             .reader
             .debug_chunk(index)
             .map_err(|e| self.corrupt(chunk, format!("chunk table: {e}")))?;
-        let logical = out.len() as u64;
         // A stored chunk is at most the chunk plus its checksum; compressed
         // data a little larger than the chunk is legal zlib but nothing sane
         // writes it. Anything beyond that is a corrupt table entry.
@@ -249,49 +258,135 @@ impl EwfSource {
         };
         let stored = usize::try_from(stored)
             .map_err(|_| self.corrupt(chunk, "stored size overflows".into()))?;
-        if !compressed {
-            return self.read_stored_chunk(chunk, seg, offset, stored, out);
-        }
-        RAW.with(|raw| {
-            let mut raw = raw.borrow_mut();
-            // Grow only: shrinking and regrowing would zero-fill on every chunk.
-            if raw.len() < stored {
-                raw.resize(stored, 0);
-            }
-            let n = seg
-                .file
-                .read_at(&mut raw[..stored], offset)
-                .map_err(|e| self.corrupt(chunk, format!("read failed: {e}")))?;
-            if n < stored {
-                return Err(self.corrupt(
-                    chunk,
-                    "segment ends inside the chunk: truncated segment".into(),
-                ));
-            }
-            INFLATE.with(|inflater| {
-                let mut inflater = inflater.borrow_mut();
-                inflater.reset(true);
-                let status = inflater.decompress(&raw[..stored], out, FlushDecompress::Finish);
-                match status {
-                    Ok(Status::StreamEnd) if inflater.total_out() == logical => Ok(()),
-                    Ok(Status::StreamEnd) => Err(self.corrupt(
-                        chunk,
-                        format!(
-                            "inflates to {} bytes, expected {logical}",
-                            inflater.total_out()
-                        ),
-                    )),
-                    Ok(_) => Err(self.corrupt(
-                        chunk,
-                        "compressed data ends early or inflates too large".into(),
-                    )),
-                    Err(e) => Err(self.corrupt(
-                        chunk,
-                        format!("inflate failed ({e}): checksum or data damaged"),
-                    )),
+        Ok((segment, offset, stored, compressed))
+    }
+
+    /// The run holding chunk `chunk`'s group in `segment`: one read from
+    /// the group's first stored byte in that segment to its last, shared
+    /// through the run cache. `None` when the group's chunks are not laid
+    /// out as one stretch (or the read failed): the chunk is then read on
+    /// its own.
+    fn run_of(&self, chunk: u64, segment: usize) -> Option<Arc<Run>> {
+        let first = chunk / self.group * self.group;
+        let chunks = self.size.div_ceil(self.chunk_size);
+        let last = (first + self.group).min(chunks);
+        let key = (first / self.group) << 16 | segment as u64;
+        self.runs.get(key, || {
+            let mut start = u64::MAX;
+            let mut end = 0u64;
+            for c in first..last {
+                let logical = (self.size - c * self.chunk_size).min(self.chunk_size);
+                if let Ok((s, o, n, _)) = self.locate(c, logical)
+                    && s == segment
+                {
+                    start = start.min(o);
+                    end = end.max(o + n as u64);
                 }
-            })
+            }
+            let seg = self.segments.get(segment)?;
+            let span = end.checked_sub(start)?;
+            // Chunks far apart in the segment (a rewritten table) are not
+            // one run; read them one by one.
+            if span > self.read.run_bytes.max(self.chunk_size) * 2 + 2048 {
+                return None;
+            }
+            let mut bytes = vec![0u8; usize::try_from(span).ok()?];
+            let n = seg.file.read_at(&mut bytes, start).ok()?;
+            bytes.truncate(n);
+            Some(Arc::new(Run { start, bytes }))
         })
+    }
+
+    /// Decode chunk `chunk` into `out` (which must hold its logical length).
+    fn decode_chunk(&self, chunk: u64, out: &mut [u8]) -> Result<(), SourceError> {
+        let logical = out.len() as u64;
+        let (segment, offset, stored, compressed) = self.locate(chunk, logical)?;
+        let seg = &self.segments[segment];
+        let run = self.run_of(chunk, segment);
+        let held = run.as_ref().and_then(|r| r.slice(offset, stored));
+        if !compressed {
+            return match held {
+                Some(bytes) => {
+                    let logical = out.len();
+                    if stored < logical {
+                        return Err(self.corrupt(
+                            chunk,
+                            format!("stored chunk is {stored} bytes, expected {logical}"),
+                        ));
+                    }
+                    out.copy_from_slice(&bytes[..logical]);
+                    match bytes.get(logical..logical + 4) {
+                        Some(t) => self.check_adler(chunk, out, [t[0], t[1], t[2], t[3]]),
+                        None => Ok(()),
+                    }
+                }
+                None => self.read_stored_chunk(chunk, seg, offset, stored, out),
+            };
+        }
+        match held {
+            Some(bytes) => self.inflate(chunk, bytes, out),
+            None => RAW.with(|raw| {
+                let mut raw = raw.borrow_mut();
+                // Grow only: shrinking and regrowing would zero-fill on every chunk.
+                if raw.len() < stored {
+                    raw.resize(stored, 0);
+                }
+                let n = seg
+                    .file
+                    .read_at(&mut raw[..stored], offset)
+                    .map_err(|e| self.corrupt(chunk, format!("read failed: {e}")))?;
+                if n < stored {
+                    return Err(self.corrupt(
+                        chunk,
+                        "segment ends inside the chunk: truncated segment".into(),
+                    ));
+                }
+                self.inflate(chunk, &raw[..stored], out)
+            }),
+        }
+    }
+
+    /// Inflate a compressed chunk's stored bytes into `out`.
+    fn inflate(&self, chunk: u64, stored: &[u8], out: &mut [u8]) -> Result<(), SourceError> {
+        let logical = out.len() as u64;
+        INFLATE.with(|inflater| {
+            let mut inflater = inflater.borrow_mut();
+            inflater.reset(true);
+            let status = inflater.decompress(stored, out, FlushDecompress::Finish);
+            match status {
+                Ok(Status::StreamEnd) if inflater.total_out() == logical => Ok(()),
+                Ok(Status::StreamEnd) => Err(self.corrupt(
+                    chunk,
+                    format!(
+                        "inflates to {} bytes, expected {logical}",
+                        inflater.total_out()
+                    ),
+                )),
+                Ok(_) => Err(self.corrupt(
+                    chunk,
+                    "compressed data ends early or inflates too large".into(),
+                )),
+                Err(e) => Err(self.corrupt(
+                    chunk,
+                    format!("inflate failed ({e}): checksum or data damaged"),
+                )),
+            }
+        })
+    }
+
+    /// Check a stored chunk against the Adler-32 that follows it.
+    fn check_adler(&self, chunk: u64, data: &[u8], trailer: [u8; 4]) -> Result<(), SourceError> {
+        let want = u32::from_le_bytes(trailer);
+        // zlib-rs's Adler-32 is vectorised (AVX2/AVX-512); adler2's
+        // scalar one cost 2.7% of the E01 image hash.
+        let got = zlib_rs::adler32::adler32(1, data);
+        if want != got {
+            return Err(self.corrupt(
+                chunk,
+                format!("Adler-32 mismatch (stored {want:08x}, computed {got:08x})"),
+            ));
+        }
+        Ok(())
     }
 
     /// An uncompressed chunk: read straight into `out` (no staging copy),
@@ -333,16 +428,7 @@ impl EwfSource {
             if n < 4 {
                 return Err(truncated());
             }
-            let want = u32::from_le_bytes(trailer);
-            // zlib-rs's Adler-32 is vectorised (AVX2/AVX-512); adler2's
-            // scalar one cost 2.7% of the E01 image hash.
-            let got = zlib_rs::adler32::adler32(1, out);
-            if want != got {
-                return Err(self.corrupt(
-                    chunk,
-                    format!("Adler-32 mismatch (stored {want:08x}, computed {got:08x})"),
-                ));
-            }
+            self.check_adler(chunk, out, trailer)?;
         }
         Ok(())
     }

@@ -6,10 +6,12 @@
 
 mod ewf;
 mod raw;
+mod runs;
 mod stream;
 
 pub use self::ewf::EwfSource;
 pub use raw::RawSource;
+pub use runs::{DEFAULT_RUN_BYTES, MAX_RUN_BYTES, MIN_RUN_BYTES, ReadOptions};
 pub(crate) use stream::read_block;
 pub use stream::{Block, BlockStream, StreamOptions};
 
@@ -131,6 +133,10 @@ pub struct SourceInfo {
     /// Problems noticed when opening (reads of the affected ranges fail
     /// with errors naming their sectors).
     pub notes: Vec<String>,
+    /// Largest read the source issues for requests smaller than it
+    /// ([`ReadOptions::run_bytes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_run_bytes: Option<u64>,
 }
 
 /// Positioned, read-only access to evidence media, usable from any thread.
@@ -176,6 +182,7 @@ impl caseload_fs::ReadAt for EvidenceReader {
 pub fn open_evidence(
     path: &Path,
     channel: &Channel,
+    read: ReadOptions,
 ) -> Result<Box<dyn EvidenceSource>, SourceError> {
     let mut signature = [0u8; 8];
     let file = channel.open_path_read_only(path).map_err(|e| match e {
@@ -194,9 +201,9 @@ pub fn open_evidence(
         })?;
     drop(file);
     if n == 8 && (signature == *b"EVF\x09\x0d\x0a\xff\x00" || signature == *b"EVF2\r\n\x81\x00") {
-        return Ok(Box::new(EwfSource::open(path, channel)?));
+        return Ok(Box::new(EwfSource::open(path, channel, read)?));
     }
-    Ok(Box::new(RawSource::open(path, channel)?))
+    Ok(Box::new(RawSource::open(path, channel, read)?))
 }
 
 /// Lower-case hex of a byte string.

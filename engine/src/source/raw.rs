@@ -1,6 +1,9 @@
 //! Raw images: one file, or numbered parts (`image.001`, `image.002`, ...)
-//! that concatenate to the media.
+//! that concatenate to the media. Requests smaller than a run are served
+//! from aligned runs read whole and shared between threads
+//! ([`super::runs`]); larger ones are read as asked.
 
+use super::runs::{ReadOptions, Run, RunCache};
 use super::{EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes};
 use crate::channel::{Channel, ChannelError, ChannelFile};
 use std::path::{Path, PathBuf};
@@ -11,6 +14,8 @@ pub struct RawSource {
     parts: Vec<Part>,
     size: u64,
     info: SourceInfo,
+    run_bytes: u64,
+    runs: RunCache,
 }
 
 #[derive(Debug)]
@@ -23,7 +28,7 @@ struct Part {
 impl RawSource {
     /// Open `path`; if its extension is a number (`.001`), open the whole run
     /// of consecutively numbered parts.
-    pub fn open(path: &Path, channel: &Channel) -> Result<Self, SourceError> {
+    pub fn open(path: &Path, channel: &Channel, read: ReadOptions) -> Result<Self, SourceError> {
         let paths = split_parts(path)?;
         let mut parts = Vec::with_capacity(paths.len());
         let mut start = 0u64;
@@ -71,11 +76,15 @@ impl RawSource {
             stored_hashes: StoredHashes::default(),
             metadata: Vec::new(),
             notes: Vec::new(),
+            read_run_bytes: Some(read.run_bytes),
         };
         Ok(RawSource {
             parts,
             size: start,
             info,
+            // Whole sectors, so a run never splits one.
+            run_bytes: read.run_bytes.div_ceil(SECTOR_SIZE).max(1) * SECTOR_SIZE,
+            runs: RunCache::new(read.cache_runs),
         })
     }
 }
@@ -137,12 +146,9 @@ fn split_parts(first: &Path) -> Result<Vec<PathBuf>, SourceError> {
     Ok(parts)
 }
 
-impl EvidenceSource for RawSource {
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
+impl RawSource {
+    /// Read exactly what is asked, from the parts.
+    fn read_direct(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
         let mut done = 0usize;
         while done < buf.len() {
             let pos = offset + done as u64;
@@ -189,6 +195,46 @@ impl EvidenceSource for RawSource {
         }
         Ok(done)
     }
+}
+
+impl EvidenceSource for RawSource {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
+        if buf.len() as u64 >= self.run_bytes {
+            return self.read_direct(buf, offset);
+        }
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            if pos >= self.size {
+                break;
+            }
+            let index = pos / self.run_bytes;
+            let start = index * self.run_bytes;
+            let take =
+                usize::try_from((start + self.run_bytes - pos).min((buf.len() - done) as u64))
+                    .unwrap_or(buf.len() - done);
+            let run = self.runs.get(index, || {
+                let len = usize::try_from(self.run_bytes.min(self.size - start)).ok()?;
+                let mut bytes = vec![0u8; len];
+                let n = self.read_direct(&mut bytes, start).ok()?;
+                bytes.truncate(n);
+                Some(std::sync::Arc::new(Run { start, bytes }))
+            });
+            let take = take.min(usize::try_from(self.size - pos).unwrap_or(take));
+            match run.as_ref().and_then(|r| r.slice(pos, take)) {
+                Some(bytes) => buf[done..done + take].copy_from_slice(bytes),
+                // The run could not be read whole: read what is asked, so
+                // the error names its own sectors.
+                None => return Ok(done + self.read_direct(&mut buf[done..], pos)?),
+            }
+            done += take;
+        }
+        Ok(done)
+    }
 
     fn info(&self) -> &SourceInfo {
         &self.info
@@ -212,15 +258,41 @@ mod tests {
         std::fs::write(dir.path().join("img.002"), &data[1024..2048]).unwrap();
         std::fs::write(dir.path().join("img.003"), &data[2048..]).unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let src = RawSource::open(&dir.path().join("img.001"), &ch).unwrap();
+        let src =
+            RawSource::open(&dir.path().join("img.001"), &ch, ReadOptions::default()).unwrap();
         assert_eq!(src.size(), 3000);
         assert_eq!(src.info().format, SourceFormat::SplitRaw);
         let mut buf = vec![0u8; 2000];
         assert_eq!(src.read_at(&mut buf, 500).unwrap(), 2000);
         assert_eq!(&buf[..], &data[500..2500]);
-        assert_eq!(ch.snapshot().bytes_read, 2000);
+        // The request is smaller than a run: the one run holding it (the
+        // whole 3000-byte media) is read, one read per part.
+        assert_eq!(ch.snapshot().bytes_read, 3000);
+        assert_eq!(ch.snapshot().read_ops, 3);
         let mut tail = vec![0u8; 100];
         assert_eq!(src.read_at(&mut tail, 2950).unwrap(), 50);
+        assert_eq!(&tail[..50], &data[2950..]);
+        // Served from the run already held: no further read.
+        assert_eq!(ch.snapshot().read_ops, 3);
+
+        // Runs of one sector: the request is read run by run, each of
+        // them whole and aligned.
+        let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+        let small = ReadOptions {
+            run_bytes: 512,
+            cache_runs: 2,
+        };
+        let src = RawSource::open(&dir.path().join("img.001"), &ch, small).unwrap();
+        let mut buf = vec![0u8; 300];
+        assert_eq!(src.read_at(&mut buf, 500).unwrap(), 300);
+        assert_eq!(&buf[..], &data[500..800]);
+        assert_eq!(ch.snapshot().bytes_read, 1024);
+        assert_eq!(ch.snapshot().read_ops, 2);
+        // A request of a run or more is read as asked.
+        let mut big = vec![0u8; 1000];
+        assert_eq!(src.read_at(&mut big, 1000).unwrap(), 1000);
+        assert_eq!(&big[..], &data[1000..2000]);
+        assert_eq!(ch.snapshot().bytes_read, 2024);
     }
 
     #[test]
@@ -229,11 +301,13 @@ mod tests {
         std::fs::write(dir.path().join("img.001"), [0u8; 1024]).unwrap();
         std::fs::write(dir.path().join("img.003"), [0u8; 1024]).unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let err = RawSource::open(&dir.path().join("img.001"), &ch).unwrap_err();
+        let err =
+            RawSource::open(&dir.path().join("img.001"), &ch, ReadOptions::default()).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
 
         std::fs::write(dir.path().join("img.002"), [0u8; 100]).unwrap();
-        let err = RawSource::open(&dir.path().join("img.001"), &ch).unwrap_err();
+        let err =
+            RawSource::open(&dir.path().join("img.001"), &ch, ReadOptions::default()).unwrap_err();
         assert!(err.to_string().contains("truncated"), "{err}");
     }
 
@@ -241,7 +315,8 @@ mod tests {
     fn missing_evidence_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let err = RawSource::open(&dir.path().join("nope.dd"), &ch).unwrap_err();
+        let err =
+            RawSource::open(&dir.path().join("nope.dd"), &ch, ReadOptions::default()).unwrap_err();
         assert!(err.to_string().contains("cannot open evidence"), "{err}");
     }
 }

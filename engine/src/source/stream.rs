@@ -228,7 +228,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.dd"), data).unwrap();
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-        let src = Arc::new(RawSource::open(&dir.path().join("x.dd"), &ch).unwrap());
+        let src = Arc::new(
+            RawSource::open(
+                &dir.path().join("x.dd"),
+                &ch,
+                crate::source::ReadOptions::default(),
+            )
+            .unwrap(),
+        );
         (dir, src)
     }
 
