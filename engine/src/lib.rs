@@ -28,3 +28,4 @@ pub mod stages;
 pub mod system;
 pub mod textindex;
 mod thread_priority;
+pub mod units;

@@ -16,7 +16,7 @@
 //! That lets a damaged chunk be reported with its exact sector range, and lets
 //! many threads inflate distinct chunks at once without sharing a cache lock.
 
-use super::runs::{ReadOptions, Run, RunCache};
+use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs};
 use super::{
     EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
 };
@@ -32,9 +32,8 @@ use std::sync::Arc;
 pub struct EwfSource {
     /// Distinguishes sources in the per-thread chunk cache.
     id: u64,
-    /// Consecutive chunks read as one run (a group of this many chunks).
-    group: u64,
-    runs: RunCache,
+    /// Runs of consecutive stored chunks (units: chunks).
+    runs: Runs,
     read: ReadOptions,
     reader: EwfReader,
     segments: Vec<Arc<CountedSegment>>,
@@ -178,8 +177,14 @@ impl EwfSource {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(EwfSource {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            group: (read.run_bytes / chunk_size).max(1),
-            runs: RunCache::new(read.cache_runs),
+            runs: Runs::new(
+                (read.run_bytes / chunk_size).max(1),
+                (FLOOR_BYTES / chunk_size).max(1),
+                HINT_GAP_BYTES / chunk_size,
+                size.div_ceil(chunk_size),
+                1,
+                read.cache_runs,
+            ),
             read,
             reader,
             segments,
@@ -261,49 +266,24 @@ impl EwfSource {
         Ok((segment, offset, stored, compressed))
     }
 
-    /// The run holding chunk `chunk`'s group in `segment`: one read from
-    /// the group's first stored byte in that segment to its last, shared
-    /// through the run cache. `None` when the group's chunks are not laid
-    /// out as one stretch (or the read failed): the chunk is then read on
-    /// its own.
-    fn run_of(&self, chunk: u64, segment: usize) -> Option<Arc<Run>> {
-        let first = chunk / self.group * self.group;
-        let chunks = self.size.div_ceil(self.chunk_size);
-        let last = (first + self.group).min(chunks);
-        let key = (first / self.group) << 16 | segment as u64;
-        self.runs.get(key, || {
-            let mut start = u64::MAX;
-            let mut end = 0u64;
-            for c in first..last {
-                let logical = (self.size - c * self.chunk_size).min(self.chunk_size);
-                if let Ok((s, o, n, _)) = self.locate(c, logical)
-                    && s == segment
-                {
-                    start = start.min(o);
-                    end = end.max(o + n as u64);
-                }
-            }
-            let seg = self.segments.get(segment)?;
-            let span = end.checked_sub(start)?;
-            // Chunks far apart in the segment (a rewritten table) are not
-            // one run; read them one by one.
-            if span > self.read.run_bytes.max(self.chunk_size) * 2 + 2048 {
-                return None;
-            }
-            let mut bytes = vec![0u8; usize::try_from(span).ok()?];
-            let n = seg.file.read_at(&mut bytes, start).ok()?;
-            bytes.truncate(n);
-            Some(Arc::new(Run { start, bytes }))
-        })
+    /// Logical bytes of chunk `chunk` (the last one may be short).
+    fn logical(&self, chunk: u64) -> u64 {
+        self.size
+            .saturating_sub(chunk.saturating_mul(self.chunk_size))
+            .min(self.chunk_size)
     }
 
-    /// Decode chunk `chunk` into `out` (which must hold its logical length).
-    fn decode_chunk(&self, chunk: u64, out: &mut [u8]) -> Result<(), SourceError> {
+    /// Decode chunk `chunk` into `out` (which must hold its logical
+    /// length), for a request that reaches to chunk `want_end`.
+    fn decode_chunk(&self, chunk: u64, out: &mut [u8], want_end: u64) -> Result<(), SourceError> {
         let logical = out.len() as u64;
         let (segment, offset, stored, compressed) = self.locate(chunk, logical)?;
         let seg = &self.segments[segment];
-        let run = self.run_of(chunk, segment);
-        let held = run.as_ref().and_then(|r| r.slice(offset, stored));
+        let run = match self.runs.fetch(chunk, want_end, self) {
+            Fetch::Run(run) => Some(run),
+            Fetch::Direct => None,
+        };
+        let held = run.as_ref().and_then(|r| r.slice(segment, offset, stored));
         if !compressed {
             return match held {
                 Some(bytes) => {
@@ -489,6 +469,8 @@ impl EvidenceSource for EwfSource {
         if self.version2 {
             return self.read_v2(&mut buf[..want], offset);
         }
+        // The chunk after the request's last: runs are sized from it.
+        let want_end = (offset + want as u64).div_ceil(self.chunk_size);
         let mut done = 0usize;
         while done < want {
             let pos = offset + done as u64;
@@ -500,14 +482,14 @@ impl EvidenceSource for EwfSource {
             let take = (logical - within).min(want - done);
             if within == 0 && take == logical {
                 // Whole chunk: inflate straight into the caller's buffer.
-                self.decode_chunk(chunk, &mut buf[done..done + take])?;
+                self.decode_chunk(chunk, &mut buf[done..done + take], want_end)?;
             } else {
                 CHUNK.with(|cache| -> Result<(), SourceError> {
                     let mut cache = cache.borrow_mut();
                     if !(cache.valid && cache.source == self.id && cache.chunk == chunk) {
                         cache.valid = false;
                         cache.data.resize(logical, 0);
-                        self.decode_chunk(chunk, &mut cache.data[..logical])?;
+                        self.decode_chunk(chunk, &mut cache.data[..logical], want_end)?;
                         cache.source = self.id;
                         cache.chunk = chunk;
                         cache.valid = true;
@@ -527,6 +509,61 @@ impl EvidenceSource for EwfSource {
 
     fn damage_unit(&self) -> u64 {
         self.chunk_size
+    }
+
+    fn read_size(&self) -> u64 {
+        self.read.run_bytes.max(self.chunk_size)
+    }
+
+    fn hint(&self, offset: u64, len: u64) {
+        let end = offset.saturating_add(len).min(self.size);
+        self.runs
+            .hint(offset / self.chunk_size, end.div_ceil(self.chunk_size));
+    }
+}
+
+impl RunReader for EwfSource {
+    /// Chunks from `start` stored one after another in `start`'s segment.
+    fn stretch(&self, start: u64, end: u64) -> u64 {
+        let Ok((segment, first, stored, _)) = self.locate(start, self.logical(start)) else {
+            return start + 1;
+        };
+        // However well compressed, a run's read stays near the run size.
+        let budget = self.read.run_bytes.max(self.chunk_size) * 2 + 2048;
+        let mut next = first + stored as u64;
+        let mut c = start + 1;
+        while c < end {
+            match self.locate(c, self.logical(c)) {
+                Ok((s, o, n, _))
+                    if s == segment
+                        && o >= next
+                        && o - next <= 4096
+                        && o + n as u64 - first <= budget =>
+                {
+                    next = o + n as u64;
+                    c += 1;
+                }
+                _ => break,
+            }
+        }
+        c
+    }
+
+    fn fill(&self, start: u64, end: u64, mut bytes: Vec<u8>) -> Option<Run> {
+        let (segment, first, _, _) = self.locate(start, self.logical(start)).ok()?;
+        let (_, last, stored, _) = self.locate(end - 1, self.logical(end - 1)).ok()?;
+        let seg = self.segments.get(segment)?;
+        let span = (last + stored as u64).checked_sub(first)?;
+        // Only what the read returns is kept: no need to clear it.
+        bytes.resize(usize::try_from(span).ok()?, 0);
+        let n = seg.file.read_at(&mut bytes, first).ok()?;
+        bytes.truncate(n);
+        Some(Run {
+            units: (start, end),
+            file: segment,
+            start: first,
+            bytes,
+        })
     }
 }
 

@@ -159,6 +159,41 @@ pub trait EvidenceSource: Send + Sync {
     fn files(&self) -> &[PathBuf] {
         &self.info().files
     }
+
+    /// Media bytes `offset..offset + len` will be read soon, in any order
+    /// and by any thread: the source may read them in larger runs (see
+    /// `source::runs`). Only a hint: reads are correct without it.
+    fn hint(&self, _offset: u64, _len: u64) {}
+
+    /// The read size the source prefers for bulk reads: a request at
+    /// least this large is read as asked, with no copy through its runs.
+    fn read_size(&self) -> u64 {
+        1 << 20
+    }
+
+    /// Pass media bytes `offset..offset + len` to `visit`, in order and in
+    /// pieces; returns how many there were (short only at the end of the
+    /// media). Sources that hold runs hand out their bytes without
+    /// copying them into a caller's buffer.
+    fn visit(
+        &self,
+        offset: u64,
+        len: u64,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<u64, SourceError> {
+        let mut buf = vec![0u8; usize::try_from(len.min(1 << 20)).unwrap_or(1 << 20)];
+        let mut done = 0u64;
+        while done < len {
+            let n = usize::try_from((len - done).min(buf.len() as u64)).unwrap_or(buf.len());
+            let got = self.read_at(&mut buf[..n], offset + done)?;
+            if got == 0 {
+                break;
+            }
+            visit(&buf[..got]);
+            done += got as u64;
+        }
+        Ok(done)
+    }
 }
 
 /// The evidence as the file-system parsers' positioned-read trait. Damaged

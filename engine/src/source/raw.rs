@@ -3,7 +3,7 @@
 //! from aligned runs read whole and shared between threads
 //! ([`super::runs`]); larger ones are read as asked.
 
-use super::runs::{ReadOptions, Run, RunCache};
+use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs};
 use super::{EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes};
 use crate::channel::{Channel, ChannelError, ChannelFile};
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ pub struct RawSource {
     size: u64,
     info: SourceInfo,
     run_bytes: u64,
-    runs: RunCache,
+    runs: Runs,
 }
 
 #[derive(Debug)]
@@ -78,13 +78,21 @@ impl RawSource {
             notes: Vec::new(),
             read_run_bytes: Some(read.run_bytes),
         };
+        // Whole sectors, so a run never splits one.
+        let run_bytes = read.run_bytes.div_ceil(SECTOR_SIZE).max(1) * SECTOR_SIZE;
         Ok(RawSource {
             parts,
             size: start,
             info,
-            // Whole sectors, so a run never splits one.
-            run_bytes: read.run_bytes.div_ceil(SECTOR_SIZE).max(1) * SECTOR_SIZE,
-            runs: RunCache::new(read.cache_runs),
+            run_bytes,
+            runs: Runs::new(
+                run_bytes,
+                FLOOR_BYTES,
+                HINT_GAP_BYTES,
+                start,
+                u64::MAX,
+                read.cache_runs,
+            ),
         })
     }
 }
@@ -197,6 +205,31 @@ impl RawSource {
     }
 }
 
+thread_local! {
+    /// A reader thread's buffer for direct reads handed to a visitor.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl RunReader for RawSource {
+    fn stretch(&self, _start: u64, end: u64) -> u64 {
+        end
+    }
+
+    fn fill(&self, start: u64, end: u64, mut bytes: Vec<u8>) -> Option<Run> {
+        let len = usize::try_from(end.saturating_sub(start)).ok()?;
+        // Only what the read returns is kept: no need to clear it.
+        bytes.resize(len, 0);
+        let n = self.read_direct(&mut bytes, start).ok()?;
+        bytes.truncate(n);
+        Some(Run {
+            units: (start, start + n as u64),
+            file: 0,
+            start,
+            bytes,
+        })
+    }
+}
+
 impl EvidenceSource for RawSource {
     fn size(&self) -> u64 {
         self.size
@@ -204,36 +237,88 @@ impl EvidenceSource for RawSource {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
         if buf.len() as u64 >= self.run_bytes {
+            self.runs
+                .note_direct(offset, offset.saturating_add(buf.len() as u64));
             return self.read_direct(buf, offset);
         }
+        let want_end = offset.saturating_add(buf.len() as u64).min(self.size);
         let mut done = 0usize;
         while done < buf.len() {
             let pos = offset + done as u64;
             if pos >= self.size {
                 break;
             }
-            let index = pos / self.run_bytes;
-            let start = index * self.run_bytes;
-            let take =
-                usize::try_from((start + self.run_bytes - pos).min((buf.len() - done) as u64))
-                    .unwrap_or(buf.len() - done);
-            let run = self.runs.get(index, || {
-                let len = usize::try_from(self.run_bytes.min(self.size - start)).ok()?;
-                let mut bytes = vec![0u8; len];
-                let n = self.read_direct(&mut bytes, start).ok()?;
-                bytes.truncate(n);
-                Some(std::sync::Arc::new(Run { start, bytes }))
-            });
-            let take = take.min(usize::try_from(self.size - pos).unwrap_or(take));
-            match run.as_ref().and_then(|r| r.slice(pos, take)) {
-                Some(bytes) => buf[done..done + take].copy_from_slice(bytes),
-                // The run could not be read whole: read what is asked, so
-                // the error names its own sectors.
-                None => return Ok(done + self.read_direct(&mut buf[done..], pos)?),
+            let run = match self.runs.fetch(pos, want_end, self) {
+                Fetch::Run(run) => run,
+                // A lone request, or its run could not be read whole: read
+                // what is asked, so an error names its own sectors.
+                Fetch::Direct => return Ok(done + self.read_direct(&mut buf[done..], pos)?),
+            };
+            let take = usize::try_from(run.units.1.min(want_end).saturating_sub(pos))
+                .unwrap_or(0)
+                .min(buf.len() - done);
+            match run.slice(0, pos, take) {
+                Some(bytes) if take > 0 => buf[done..done + take].copy_from_slice(bytes),
+                // Short: the media ended early.
+                _ => return Ok(done + self.read_direct(&mut buf[done..], pos)?),
             }
             done += take;
         }
         Ok(done)
+    }
+
+    fn hint(&self, offset: u64, len: u64) {
+        self.runs
+            .hint(offset, offset.saturating_add(len).min(self.size));
+    }
+
+    fn read_size(&self) -> u64 {
+        self.run_bytes
+    }
+
+    fn visit(
+        &self,
+        offset: u64,
+        len: u64,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<u64, SourceError> {
+        let end = offset.saturating_add(len).min(self.size);
+        let mut pos = offset;
+        while pos < end {
+            let left = end - pos;
+            // Through the runs whatever the size: a run another thread
+            // holds is not read again, and runs cost no copy here.
+            if let Fetch::Run(run) = self.runs.fetch(pos, end, self)
+                && let Some(bytes) = run.slice(
+                    0,
+                    pos,
+                    usize::try_from(run.units.1.min(end).saturating_sub(pos)).unwrap_or(0),
+                )
+                && !bytes.is_empty()
+            {
+                // Straight from the run.
+                visit(bytes);
+                pos += bytes.len() as u64;
+                continue;
+            }
+            // Large, lone or unreadable as a run: read as asked, a run's
+            // size at a time, into this thread's buffer.
+            let n = usize::try_from(left.min(self.run_bytes)).unwrap_or(0);
+            let got = BUFFER.with(|b| -> Result<usize, SourceError> {
+                let mut b = b.borrow_mut();
+                if b.len() < n {
+                    b.resize(n, 0);
+                }
+                let got = self.read_direct(&mut b[..n], pos)?;
+                visit(&b[..got]);
+                Ok(got)
+            })?;
+            if got == 0 {
+                break;
+            }
+            pos += got as u64;
+        }
+        Ok(pos - offset.min(pos))
     }
 
     fn info(&self) -> &SourceInfo {
@@ -265,33 +350,40 @@ mod tests {
         let mut buf = vec![0u8; 2000];
         assert_eq!(src.read_at(&mut buf, 500).unwrap(), 2000);
         assert_eq!(&buf[..], &data[500..2500]);
-        // The request is smaller than a run: the one run holding it (the
-        // whole 3000-byte media) is read, one read per part.
-        assert_eq!(ch.snapshot().bytes_read, 3000);
+        // A lone request is read as asked, part by part.
+        assert_eq!(ch.snapshot().bytes_read, 2000);
         assert_eq!(ch.snapshot().read_ops, 3);
+        // The next one continues it: a run from there (to the media's end).
         let mut tail = vec![0u8; 100];
         assert_eq!(src.read_at(&mut tail, 2950).unwrap(), 50);
         assert_eq!(&tail[..50], &data[2950..]);
-        // Served from the run already held: no further read.
-        assert_eq!(ch.snapshot().read_ops, 3);
+        assert_eq!(ch.snapshot().bytes_read, 2050);
 
-        // Runs of one sector: the request is read run by run, each of
-        // them whole and aligned.
+        // Inside a hinted span, runs reach as far as the span and the run
+        // size allow, and later requests are served from them.
         let ch = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
         let small = ReadOptions {
             run_bytes: 512,
             cache_runs: 2,
         };
         let src = RawSource::open(&dir.path().join("img.001"), &ch, small).unwrap();
+        src.hint(0, 3000);
         let mut buf = vec![0u8; 300];
         assert_eq!(src.read_at(&mut buf, 500).unwrap(), 300);
         assert_eq!(&buf[..], &data[500..800]);
+        assert_eq!(ch.snapshot().bytes_read, 512);
+        assert_eq!(ch.snapshot().read_ops, 1);
+        assert_eq!(src.read_at(&mut buf[..200], 800).unwrap(), 200);
+        assert_eq!(&buf[..200], &data[800..1000]);
+        assert_eq!(ch.snapshot().read_ops, 1);
+        // Across the run's end: the rest comes from the next run.
+        assert_eq!(src.read_at(&mut buf, 900).unwrap(), 300);
+        assert_eq!(&buf[..], &data[900..1200]);
         assert_eq!(ch.snapshot().bytes_read, 1024);
-        assert_eq!(ch.snapshot().read_ops, 2);
         // A request of a run or more is read as asked.
         let mut big = vec![0u8; 1000];
-        assert_eq!(src.read_at(&mut big, 1000).unwrap(), 1000);
-        assert_eq!(&big[..], &data[1000..2000]);
+        assert_eq!(src.read_at(&mut big, 1500).unwrap(), 1000);
+        assert_eq!(&big[..], &data[1500..2500]);
         assert_eq!(ch.snapshot().bytes_read, 2024);
     }
 

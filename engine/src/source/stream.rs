@@ -32,7 +32,8 @@ impl StreamOptions {
         let compressed = source.info().chunk_size.is_some();
         let readers = if compressed { threads.max(1) } else { 1 };
         StreamOptions {
-            block_size: 1 << 20,
+            // Blocks of the source's read size are read as asked.
+            block_size: usize::try_from(source.read_size().max(1 << 20)).unwrap_or(1 << 20),
             readers,
             in_flight: (readers * 4).max(4),
         }
@@ -70,6 +71,8 @@ impl BlockStream {
         let block = (options.block_size.max(1) as u64).div_ceil(unit) * unit;
         let range = range.start.min(source.size())..range.end.min(source.size());
         let count = (range.end.saturating_sub(range.start)).div_ceil(block);
+        // The whole range is read, in order.
+        source.hint(range.start, range.end.saturating_sub(range.start));
         let in_flight = options.in_flight.max(1);
         let (permit_tx, permit_rx) = bounded::<()>(in_flight);
         for _ in 0..in_flight {

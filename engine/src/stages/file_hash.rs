@@ -226,27 +226,32 @@ impl FileHash {
                         Run::Data { offset, len } => (Some(offset), len),
                         Run::Zeros { len } => (None, len),
                     };
-                    let mut done = 0u64;
-                    while done < len {
-                        let n = usize::try_from((len - done).min(buf.len() as u64))
-                            .unwrap_or(buf.len());
-                        match offset {
-                            Some(o) => {
-                                let got = ctx.evidence.read_at(&mut buf[..n], o + done)?;
-                                if got < n {
-                                    return Err(SourceError::Corrupt {
-                                        first_sector: (o + done + got as u64) / 512,
-                                        last_sector: (o + len).div_ceil(512).saturating_sub(1),
-                                        reason: "file extent runs past the end of the evidence"
-                                            .into(),
-                                    });
-                                }
+                    match offset {
+                        Some(o) => {
+                            // The evidence hands its bytes over without a copy.
+                            let got = ctx.evidence.visit(o, len, &mut |bytes| {
+                                hashers.update(bytes);
+                                ctx.progress.advance(bytes.len() as u64);
+                            })?;
+                            if got < len {
+                                return Err(SourceError::Corrupt {
+                                    first_sector: (o + got) / 512,
+                                    last_sector: (o + len).div_ceil(512).saturating_sub(1),
+                                    reason: "file extent runs past the end of the evidence".into(),
+                                });
                             }
-                            None => buf[..n].fill(0),
                         }
-                        hashers.update(&buf[..n]);
-                        done += n as u64;
-                        ctx.progress.advance(n as u64);
+                        None => {
+                            let mut done = 0u64;
+                            buf.fill(0);
+                            while done < len {
+                                let n = usize::try_from((len - done).min(buf.len() as u64))
+                                    .unwrap_or(buf.len());
+                                hashers.update(&buf[..n]);
+                                done += n as u64;
+                                ctx.progress.advance(n as u64);
+                            }
+                        }
                     }
                 }
             }
@@ -372,6 +377,17 @@ impl Stage for FileHash {
                             continue;
                         }
                     };
+                    // Files go out in disk order: the evidence may read
+                    // neighbours in one run.
+                    if let StoredContent::Runs(runs) | StoredContent::Compressed { runs, .. } =
+                        &content
+                    {
+                        for run in &runs.0 {
+                            if let Run::Data { offset, len } = *run {
+                                ctx.evidence.hint(offset, len);
+                            }
+                        }
+                    }
                     let job = Job {
                         id: f.id,
                         path: f.path,

@@ -722,6 +722,9 @@ pub fn run(
     let (job_tx, job_rx) = bounded::<Job>(in_flight);
     let (done_tx, done_rx) = unbounded::<Scanned>();
     let stop = AtomicBool::new(false);
+    // Blocks are read as asked (1 MiB by default: large enough for a
+    // request-capped device; 2 MiB blocks made the whole-image scan 6%
+    // slower from the page cache).
     let block = settings.block.max(SECTOR);
     std::thread::scope(|scope| {
         // Producer.

@@ -801,6 +801,23 @@ impl IndexStage {
     ) -> Result<(), StageError> {
         let send = |job: Job| -> Result<(), StageError> {
             ctx.check_cancel()?;
+            // Items go out in disk order: the evidence may read
+            // neighbours in one run. Only an item's first window is sure
+            // to be read (a high-entropy item stops there); the rest is
+            // read on as a sequential reader's.
+            if let Bytes::Runs(runs) = &job.bytes {
+                let mut left = WINDOW as u64;
+                for &(offset, len) in runs {
+                    if left == 0 {
+                        break;
+                    }
+                    let n = len.min(left);
+                    if let Some(o) = offset {
+                        ctx.evidence.hint(o, n);
+                    }
+                    left -= n;
+                }
+            }
             tx.send(job).map_err(|_| StageError::Interrupted)
         };
         if self.o.files {
