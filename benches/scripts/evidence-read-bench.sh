@@ -7,8 +7,9 @@
 # The workload (default ftk4-default) runs on DD and E01 of the same
 # corpus, cold cache, interleaved, RUNS times each; prints per-stage
 # medians, the E01/DD ratio, and the mean evidence read size per stage.
-# With LOW_SHARE set, a second, more compressible corpus is measured too
-# (e.g. LOW_SHARE=0.15 for about 3:1).
+# With FILL set, a second, more compressible corpus is measured too: one
+# whose volume holds that share of content (`caseload corpus --fill`),
+# the rest zeroed free space (FILL=0.25 gives about 3.3:1).
 #
 # Needs root (losetup, mount, cgroups). Creates only its own loop device,
 # mount, cgroup and files, and removes them on exit.
@@ -20,7 +21,7 @@
 #   RBPS        read bytes/s of the modelled drive (default 150000000)
 #   RIOPS       read requests/s (default 200)
 #   WORKLOAD    workload (default ftk4-default)
-#   LOW_SHARE   also a corpus with this incompressible share
+#   FILL        also a corpus with this share of content (e.g. 0.25)
 #   CASELOAD    use this caseload binary instead of building one
 #   EXTRA       extra `caseload run` flags (e.g. "--read-run 32KiB")
 set -euo pipefail
@@ -49,12 +50,12 @@ if [ -z "${CASELOAD:-}" ]; then
 fi
 
 corpora=(default)
-[ -n "${LOW_SHARE:-}" ] && corpora+=(low)
+[ -n "${FILL:-}" ] && corpora+=("fill$FILL")
 for c in "${corpora[@]}"; do
     if [ ! -f "$WORK/$c/image.E01" ]; then
-        share=()
-        [ "$c" = low ] && share=(--incompressible-share "$LOW_SHARE")
-        "$CASELOAD" corpus --out "$WORK/$c" --size "$SIZE" --seed 42 --format dd,e01 "${share[@]}" >/dev/null
+        fill=()
+        [ "$c" != default ] && fill=(--fill "$FILL")
+        "$CASELOAD" corpus --out "$WORK/$c" --size "$SIZE" --seed 42 --format dd,e01 "${fill[@]}" >/dev/null
     fi
 done
 

@@ -49,6 +49,10 @@ pub struct ChannelProbe {
     pub seq_write_mb_per_s: Option<f64>,
     /// Sequential read MB/s (1 MiB reads).
     pub seq_read_mb_per_s: Option<f64>,
+    /// Sequential read MB/s in 128 KiB reads (the kernel's default
+    /// read-ahead size: a device that charges per request shows it here).
+    #[serde(default)]
+    pub seq_read_128k_mb_per_s: Option<f64>,
     /// 4 KiB random reads per second (queue depth 1).
     pub random_read_iops: Option<f64>,
     /// Median fsync latency of a 4 KiB write, milliseconds.
@@ -123,6 +127,22 @@ fn xorshift(state: &mut u64) -> u64 {
     *state
 }
 
+/// MB/s of reading `file` from the start up to `limit` in reads of
+/// `buf`'s size.
+fn sequential_read(file: &File, buf: &mut [u8], limit: u64) -> io::Result<Option<f64>> {
+    let start = Instant::now();
+    let mut pos = 0u64;
+    while pos + buf.len() as u64 <= limit {
+        let n = file.read_at(buf, pos)?;
+        if n == 0 {
+            break;
+        }
+        pos += n as u64;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok((pos > 0 && secs > 0.0).then(|| pos as f64 / 1e6 / secs))
+}
+
 fn read_tests(
     path: &Path,
     size: u64,
@@ -133,19 +153,11 @@ fn read_tests(
     out.direct = direct;
     let mut buf = Aligned::new(BLOCK);
     let limit = size.min(options.file_size.max(BLOCK as u64));
-    let start = Instant::now();
-    let mut pos = 0u64;
-    while pos + BLOCK as u64 <= limit {
-        let n = file.read_at(buf.as_mut(), pos)?;
-        if n == 0 {
-            break;
-        }
-        pos += n as u64;
+    out.seq_read_mb_per_s = sequential_read(&file, buf.as_mut(), limit)?;
+    if !direct {
+        drop_cache(&file);
     }
-    let secs = start.elapsed().as_secs_f64();
-    if pos > 0 && secs > 0.0 {
-        out.seq_read_mb_per_s = Some(pos as f64 / 1e6 / secs);
-    }
+    out.seq_read_128k_mb_per_s = sequential_read(&file, &mut buf.as_mut()[..128 << 10], limit)?;
     if !direct {
         drop_cache(&file);
     }

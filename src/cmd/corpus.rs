@@ -54,9 +54,15 @@ pub struct Args {
     #[arg(long)]
     deleted_share: Option<f64>,
     /// Target share of incompressible content bytes (overrides the
-    /// profile), 0..1; sets the E01 compression ratio.
+    /// profile), 0..1.
     #[arg(long)]
     incompressible_share: Option<f64>,
+    /// Share of the volume holding file content, live, deleted or residue
+    /// (overrides the profile's 0.72), 0.05..0.95; the rest is free space,
+    /// mostly zeroed, so this sets the E01 compression ratio (0.3 gives
+    /// about 4:1).
+    #[arg(long)]
+    fill: Option<f64>,
     /// Write no image bytes (compute hashes and manifest only): for memory
     /// checks at sizes the disk cannot hold.
     #[arg(long, hide = true)]
@@ -129,6 +135,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(v) = share("incompressible-share", args.incompressible_share)? {
         profile.incompressible_share = v;
+    }
+    if let Some(v) = share("fill", args.fill)? {
+        anyhow::ensure!(
+            (0.05..=0.95).contains(&v),
+            "--fill must be between 0.05 and 0.95, got {v}"
+        );
+        profile.fill = v;
     }
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),

@@ -13,8 +13,12 @@ use std::path::PathBuf;
 pub struct LayoutArgs {
     /// Layout: a layout file, or a preset (five-channel, three-channel,
     /// single-disk).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lab")]
     pub layout: Option<String>,
+    /// Run inside a lab (`caseload lab up`): its layout, on its modelled
+    /// devices, in its cgroups.
+    #[arg(long)]
+    pub lab: Option<String>,
     /// Override the layout's database channel directory.
     #[arg(long, value_name = "DIR")]
     pub database: Option<PathBuf>,
@@ -29,7 +33,11 @@ pub struct LayoutArgs {
 impl LayoutArgs {
     /// The layout these flags describe.
     pub fn layout(&self) -> anyhow::Result<Layout> {
-        let mut layout = match &self.layout {
+        let from_lab = match &self.lab {
+            Some(name) => Some(super::lab::layout_of(name)?.to_string_lossy().into_owned()),
+            None => None,
+        };
+        let mut layout = match from_lab.as_ref().or(self.layout.as_ref()) {
             Some(arg) => caseload_workloads::layouts::resolve(arg)?,
             None => Layout {
                 name: "command-line".into(),

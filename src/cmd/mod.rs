@@ -7,6 +7,7 @@ pub mod db_args;
 pub mod export;
 pub mod hashset;
 pub mod job_args;
+pub mod lab;
 pub mod probe;
 pub mod quickstart;
 pub mod run;
@@ -50,6 +51,9 @@ enum Command {
     /// Search a case's full-text index (terms, phrases, prefix*, AND/OR/NOT,
     /// or --regex over the extracted text).
     Search(search::Args),
+    /// Modelled storage devices on this machine (root): `up`, `down`,
+    /// `status`, `list`.
+    Lab(lab::Args),
 }
 
 /// Run the chosen subcommand.
@@ -64,5 +68,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hashset(args) => hashset::run(args),
         Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

@@ -35,6 +35,11 @@ fn cell(v: Option<f64>, precision: usize) -> String {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(lab) = &args.layout.lab
+        && let Some(code) = super::lab::enter(lab)?
+    {
+        return Ok(code);
+    }
     let layout = args.layout.layout()?;
     anyhow::ensure!(
         !layout.channels.is_empty() || args.evidence.is_some(),
@@ -54,10 +59,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&probes)?);
     } else {
         println!(
-            "{:<9} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}  path",
+            "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>7}  path",
             "channel",
             "seq W MB/s",
             "seq R MB/s",
+            "128K R MB/s",
             "4K rnd IOPS",
             "fsync med ms",
             "fsync p99 ms",
@@ -65,10 +71,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         for p in &probes {
             println!(
-                "{:<9} {:>10} {:>10} {:>10} {:>12} {:>12} {:>7}  {}",
+                "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>7}  {}",
                 p.channel.map_or("-".into(), |c| c.to_string()),
                 cell(p.seq_write_mb_per_s, 1),
                 cell(p.seq_read_mb_per_s, 1),
+                cell(p.seq_read_128k_mb_per_s, 1),
                 cell(p.random_read_iops, 0),
                 cell(p.fsync_median_ms, 3),
                 cell(p.fsync_p99_ms, 3),

@@ -71,6 +71,12 @@ pub struct Args {
 
 /// Run it.
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(lab) = args.layout.lab.clone() {
+        if let Some(code) = super::lab::enter(&lab)? {
+            return Ok(code);
+        }
+        args.evidence = super::lab::evidence_in(&lab, args.evidence);
+    }
     let (mut stage_specs, workload, workload_instances) = resolve_stages(
         args.workload.as_deref(),
         &args.stages,

@@ -38,6 +38,7 @@ mod index_support;
 mod kff_bad_input;
 mod kff_corpus;
 mod kff_real_images;
+mod lab;
 mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]

@@ -6,6 +6,7 @@
 //! comparison runner runs workloads over a matrix of evidence and layouts.
 
 pub mod compare;
+pub mod devices;
 pub mod instances;
 pub mod job;
 pub mod layouts;

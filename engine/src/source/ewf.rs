@@ -16,7 +16,7 @@
 //! That lets a damaged chunk be reported with its exact sector range, and lets
 //! many threads inflate distinct chunks at once without sharing a cache lock.
 
-use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs};
+use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs, reuse};
 use super::{
     EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
 };
@@ -275,14 +275,28 @@ impl EwfSource {
 
     /// Decode chunk `chunk` into `out` (which must hold its logical
     /// length), for a request that reaches to chunk `want_end`.
-    fn decode_chunk(&self, chunk: u64, out: &mut [u8], want_end: u64) -> Result<(), SourceError> {
+    /// `run` is the run the previous chunk of the same request came from:
+    /// kept while it holds the next ones, so the shared cache is asked once
+    /// per run, not once per chunk.
+    fn decode_chunk(
+        &self,
+        chunk: u64,
+        out: &mut [u8],
+        want_end: u64,
+        run: &mut Option<Arc<Run>>,
+    ) -> Result<(), SourceError> {
         let logical = out.len() as u64;
         let (segment, offset, stored, compressed) = self.locate(chunk, logical)?;
         let seg = &self.segments[segment];
-        let run = match self.runs.fetch(chunk, want_end, self) {
-            Fetch::Run(run) => Some(run),
-            Fetch::Direct => None,
-        };
+        if !run
+            .as_ref()
+            .is_some_and(|r| r.units.0 <= chunk && chunk < r.units.1)
+        {
+            *run = match self.runs.fetch(chunk, want_end, self) {
+                Fetch::Run(r) => Some(r),
+                Fetch::Direct => None,
+            };
+        }
         let held = run.as_ref().and_then(|r| r.slice(segment, offset, stored));
         if !compressed {
             return match held {
@@ -471,6 +485,7 @@ impl EvidenceSource for EwfSource {
         }
         // The chunk after the request's last: runs are sized from it.
         let want_end = (offset + want as u64).div_ceil(self.chunk_size);
+        let mut run: Option<Arc<Run>> = None;
         let mut done = 0usize;
         while done < want {
             let pos = offset + done as u64;
@@ -482,14 +497,14 @@ impl EvidenceSource for EwfSource {
             let take = (logical - within).min(want - done);
             if within == 0 && take == logical {
                 // Whole chunk: inflate straight into the caller's buffer.
-                self.decode_chunk(chunk, &mut buf[done..done + take], want_end)?;
+                self.decode_chunk(chunk, &mut buf[done..done + take], want_end, &mut run)?;
             } else {
                 CHUNK.with(|cache| -> Result<(), SourceError> {
                     let mut cache = cache.borrow_mut();
                     if !(cache.valid && cache.source == self.id && cache.chunk == chunk) {
                         cache.valid = false;
                         cache.data.resize(logical, 0);
-                        self.decode_chunk(chunk, &mut cache.data[..logical], want_end)?;
+                        self.decode_chunk(chunk, &mut cache.data[..logical], want_end, &mut run)?;
                         cache.source = self.id;
                         cache.chunk = chunk;
                         cache.valid = true;
@@ -522,14 +537,21 @@ impl EvidenceSource for EwfSource {
     }
 }
 
+impl EwfSource {
+    /// Most stored bytes one run reads: about the run size however well
+    /// the chunks compressed (stored chunks are at most chunk + checksum).
+    fn stretch_budget(&self) -> usize {
+        usize::try_from(self.read.run_bytes.max(self.chunk_size) * 2 + 2048).unwrap_or(usize::MAX)
+    }
+}
+
 impl RunReader for EwfSource {
     /// Chunks from `start` stored one after another in `start`'s segment.
     fn stretch(&self, start: u64, end: u64) -> u64 {
         let Ok((segment, first, stored, _)) = self.locate(start, self.logical(start)) else {
             return start + 1;
         };
-        // However well compressed, a run's read stays near the run size.
-        let budget = self.read.run_bytes.max(self.chunk_size) * 2 + 2048;
+        let budget = self.stretch_budget() as u64;
         let mut next = first + stored as u64;
         let mut c = start + 1;
         while c < end {
@@ -554,8 +576,8 @@ impl RunReader for EwfSource {
         let (_, last, stored, _) = self.locate(end - 1, self.logical(end - 1)).ok()?;
         let seg = self.segments.get(segment)?;
         let span = (last + stored as u64).checked_sub(first)?;
-        // Only what the read returns is kept: no need to clear it.
-        bytes.resize(usize::try_from(span).ok()?, 0);
+        let len = usize::try_from(span).ok()?;
+        reuse(&mut bytes, len, self.stretch_budget());
         let n = seg.file.read_at(&mut bytes, first).ok()?;
         bytes.truncate(n);
         Some(Run {

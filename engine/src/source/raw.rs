@@ -3,7 +3,7 @@
 //! from aligned runs read whole and shared between threads
 //! ([`super::runs`]); larger ones are read as asked.
 
-use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs};
+use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs, reuse};
 use super::{EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes};
 use crate::channel::{Channel, ChannelError, ChannelFile};
 use std::path::{Path, PathBuf};
@@ -217,8 +217,11 @@ impl RunReader for RawSource {
 
     fn fill(&self, start: u64, end: u64, mut bytes: Vec<u8>) -> Option<Run> {
         let len = usize::try_from(end.saturating_sub(start)).ok()?;
-        // Only what the read returns is kept: no need to clear it.
-        bytes.resize(len, 0);
+        reuse(
+            &mut bytes,
+            len,
+            usize::try_from(self.run_bytes).unwrap_or(len),
+        );
         let n = self.read_direct(&mut bytes, start).ok()?;
         bytes.truncate(n);
         Some(Run {
@@ -236,7 +239,12 @@ impl EvidenceSource for RawSource {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
-        if buf.len() as u64 >= self.run_bytes {
+        // A request of half a run or more is a large read already: read it
+        // as asked, straight into the caller's buffer (no copy through a
+        // run), unless a run holds it.
+        if buf.len() as u64 >= self.run_bytes
+            || (buf.len() as u64 >= self.run_bytes / 2 && !self.runs.holds(offset))
+        {
             self.runs
                 .note_direct(offset, offset.saturating_add(buf.len() as u64));
             return self.read_direct(buf, offset);
@@ -353,11 +361,15 @@ mod tests {
         // A lone request is read as asked, part by part.
         assert_eq!(ch.snapshot().bytes_read, 2000);
         assert_eq!(ch.snapshot().read_ops, 3);
-        // The next one continues it: a run from there (to the media's end).
+        // The next one continues it: a small request, so a run from there
+        // (here to the media's end) is read ahead.
         let mut tail = vec![0u8; 100];
+        assert_eq!(src.read_at(&mut tail, 2500).unwrap(), 100);
+        assert_eq!(&tail[..], &data[2500..2600]);
+        assert_eq!(ch.snapshot().bytes_read, 2500);
         assert_eq!(src.read_at(&mut tail, 2950).unwrap(), 50);
         assert_eq!(&tail[..50], &data[2950..]);
-        assert_eq!(ch.snapshot().bytes_read, 2050);
+        assert_eq!(ch.snapshot().bytes_read, 2500);
 
         // Inside a hinted span, runs reach as far as the span and the run
         // size allow, and later requests are served from them.
@@ -368,18 +380,20 @@ mod tests {
         };
         let src = RawSource::open(&dir.path().join("img.001"), &ch, small).unwrap();
         src.hint(0, 3000);
-        let mut buf = vec![0u8; 300];
-        assert_eq!(src.read_at(&mut buf, 500).unwrap(), 300);
-        assert_eq!(&buf[..], &data[500..800]);
+        let mut buf = vec![0u8; 200];
+        assert_eq!(src.read_at(&mut buf, 500).unwrap(), 200);
+        assert_eq!(&buf[..], &data[500..700]);
         assert_eq!(ch.snapshot().bytes_read, 512);
         assert_eq!(ch.snapshot().read_ops, 1);
-        assert_eq!(src.read_at(&mut buf[..200], 800).unwrap(), 200);
-        assert_eq!(&buf[..200], &data[800..1000]);
+        assert_eq!(src.read_at(&mut buf, 800).unwrap(), 200);
+        assert_eq!(&buf[..], &data[800..1000]);
         assert_eq!(ch.snapshot().read_ops, 1);
         // Across the run's end: the rest comes from the next run.
-        assert_eq!(src.read_at(&mut buf, 900).unwrap(), 300);
-        assert_eq!(&buf[..], &data[900..1200]);
+        assert_eq!(src.read_at(&mut buf, 900).unwrap(), 200);
+        assert_eq!(&buf[..], &data[900..1100]);
         assert_eq!(ch.snapshot().bytes_read, 1024);
+        // The second run, 1012..1524, lies across two parts: two reads.
+        assert_eq!(ch.snapshot().read_ops, 3);
         // A request of a run or more is read as asked.
         let mut big = vec![0u8; 1000];
         assert_eq!(src.read_at(&mut big, 1500).unwrap(), 1000);

@@ -106,6 +106,22 @@ pub(crate) trait RunReader {
     fn fill(&self, start: u64, end: u64, buffer: Vec<u8>) -> Option<Run>;
 }
 
+/// Make a recycled run buffer `len` bytes long. New buffers get room for
+/// the largest run (`most`), so any later run fits in them: a buffer
+/// allocated to size for every run would be fresh memory each time, paid
+/// for in page faults. Only bytes beyond the buffer's old length are
+/// cleared: a fill keeps only what its read returns.
+pub(crate) fn reuse(bytes: &mut Vec<u8>, len: usize, most: usize) {
+    if bytes.capacity() < len {
+        *bytes = Vec::with_capacity(len.max(most));
+    }
+    if bytes.len() < len {
+        bytes.resize(len, 0);
+    } else {
+        bytes.truncate(len);
+    }
+}
+
 /// Where a request's bytes come from.
 pub(crate) enum Fetch {
     /// A run holding the request's first unit (and perhaps more).
@@ -239,6 +255,14 @@ impl Runs {
         });
     }
 
+    /// Whether a run held (or being read) covers unit `pos`.
+    pub(crate) fn holds(&self, pos: u64) -> bool {
+        self.lock()
+            .slots
+            .iter()
+            .any(|x| x.start <= pos && pos < x.end)
+    }
+
     /// Note a stretch read directly, so a request that continues it is
     /// recognised.
     pub(crate) fn note_direct(&self, start: u64, end: u64) {
@@ -283,11 +307,14 @@ impl Runs {
                     .filter(|h| h.front <= pos && pos < h.front.saturating_add(max))
                     .map(|h| h.end);
                 // Exactly where an earlier read ended: a sequential reader.
+                // One that already asks for a floor's worth or more needs
+                // no read-ahead (its requests are large reads as they are).
                 let continued = s
                     .recent
                     .iter()
                     .rev()
                     .find(|(end, _)| pos == *end)
+                    .filter(|_| want_end - pos < self.floor)
                     .map(|&(_, len)| len.saturating_mul(2).clamp(self.floor, self.max));
                 let mut end = match (hinted, continued) {
                     (Some(h), _) => h.min(pos.saturating_add(self.max)),
@@ -329,7 +356,8 @@ impl Runs {
                         && let Ok(run) = Arc::try_unwrap(run)
                     {
                         let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-                        if spare.len() < self.capacity {
+                        // A couple suffice: a buffer is freed for each one taken.
+                        if spare.len() < 2 {
                             spare.push(run.bytes);
                         }
                     }

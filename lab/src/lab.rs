@@ -1,0 +1,1047 @@
+//! Labs: a lab file maps a layout's channels to modelled devices; `up`
+//! builds them (backing files, the device server, loop devices, file
+//! systems, cgroups) and writes a layout for `run` and `compare`; `down`
+//! removes exactly what `up` made, from its record, also when `up` was
+//! interrupted half way; `status` says what is there.
+//!
+//! The record (`state.json` in the lab's directory) is written before and
+//! after every step, so a crash at any point leaves a record `down` can
+//! clean from. Nothing is removed that the record does not name, and each
+//! thing is checked to still be the lab's before it is undone.
+
+use crate::host::{self, Cgroup, CgroupVersion, HostError, LoopDevice};
+use crate::model::{DeviceModel, Mechanism};
+use caseload_engine::units::parse_size;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The four channels a lab maps.
+pub const CHANNELS: [&str; 4] = ["evidence", "database", "case", "temp"];
+
+/// Errors of a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The lab file is wrong.
+    #[error("lab `{origin}`: {message}")]
+    Spec {
+        /// File or name.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The lab cannot be built or used here (not root, no loop devices,
+    /// no controller, memory too small).
+    #[error("lab `{lab}`: {message}")]
+    Unavailable {
+        /// Lab name.
+        lab: String,
+        /// Why.
+        message: String,
+    },
+    /// The lab is not up (or its record is unreadable).
+    #[error("lab `{lab}` is not up ({message})")]
+    NotUp {
+        /// Lab name.
+        lab: String,
+        /// Details.
+        message: String,
+    },
+    /// A step on the host failed.
+    #[error("lab `{lab}`: {source}")]
+    Host {
+        /// Lab name.
+        lab: String,
+        /// Cause.
+        #[source]
+        source: HostError,
+    },
+}
+
+/// One device of a lab file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSpec {
+    /// The model.
+    pub model: DeviceModel,
+    /// Size of the device.
+    pub size: u64,
+    /// File system made on it.
+    pub fs: String,
+    /// Mount options (`-o`).
+    pub mount_options: String,
+}
+
+/// Optional limits on the runs in the lab.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Memory (and so page cache) of the runs, bytes.
+    pub memory: Option<u64>,
+    /// CPUs the runs may use (`0-1`, `0,2`).
+    pub cpus: Option<String>,
+}
+
+/// A lab file, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabSpec {
+    /// Name (used for its directory, cgroups and loop backing files).
+    pub name: String,
+    /// For people.
+    pub description: String,
+    /// Devices by name.
+    pub devices: BTreeMap<String, DeviceSpec>,
+    /// Channel to device name (all four channels).
+    pub channels: BTreeMap<String, String>,
+    /// Limits on the runs.
+    pub limits: Limits,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: String,
+    #[serde(default)]
+    description: String,
+    devices: BTreeMap<String, DeviceFile>,
+    channels: BTreeMap<String, String>,
+    #[serde(default)]
+    limits: LimitsFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceFile {
+    model: String,
+    size: String,
+    #[serde(default = "ext4")]
+    fs: String,
+    #[serde(default)]
+    mount_options: String,
+}
+
+fn ext4() -> String {
+    "ext4".into()
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    memory: Option<String>,
+    cpus: Option<String>,
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 40
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl LabSpec {
+    /// Parse a lab file; `resolve` turns a model name into its model.
+    pub fn parse(
+        text: &str,
+        origin: &str,
+        resolve: &dyn Fn(&str) -> Result<DeviceModel, String>,
+    ) -> Result<LabSpec, LabError> {
+        let fail = |message: String| LabError::Spec {
+            origin: origin.to_string(),
+            message,
+        };
+        let f: File = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        if !valid_name(&f.name) {
+            return Err(fail(format!(
+                "name `{}` must be 1 to 40 letters, digits, `-` or `_`",
+                f.name
+            )));
+        }
+        if f.devices.is_empty() {
+            return Err(fail("no [devices]".into()));
+        }
+        let mut devices = BTreeMap::new();
+        for (name, d) in f.devices {
+            if !valid_name(&name) {
+                return Err(fail(format!(
+                    "device name `{name}`: letters, digits, `-`, `_`"
+                )));
+            }
+            let model = resolve(&d.model).map_err(|m| fail(format!("device `{name}`: {m}")))?;
+            let size = parse_size(&d.size).map_err(|m| fail(format!("device `{name}`: {m}")))?;
+            if !(64 << 20..=1 << 44).contains(&size) {
+                return Err(fail(format!(
+                    "device `{name}`: size {size} bytes; expected 64 MiB to 16 TiB"
+                )));
+            }
+            if !d.fs.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Err(fail(format!("device `{name}`: file system `{}`", d.fs)));
+            }
+            if d.mount_options.contains(char::is_whitespace) {
+                return Err(fail(format!(
+                    "device `{name}`: mount_options must not contain spaces"
+                )));
+            }
+            devices.insert(
+                name,
+                DeviceSpec {
+                    model,
+                    size,
+                    fs: d.fs,
+                    mount_options: d.mount_options,
+                },
+            );
+        }
+        for key in f.channels.keys() {
+            if !CHANNELS.contains(&key.as_str()) {
+                return Err(fail(format!(
+                    "unknown channel `{key}` (channels: {})",
+                    CHANNELS.join(", ")
+                )));
+            }
+        }
+        for c in CHANNELS {
+            let Some(dev) = f.channels.get(c) else {
+                return Err(fail(format!("channel `{c}` is not mapped to a device")));
+            };
+            if !devices.contains_key(dev) {
+                return Err(fail(format!("channel `{c}`: no device `{dev}`")));
+            }
+        }
+        let memory = match f.limits.memory {
+            Some(m) => {
+                let v = parse_size(&m).map_err(|e| fail(format!("limits.memory: {e}")))?;
+                if v < 64 << 20 {
+                    return Err(fail("limits.memory: at least 64 MiB".into()));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        if let Some(c) = &f.limits.cpus
+            && (c.is_empty()
+                || !c
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b',' || b == b'-'))
+        {
+            return Err(fail(format!(
+                "limits.cpus `{c}`: a CPU list such as 0-1 or 0,2"
+            )));
+        }
+        Ok(LabSpec {
+            name: f.name,
+            description: f.description,
+            devices,
+            channels: f.channels,
+            limits: Limits {
+                memory,
+                cpus: f.limits.cpus,
+            },
+        })
+    }
+}
+
+/// Where a lab's device server runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Daemon {
+    /// Its process.
+    pub pid: u32,
+    /// Its FUSE mount.
+    pub mount: PathBuf,
+}
+
+/// What `up` made for one device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceState {
+    /// Device name.
+    pub name: String,
+    /// Backing file on fast storage.
+    pub backing: Option<PathBuf>,
+    /// The file the loop device is attached to (the backing file, or the
+    /// device server's file for it).
+    pub attached_file: Option<PathBuf>,
+    /// The loop device.
+    pub loop_device: Option<LoopDevice>,
+    /// Whether its file system was made.
+    pub formatted: bool,
+    /// Where it is mounted.
+    pub mount: Option<PathBuf>,
+}
+
+/// The record of a lab: what `up` made, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    /// The lab file, resolved.
+    pub spec: LabSpec,
+    /// The lab's directory (record, mounts, layout).
+    pub dir: PathBuf,
+    /// Directory of the backing files.
+    pub backing_dir: PathBuf,
+    /// Whether the backing directory was made.
+    pub backing_dir_made: bool,
+    /// The device server, if any device is modelled.
+    pub daemon: Option<Daemon>,
+    /// Devices.
+    pub devices: Vec<DeviceState>,
+    /// The cgroup interface used.
+    pub cgroup_version: Option<CgroupVersion>,
+    /// Cgroups made (runs join all of them).
+    pub cgroups: Vec<Cgroup>,
+    /// Channel directories.
+    pub channel_dirs: BTreeMap<String, PathBuf>,
+    /// The layout file written for runs.
+    pub layout: Option<PathBuf>,
+    /// Whether `up` finished.
+    pub complete: bool,
+}
+
+/// The directory holding labs: `CASELOAD_LAB_DIR`, else `/run/caseload/lab`.
+pub fn lab_root() -> PathBuf {
+    std::env::var_os("CASELOAD_LAB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/caseload/lab"))
+}
+
+/// The directory of backing files: `CASELOAD_LAB_BACKING`, else `/dev/shm`.
+pub fn backing_root() -> PathBuf {
+    std::env::var_os("CASELOAD_LAB_BACKING")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/dev/shm"))
+}
+
+const STATE: &str = "state.json";
+
+impl LabState {
+    fn host(&self) -> impl Fn(HostError) -> LabError + '_ {
+        |source| LabError::Host {
+            lab: self.spec.name.clone(),
+            source,
+        }
+    }
+
+    fn unavailable(&self, message: impl Into<String>) -> LabError {
+        LabError::Unavailable {
+            lab: self.spec.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Write the record (atomically).
+    fn save(&self) -> Result<(), LabError> {
+        let path = self.dir.join(STATE);
+        let tmp = self.dir.join("state.json.tmp");
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|source| {
+                self.host()(HostError::Io {
+                    what: "writing the lab record",
+                    path,
+                    source,
+                })
+            })
+    }
+
+    /// The record of lab `name`.
+    pub fn load(name: &str) -> Result<LabState, LabError> {
+        let dir = if valid_name(name) {
+            lab_root().join(name)
+        } else {
+            // A path to a lab file or directory: take its name.
+            return Err(LabError::NotUp {
+                lab: name.to_string(),
+                message: "not a lab name".into(),
+            });
+        };
+        let text = std::fs::read_to_string(dir.join(STATE)).map_err(|e| LabError::NotUp {
+            lab: name.to_string(),
+            message: format!("no record in {}: {e}", dir.display()),
+        })?;
+        serde_json::from_str(&text).map_err(|e| LabError::NotUp {
+            lab: name.to_string(),
+            message: format!("unreadable record {}: {e}", dir.join(STATE).display()),
+        })
+    }
+
+    /// The device server's control file.
+    fn control(&self) -> Option<PathBuf> {
+        self.daemon.as_ref().map(|d| d.mount.join(".control"))
+    }
+
+    /// Switch the device models on or off.
+    pub fn set_modelled(&self, on: bool) -> Result<(), LabError> {
+        if let Some(c) = self.control() {
+            host::write_file(&c, if on { "on" } else { "off" }).map_err(self.host())?;
+        }
+        Ok(())
+    }
+
+    /// What the device server says it served (JSON), if it runs.
+    pub fn served(&self) -> Option<serde_json::Value> {
+        let d = self.daemon.as_ref()?;
+        let text = std::fs::read_to_string(d.mount.join(".stats")).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Channel directory.
+    pub fn channel_dir(&self, channel: &str) -> Option<&Path> {
+        self.channel_dirs.get(channel).map(PathBuf::as_path)
+    }
+
+    /// Cgroup membership files a run joins (`cgroup.procs` of each).
+    pub fn join_files(&self) -> Vec<PathBuf> {
+        self.cgroups
+            .iter()
+            .map(|c| c.path.join("cgroup.procs"))
+            .collect()
+    }
+}
+
+/// What `up` is given besides the lab file.
+#[derive(Debug, Clone, Default)]
+pub struct UpOptions {
+    /// The caseload executable, for the device server.
+    pub exe: PathBuf,
+}
+
+/// Build lab `spec`. On failure everything made so far is removed again.
+pub fn up(spec: &LabSpec, options: &UpOptions) -> Result<LabState, LabError> {
+    let unavailable = |message: String| LabError::Unavailable {
+        lab: spec.name.clone(),
+        message,
+    };
+    if !host::is_root() {
+        return Err(unavailable(
+            "building a lab needs root (loop devices, mounts, cgroups)".into(),
+        ));
+    }
+    let dir = lab_root().join(&spec.name);
+    if dir.join(STATE).exists() {
+        return Err(unavailable(format!(
+            "it is already up or was left half-built ({}): `caseload lab down {}` first",
+            dir.display(),
+            spec.name
+        )));
+    }
+    let backing_dir = backing_root().join(format!("caseload-lab-{}", spec.name));
+    let need: u64 = spec.devices.values().map(|d| d.size).sum();
+    if let Some(free) = host::free_bytes(&backing_root())
+        && free < need
+    {
+        return Err(unavailable(format!(
+            "{} has {} MiB free, the devices need {} MiB (make them smaller, or set CASELOAD_LAB_BACKING)",
+            backing_root().display(),
+            free >> 20,
+            need >> 20
+        )));
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| LabError::Host {
+        lab: spec.name.clone(),
+        source: HostError::Io {
+            what: "creating the lab directory",
+            path: dir.clone(),
+            source,
+        },
+    })?;
+    let mut state = LabState {
+        spec: spec.clone(),
+        dir,
+        backing_dir,
+        backing_dir_made: false,
+        daemon: None,
+        devices: Vec::new(),
+        cgroup_version: None,
+        cgroups: Vec::new(),
+        channel_dirs: BTreeMap::new(),
+        layout: None,
+        complete: false,
+    };
+    state.save()?;
+    match build(&mut state, options) {
+        Ok(()) => Ok(state),
+        Err(e) => {
+            // Undo what was made; the original error is what matters.
+            let _ = down(&state);
+            Err(e)
+        }
+    }
+}
+
+fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
+    let lab_name = state.spec.name.clone();
+    let io = |what: &'static str, path: &Path| {
+        let lab = lab_name.clone();
+        let path = path.to_path_buf();
+        move |source| LabError::Host {
+            lab,
+            source: HostError::Io { what, path, source },
+        }
+    };
+    if state.backing_dir.exists() {
+        return Err(state.unavailable(format!(
+            "{} exists (another lab of this name?)",
+            state.backing_dir.display()
+        )));
+    }
+    std::fs::create_dir(&state.backing_dir)
+        .map_err(io("creating the backing directory", &state.backing_dir))?;
+    state.backing_dir_made = true;
+    state.save()?;
+    // Backing files, sparse.
+    let names: Vec<String> = state.spec.devices.keys().cloned().collect();
+    for name in &names {
+        let size = state.spec.devices[name].size;
+        let path = state.backing_dir.join(format!("{name}.img"));
+        state.devices.push(DeviceState {
+            name: name.clone(),
+            backing: Some(path.clone()),
+            ..DeviceState::default()
+        });
+        state.save()?;
+        let f = std::fs::File::create(&path).map_err(io("creating backing file", &path))?;
+        f.set_len(size).map_err(io("sizing backing file", &path))?;
+    }
+    // The device server, for modelled devices.
+    let modelled: Vec<String> = names
+        .iter()
+        .filter(|n| state.spec.devices[*n].model.mechanism == Mechanism::Model)
+        .cloned()
+        .collect();
+    if !modelled.is_empty() {
+        let mount = state.dir.join("served");
+        std::fs::create_dir_all(&mount).map_err(io("creating", &mount))?;
+        let pid = spawn_server(state, &options.exe, &mount)?;
+        state.daemon = Some(Daemon {
+            pid,
+            mount: mount.clone(),
+        });
+        state.save()?;
+        wait_served(state, &mount, &modelled)?;
+    }
+    // Loop devices, file systems, mounts, channel directories.
+    for i in 0..state.devices.len() {
+        let name = state.devices[i].name.clone();
+        let spec = state.spec.devices[&name].clone();
+        let file = match (&state.daemon, spec.model.mechanism) {
+            (Some(d), Mechanism::Model) => d.mount.join(format!("{name}.img")),
+            _ => state.devices[i].backing.clone().unwrap_or_default(),
+        };
+        state.devices[i].attached_file = Some(file.clone());
+        state.save()?;
+        let dev = host::loop_attach(&file).map_err(state.host())?;
+        state.devices[i].loop_device = Some(dev.clone());
+        state.save()?;
+        host::mkfs(&spec.fs, &dev.path).map_err(state.host())?;
+        state.devices[i].formatted = true;
+        let point = state.dir.join("mnt").join(&name);
+        std::fs::create_dir_all(&point).map_err(io("creating mount point", &point))?;
+        state.devices[i].mount = Some(point.clone());
+        state.save()?;
+        host::mount(&dev.path, &spec.fs, &spec.mount_options, &point).map_err(state.host())?;
+    }
+    for c in CHANNELS {
+        let device = &state.spec.channels[c];
+        let d = state.dir.join("mnt").join(device).join(c);
+        std::fs::create_dir_all(&d).map_err(io("creating channel directory", &d))?;
+        // Sticky and world-writable, as /tmp: a private PostgreSQL cluster
+        // runs as an unprivileged user in the database channel.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777))
+            .map_err(io("setting permissions of", &d))?;
+        state.channel_dirs.insert(c.to_string(), d);
+    }
+    state.save()?;
+    // Cgroups: throttles, memory, CPUs.
+    let throttled: Vec<(String, String)> = state
+        .devices
+        .iter()
+        .filter(|d| state.spec.devices[&d.name].model.mechanism == Mechanism::Throttle)
+        .filter_map(|d| Some((d.name.clone(), d.loop_device.as_ref()?.majmin.clone())))
+        .collect();
+    let cg_name = format!("caseload-lab-{}", state.spec.name);
+    if !throttled.is_empty() {
+        let (version, cg) = host::cgroup_create("blkio", &cg_name).map_err(state.host())?;
+        state.cgroup_version = Some(version);
+        state.cgroups.push(cg.clone());
+        state.save()?;
+        for (name, majmin) in &throttled {
+            if let Some(t) = &state.spec.devices[name].model.throttle {
+                host::throttle(version, &cg, majmin, t).map_err(state.host())?;
+            }
+        }
+    }
+    if let Some(bytes) = state.spec.limits.memory {
+        let cg = ensure_cgroup(state, "memory", &cg_name)?;
+        let file = match state.cgroup_version {
+            Some(CgroupVersion::V2) => "memory.max",
+            _ => "memory.limit_in_bytes",
+        };
+        host::write_file(&cg.path.join(file), &bytes.to_string()).map_err(state.host())?;
+    }
+    if let Some(cpus) = state.spec.limits.cpus.clone() {
+        let cg = ensure_cgroup(state, "cpuset", &cg_name)?;
+        host::write_file(&cg.path.join("cpuset.cpus"), &cpus).map_err(state.host())?;
+    }
+    // A layout for runs.
+    let layout = state.dir.join("layout.toml");
+    let mut text = format!(
+        "# Written by `caseload lab up {}`: the lab's channel directories.\nname = \"lab-{}\"\ndescription = \"{}\"\n\n[channels]\n",
+        state.spec.name,
+        state.spec.name,
+        state.spec.description.replace(['"', '\\', '\n'], " ")
+    );
+    for c in CHANNELS {
+        text.push_str(&format!(
+            "{c} = \"{}\"\n",
+            state.channel_dirs[c]
+                .display()
+                .to_string()
+                .replace(['"', '\\'], "_")
+        ));
+    }
+    std::fs::write(&layout, text).map_err(io("writing", &layout))?;
+    state.layout = Some(layout);
+    state.set_modelled(true)?;
+    state.complete = true;
+    state.save()
+}
+
+/// The lab's cgroup for `controller`: the one already made (v2 has one
+/// for all controllers), or a new one.
+fn ensure_cgroup(state: &mut LabState, controller: &str, name: &str) -> Result<Cgroup, LabError> {
+    if state.cgroup_version == Some(CgroupVersion::V2)
+        && let Some(cg) = state.cgroups.first()
+    {
+        let (_, parent) = host::cgroup_parent(controller).map_err(state.host())?;
+        let wanted = controller;
+        let control = parent.join("cgroup.subtree_control");
+        let enabled = std::fs::read_to_string(&control).unwrap_or_default();
+        if !enabled.split_whitespace().any(|c| c == wanted) {
+            host::write_file(&control, &format!("+{wanted}")).map_err(state.host())?;
+        }
+        return Ok(cg.clone());
+    }
+    if let Some(cg) = state.cgroups.iter().find(|c| c.controller == controller) {
+        return Ok(cg.clone());
+    }
+    let (version, cg) = host::cgroup_create(controller, name).map_err(state.host())?;
+    state.cgroup_version.get_or_insert(version);
+    state.cgroups.push(cg.clone());
+    state.save()?;
+    Ok(cg)
+}
+
+fn spawn_server(state: &LabState, exe: &Path, mount: &Path) -> Result<u32, LabError> {
+    use std::os::unix::process::CommandExt;
+    let log = state.dir.join("server.log");
+    let out = std::fs::File::create(&log).map_err(|source| {
+        state.host()(HostError::Io {
+            what: "creating",
+            path: log.clone(),
+            source,
+        })
+    })?;
+    let err = out.try_clone().map_err(|source| {
+        state.host()(HostError::Io {
+            what: "opening",
+            path: log.clone(),
+            source,
+        })
+    })?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["lab", "serve", "--lab", &state.spec.name])
+        .arg("--mount")
+        .arg(mount)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    // SAFETY: setsid is async-signal-safe; it detaches the server from
+    // the terminal and process group of `lab up`, which exits.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| {
+        state.unavailable(format!(
+            "cannot start the device server `{}`: {e}",
+            exe.display()
+        ))
+    })?;
+    Ok(child.id())
+}
+
+/// Wait until the device server's mount serves every modelled device.
+fn wait_served(state: &LabState, mount: &Path, modelled: &[String]) -> Result<(), LabError> {
+    let start = std::time::Instant::now();
+    loop {
+        let mounted = host::mounted_at(mount).is_some_and(|(_, fs)| fs.starts_with("fuse"));
+        if mounted
+            && modelled
+                .iter()
+                .all(|n| mount.join(format!("{n}.img")).exists())
+        {
+            return Ok(());
+        }
+        if let Some(d) = &state.daemon
+            && !Path::new(&format!("/proc/{}", d.pid)).exists()
+        {
+            let log = std::fs::read_to_string(state.dir.join("server.log")).unwrap_or_default();
+            return Err(state.unavailable(format!("the device server exited: {}", log.trim())));
+        }
+        if start.elapsed() > std::time::Duration::from_secs(15) {
+            return Err(state.unavailable(format!(
+                "the device server did not mount {} within 15 s (is FUSE available: /dev/fuse?)",
+                mount.display()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Whether `pid` is this lab's device server.
+fn is_server(pid: u32, lab: &str) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    args.windows(2).any(|w| w[0] == b"serve")
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--lab" && w[1] == lab.as_bytes())
+}
+
+/// What `down` did.
+#[derive(Debug, Default, Serialize)]
+pub struct DownReport {
+    /// Things removed, for people.
+    pub removed: Vec<String>,
+    /// Things the record named that were already gone or not the lab's.
+    pub skipped: Vec<String>,
+}
+
+/// Remove everything the record of `state` names, in reverse order, and
+/// the record itself. Stops at the first thing it cannot remove (a busy
+/// mount, a cgroup with processes), leaving the record so that `down` can
+/// be run again.
+pub fn down(state: &LabState) -> Result<DownReport, LabError> {
+    let mut r = DownReport::default();
+    let lab = &state.spec.name;
+    for cg in state.cgroups.iter().rev() {
+        if host::cgroup_remove(cg).map_err(state.host())? {
+            r.removed.push(format!("cgroup {}", cg.path.display()));
+        } else {
+            r.skipped
+                .push(format!("cgroup {} (gone)", cg.path.display()));
+        }
+    }
+    for d in state.devices.iter().rev() {
+        if let (Some(point), Some(dev)) = (&d.mount, &d.loop_device) {
+            let source = dev.path.to_string_lossy();
+            if host::umount_if(point, &source).map_err(state.host())? {
+                r.removed.push(format!("mount {}", point.display()));
+            } else {
+                r.skipped
+                    .push(format!("mount {} (not mounted)", point.display()));
+            }
+        }
+        if let Some(dev) = &d.loop_device {
+            if host::loop_detach(dev).map_err(state.host())? {
+                r.removed
+                    .push(format!("loop device {}", dev.path.display()));
+            } else {
+                r.skipped.push(format!(
+                    "loop device {} (no longer attached to {})",
+                    dev.path.display(),
+                    dev.backing.display()
+                ));
+            }
+        }
+    }
+    if let Some(daemon) = &state.daemon {
+        if host::mounted_at(&daemon.mount).is_some_and(|(s, _)| s == "caseload-lab") {
+            host::run("umount", &[&daemon.mount.to_string_lossy()]).map_err(state.host())?;
+            r.removed
+                .push(format!("device server mount {}", daemon.mount.display()));
+        }
+        // The server ends when its mount goes; make sure of it.
+        let start = std::time::Instant::now();
+        while is_server(daemon.pid, lab) && start.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if is_server(daemon.pid, lab) {
+            // SAFETY: kill has no memory-safety preconditions; the pid was
+            // checked to be this lab's server just above.
+            unsafe { libc::kill(daemon.pid as i32, libc::SIGKILL) };
+            r.removed
+                .push(format!("device server {} (killed)", daemon.pid));
+        }
+    }
+    for d in &state.devices {
+        if let Some(b) = &d.backing
+            && b.starts_with(&state.backing_dir)
+            && std::fs::remove_file(b).is_ok()
+        {
+            r.removed.push(format!("backing file {}", b.display()));
+        }
+    }
+    if state.backing_dir_made && std::fs::remove_dir(&state.backing_dir).is_ok() {
+        r.removed.push(format!("{}", state.backing_dir.display()));
+    }
+    // The lab's own directory: mount points, channel layout, record.
+    for d in &state.devices {
+        if let Some(p) = &d.mount {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+    let _ = std::fs::remove_dir(state.dir.join("mnt"));
+    if let Some(daemon) = &state.daemon {
+        let _ = std::fs::remove_dir(&daemon.mount);
+    }
+    for f in ["layout.toml", "server.log", STATE, "state.json.tmp"] {
+        let _ = std::fs::remove_file(state.dir.join(f));
+    }
+    if std::fs::remove_dir(&state.dir).is_ok() {
+        r.removed.push(format!("{}", state.dir.display()));
+    }
+    Ok(r)
+}
+
+/// What is there of a lab, checked against the host.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    /// Lab name.
+    pub name: String,
+    /// Whether `up` finished and everything is in place.
+    pub healthy: bool,
+    /// Per device: model, mechanism, loop device, mount, whether each is there.
+    pub devices: Vec<serde_json::Value>,
+    /// Cgroups and whether they exist.
+    pub cgroups: Vec<serde_json::Value>,
+    /// The device server, if any: pid, alive, what it served.
+    pub server: Option<serde_json::Value>,
+    /// Channel directories.
+    pub channels: BTreeMap<String, PathBuf>,
+    /// The layout file for runs.
+    pub layout: Option<PathBuf>,
+    /// Problems found.
+    pub problems: Vec<String>,
+}
+
+/// Check lab `state` against the host.
+pub fn status(state: &LabState) -> Status {
+    let mut problems = Vec::new();
+    if !state.complete {
+        problems.push("`lab up` did not finish: run `caseload lab down` to clean it".into());
+    }
+    let devices = state
+        .devices
+        .iter()
+        .map(|d| {
+            let spec = &state.spec.devices[&d.name];
+            let attached = d
+                .loop_device
+                .as_ref()
+                .is_some_and(|l| host::loop_backing(&l.path).as_ref() == Some(&l.backing));
+            let mounted = match (&d.mount, &d.loop_device) {
+                (Some(p), Some(l)) => {
+                    host::mounted_at(p).is_some_and(|(s, _)| s == l.path.to_string_lossy())
+                }
+                _ => false,
+            };
+            if !attached || !mounted {
+                problems.push(format!("device `{}`: loop attached {attached}, mounted {mounted}", d.name));
+            }
+            serde_json::json!({
+                "name": d.name, "model": spec.model.name, "mechanism": spec.model.mechanism.as_str(),
+                "size": spec.size, "fs": spec.fs,
+                "loop_device": d.loop_device.as_ref().map(|l| l.path.clone()),
+                "direct_io": d.loop_device.as_ref().map(|l| l.direct_io),
+                "mount": d.mount, "attached": attached, "mounted": mounted,
+            })
+        })
+        .collect();
+    let cgroups = state
+        .cgroups
+        .iter()
+        .map(|c| {
+            let exists = c.path.exists();
+            if !exists {
+                problems.push(format!("cgroup {} is gone", c.path.display()));
+            }
+            serde_json::json!({"path": c.path, "controller": c.controller, "exists": exists,
+                               "processes": host::cgroup_pids(c)})
+        })
+        .collect();
+    let server = state.daemon.as_ref().map(|d| {
+        let alive = is_server(d.pid, &state.spec.name);
+        if !alive {
+            problems.push(format!("device server {} is not running", d.pid));
+        }
+        serde_json::json!({"pid": d.pid, "mount": d.mount, "alive": alive, "served": state.served()})
+    });
+    Status {
+        name: state.spec.name.clone(),
+        healthy: problems.is_empty(),
+        devices,
+        cgroups,
+        server,
+        channels: state.channel_dirs.clone(),
+        layout: state.layout.clone(),
+        problems,
+    }
+}
+
+/// Make `cmd`, when spawned, join the lab's cgroups before it runs (as
+/// `cgexec` does): only the new process moves, from the cgroup caseload
+/// runs in into the lab's, which lies beneath it.
+pub fn enter(state: &LabState, cmd: &mut std::process::Command) -> Result<(), LabError> {
+    use std::os::unix::process::CommandExt;
+    let files: Vec<std::ffi::CString> = state
+        .join_files()
+        .iter()
+        .map(|p| {
+            std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                .map_err(|_| state.unavailable(format!("cgroup path {}", p.display())))
+        })
+        .collect::<Result<_, _>>()?;
+    if files.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the closure runs in the child between fork and exec; it only
+    // calls async-signal-safe functions (getpid, open, write, close) on
+    // memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let pid = libc::getpid();
+            let mut digits = [0u8; 12];
+            let mut n = pid as u32;
+            let mut i = digits.len();
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            for f in &files {
+                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let w = libc::write(fd, digits[i..].as_ptr().cast(), digits.len() - i);
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if w < 0 {
+                    return Err(e);
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Copy `files` into the lab's evidence channel with the device models
+/// off (so loading evidence does not take modelled time), then flush them
+/// to the devices and switch the models on. Returns the copies' paths.
+pub fn load_evidence(state: &LabState, files: &[PathBuf]) -> Result<Vec<PathBuf>, LabError> {
+    let Some(dir) = state.channel_dir("evidence").map(Path::to_path_buf) else {
+        return Err(state.unavailable("no evidence channel"));
+    };
+    state.set_modelled(false)?;
+    let mut out = Vec::new();
+    let result = (|| {
+        for f in files {
+            let name = f
+                .file_name()
+                .ok_or_else(|| state.unavailable(format!("`{}` is not a file", f.display())))?;
+            let to = dir.join(name);
+            std::fs::copy(f, &to).map_err(|source| {
+                state.host()(HostError::Io {
+                    what: "copying evidence to",
+                    path: to.clone(),
+                    source,
+                })
+            })?;
+            // Read-only, as evidence is.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o444));
+            out.push(to);
+        }
+        // SAFETY: sync has no preconditions.
+        unsafe { libc::sync() };
+        Ok(out)
+    })();
+    state.set_modelled(true)?;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(name: &str) -> Result<DeviceModel, String> {
+        let text = format!(
+            "name = \"{name}\"\ndescription = \"x\"\nmechanism = \"none\"\n[expect]\nseq_read_mb_s = 1000\nseq_write_mb_s = 1000\nrandom_read_iops_qd1 = 10000\nsources = [\"test\"]\n"
+        );
+        if name == "missing" {
+            return Err("no model `missing`".into());
+        }
+        DeviceModel::parse(&text, name).map_err(|e| e.to_string())
+    }
+
+    const GOOD: &str = r#"
+name = "base"
+description = "everything on one disk"
+[devices.disk]
+model = "fast"
+size = "1GiB"
+[channels]
+evidence = "disk"
+database = "disk"
+case = "disk"
+temp = "disk"
+[limits]
+memory = "2GiB"
+cpus = "0-1"
+"#;
+
+    #[test]
+    fn a_lab_file_maps_every_channel_to_a_device() {
+        let s = LabSpec::parse(GOOD, "base.toml", &model).unwrap();
+        assert_eq!(s.devices["disk"].size, 1 << 30);
+        assert_eq!(s.devices["disk"].fs, "ext4");
+        assert_eq!(s.limits.memory, Some(2 << 30));
+        for (bad, says) in [
+            (
+                GOOD.replace("temp = \"disk\"\n", ""),
+                "`temp` is not mapped",
+            ),
+            (
+                GOOD.replace("temp = \"disk\"", "temp = \"nope\""),
+                "no device `nope`",
+            ),
+            (GOOD.replace("temp =", "tmp ="), "unknown channel `tmp`"),
+            (
+                GOOD.replace("model = \"fast\"", "model = \"missing\""),
+                "no model `missing`",
+            ),
+            (GOOD.replace("1GiB", "1MiB"), "64 MiB to 16 TiB"),
+            (
+                GOOD.replace("name = \"base\"", "name = \"a b\""),
+                "letters, digits",
+            ),
+            (GOOD.replace("cpus = \"0-1\"", "cpus = \"all\""), "CPU list"),
+            (
+                GOOD.replace("[limits]", "[limits]\nswap = 1"),
+                "unknown field `swap`",
+            ),
+        ] {
+            let e = LabSpec::parse(&bad, "bad.toml", &model)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+            assert!(e.contains("bad.toml"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! caseload's emulated storage lab: the devices a lab does not own yet,
+//! modelled on one machine, so a layout can be measured on them.
+//!
+//! A lab file (`workloads/labs/*.toml`) maps the four channels to devices,
+//! each of a model (`workloads/devices/*.toml`, [`model`]). `caseload lab
+//! up` ([`lab::up`]) gives each device a backing file on fast storage
+//! (`/dev/shm`), a loop device and a file system, and puts the model into
+//! effect: a rotating disk, array or network share through the userspace
+//! device model ([`timing`], served over FUSE by [`serve`]), flash through
+//! the cgroup block-I/O throttle ([`host`]). It writes a layout whose
+//! channel directories are on those devices; `run --lab` runs inside the
+//! lab's cgroups. `caseload lab down` ([`lab::down`]) removes what `up`
+//! made, and only that.
+//!
+//! Needs root, loop devices, and FUSE or a block-I/O controller; each
+//! missing piece is a plain error saying which.
+
+pub mod host;
+pub mod lab;
+pub mod model;
+pub mod serve;
+pub mod timing;
+
+pub use lab::{LabError, LabSpec, LabState};
+pub use model::{DeviceModel, Mechanism, ModelError};
+
+/// Serve the modelled devices of lab `name` at `mount` until unmounted
+/// (the body of the hidden `caseload lab serve`, started by `lab up`).
+pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
+    let state = LabState::load(name)?;
+    let mut devices = Vec::new();
+    for d in &state.devices {
+        let spec = &state.spec.devices[&d.name];
+        let (Some(timing), Some(backing)) = (&spec.model.timing, &d.backing) else {
+            continue;
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(backing)
+            .map_err(|source| LabError::Host {
+                lab: name.to_string(),
+                source: host::HostError::Io {
+                    what: "opening backing file",
+                    path: backing.clone(),
+                    source,
+                },
+            })?;
+        devices.push(serve::ServedDevice {
+            name: format!("{}.img", d.name),
+            backing: file,
+            size: spec.size,
+            timing: timing::build(timing),
+        });
+    }
+    serve::serve(mount, devices).map_err(|e| LabError::Unavailable {
+        lab: name.to_string(),
+        message: format!("device server at {}: {e}", mount.display()),
+    })
+}

@@ -1,0 +1,432 @@
+//! `caseload lab`: modelled devices on loop devices, checked by probing
+//! them against their models' figures; `lab down` leaves nothing of the
+//! lab's behind; a slower database device shows in the database channel's
+//! blocked time and nowhere else; a lab that fails half way is cleaned up.
+//!
+//! Needs root, loop devices and FUSE (CI runs as root); skipped with a
+//! notice otherwise.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Why the lab tests cannot run here, if they cannot.
+fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Some("no loop devices".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("no /dev/fuse".into());
+    }
+    for tool in ["losetup", "mkfs.ext4", "mount", "umount"] {
+        if !common::have_tool("lab", tool) {
+            return Some(format!("no `{tool}`"));
+        }
+    }
+    None
+}
+
+/// A lab under test: its own lab directory, a unique name, and `lab down`
+/// on drop (also when the test fails).
+struct TestLab {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl TestLab {
+    fn new(tag: &str) -> Self {
+        TestLab {
+            dir: tempfile::tempdir().unwrap(),
+            name: format!("t{}-{tag}", std::process::id()),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = common::caseload();
+        c.env("CASELOAD_LAB_DIR", self.dir.path().join("labs"));
+        c
+    }
+
+    /// Write a lab file mapping `channels` (channel, device) over `devices`
+    /// (name, model, size).
+    fn file(&self, devices: &[(&str, &str, &str)], channels: &[(&str, &str)]) -> PathBuf {
+        let mut text = format!("name = \"{}\"\ndescription = \"test lab\"\n", self.name);
+        for (name, model, size) in devices {
+            text.push_str(&format!(
+                "[devices.{name}]\nmodel = \"{model}\"\nsize = \"{size}\"\n"
+            ));
+        }
+        text.push_str("[channels]\n");
+        for (c, d) in channels {
+            text.push_str(&format!("{c} = \"{d}\"\n"));
+        }
+        let path = self.dir.path().join(format!("{}.toml", self.name));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn up(&self, file: &Path, evidence: &[&Path]) -> serde_json::Value {
+        let mut c = self.cmd();
+        c.args(["lab", "up", "--json"]).arg(file);
+        for e in evidence {
+            c.arg("--evidence").arg(e);
+        }
+        let out = common::run_ok(&mut c);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// `lab down`, which must succeed and leave nothing of the lab's.
+    fn down_ok(&self) {
+        let down = self.down();
+        assert!(
+            down.status.success(),
+            "{}",
+            String::from_utf8_lossy(&down.stderr)
+        );
+        assert_nothing_left(self);
+    }
+
+    fn down(&self) -> std::process::Output {
+        self.cmd()
+            .args(["lab", "down", &self.name])
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for TestLab {
+    fn drop(&mut self) {
+        let _ = self.down();
+    }
+}
+
+/// Loop devices whose backing file lies under `dir`.
+fn loops_backed_under(dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let b = e.path().join("loop/backing_file");
+        if let Ok(t) = std::fs::read_to_string(b)
+            && t.contains(dir)
+        {
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// Mount points under `dir`.
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().into_owned();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .filter(|p| p.starts_with(&d))
+        .collect()
+}
+
+/// Cgroups named after the lab, anywhere under /sys/fs/cgroup.
+fn cgroups_named(name: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, name: &str, depth: usize, out: &mut Vec<PathBuf>) {
+        if depth > 6 {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy() == name {
+                out.push(p.clone());
+            }
+            walk(&p, name, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/sys/fs/cgroup"), name, 0, &mut out);
+    out
+}
+
+/// Processes whose command line names the lab.
+fn processes_of(name: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read(e.path().join("cmdline"))
+            && c.split(|&b| b == 0).any(|a| a == name.as_bytes())
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn assert_nothing_left(lab: &TestLab) {
+    let backing = format!("caseload-lab-{}", lab.name);
+    assert!(loops_backed_under(&backing).is_empty(), "loop devices left");
+    assert!(
+        mounts_under(lab.dir.path()).is_empty(),
+        "mounts left: {:?}",
+        mounts_under(lab.dir.path())
+    );
+    assert!(cgroups_named(&backing).is_empty(), "cgroups left");
+    assert!(processes_of(&lab.name).is_empty(), "device server left");
+    assert!(!Path::new("/dev/shm").join(&backing).exists());
+    assert!(!lab.dir.path().join("labs").join(&lab.name).exists());
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// A model's expected figures.
+fn expect(model: &str) -> (f64, f64) {
+    let m = caseload_workloads::devices::device(model).unwrap();
+    (m.expect.seq_read_mb_s, m.expect.random_read_iops_qd1)
+}
+
+#[test]
+fn modelled_devices_probe_as_their_models_and_down_leaves_nothing() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED modelled_devices_probe_as_their_models: {why}");
+        return;
+    }
+    // Every built-in model on one of the probed channels of some lab.
+    let labs: [[&str; 3]; 3] = [
+        ["hdd-7200", "sata-ssd", "pcie-ssd"],
+        ["cloud-gp3", "raid5-4x7200", "nas-1gbe"],
+        ["usb3-hdd", "hdd-10k", "usb-stick"],
+    ];
+    for (n, models) in labs.iter().enumerate() {
+        let lab = TestLab::new(&format!("probe{n}"));
+        let file = lab.file(
+            &[
+                ("a", models[0], "1GiB"),
+                ("b", models[1], "1GiB"),
+                ("c", models[2], "1GiB"),
+            ],
+            &[
+                ("evidence", "a"),
+                ("database", "a"),
+                ("case", "b"),
+                ("temp", "c"),
+            ],
+        );
+        let status = lab.up(&file, &[]);
+        assert_eq!(status["healthy"], true, "{status}");
+        let out = common::run_ok(
+            lab.cmd()
+                .args([
+                    "probe",
+                    "--json",
+                    "--size",
+                    "128MiB",
+                    "--seconds",
+                    "2",
+                    "--lab",
+                ])
+                .arg(&lab.name),
+        );
+        let probes: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (channel, model) in ["database", "case", "temp"].iter().zip(models) {
+            let p = probes
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["channel"] == *channel)
+                .unwrap();
+            assert_eq!(p["direct"], true, "{channel}: {p}");
+            let (seq, iops) = expect(model);
+            let got_seq = f(&p["seq_read_128k_mb_per_s"]);
+            let got_iops = f(&p["random_read_iops"]);
+            eprintln!(
+                "{model}: 128 KiB sequential reads {got_seq:.0} MB/s (model {seq}), 4 KiB random reads at QD1 {got_iops:.0}/s (model {iops})"
+            );
+            if *model == "pcie-ssd" {
+                // Unthrottled: at least the model's figures.
+                assert!(got_seq >= 0.85 * seq, "{model}: {got_seq} MB/s");
+                assert!(got_iops >= 0.85 * iops, "{model}: {got_iops}/s");
+            } else {
+                assert!(
+                    (got_seq - seq).abs() <= 0.15 * seq,
+                    "{model}: {got_seq} MB/s against {seq}"
+                );
+                assert!(
+                    (got_iops - iops).abs() <= 0.15 * iops,
+                    "{model}: {got_iops}/s against {iops}"
+                );
+            }
+        }
+        lab.down_ok();
+        if n == 0 {
+            // Down again: a plain error, nothing touched.
+            let again = lab.down();
+            assert!(!again.status.success());
+            assert!(
+                String::from_utf8_lossy(&again.stderr).contains("is not up"),
+                "{}",
+                String::from_utf8_lossy(&again.stderr)
+            );
+        }
+    }
+}
+
+/// Sum over stages of the database channel's blocked seconds.
+fn database_blocked(run: &serde_json::Value) -> (f64, f64) {
+    let mut db = 0.0;
+    let mut other = 0.0;
+    for s in run["stages"].as_array().unwrap() {
+        for (c, v) in s["channels"].as_object().unwrap() {
+            let b = f(&v["blocked_seconds"]);
+            if c == "database" {
+                db += b;
+            } else {
+                other += b;
+            }
+        }
+    }
+    (db, other)
+}
+
+#[test]
+fn a_slower_database_device_shows_in_the_database_channel() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED a_slower_database_device_shows: {why}");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "48MiB", "--seed", "9"],
+    );
+    let mut blocked = Vec::new();
+    for db_model in ["pcie-ssd", "hdd-7200"] {
+        let lab = TestLab::new(if db_model == "pcie-ssd" {
+            "fastdb"
+        } else {
+            "slowdb"
+        });
+        let file = lab.file(
+            &[("data", "pcie-ssd", "512MiB"), ("db", db_model, "512MiB")],
+            &[
+                ("evidence", "data"),
+                ("case", "data"),
+                ("temp", "data"),
+                ("database", "db"),
+            ],
+        );
+        lab.up(&file, &[&image]);
+        // Every row its own synchronous transaction, so the database's
+        // syncs are the device's to pay.
+        let out = common::run_ok(
+            lab.cmd()
+                .args(["run", "--stages", "filesystem,file-hash", "--json"])
+                .args([
+                    "--synchronous",
+                    "full",
+                    "--batch-size",
+                    "1",
+                    "--threads",
+                    "1",
+                ])
+                .args(["--evidence", "image.dd", "--lab"])
+                .arg(&lab.name),
+        );
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(run["status"], "completed");
+        // The run read the lab's copy of the evidence.
+        let files = run["evidence"]["files"][0].as_str().unwrap().to_string();
+        assert!(files.contains(&lab.name), "{files}");
+        blocked.push(database_blocked(&run));
+        lab.down_ok();
+    }
+    let ((fast_db, fast_other), (slow_db, slow_other)) = (blocked[0], blocked[1]);
+    eprintln!(
+        "database blocked: pcie {fast_db:.3} s, hdd {slow_db:.3} s; other channels {fast_other:.3} s, {slow_other:.3} s"
+    );
+    assert!(
+        slow_db >= 5.0 * fast_db && slow_db - fast_db >= 0.5,
+        "database blocked {fast_db} s on pcie-ssd, {slow_db} s on hdd-7200"
+    );
+    // The other channels sat on the same model in both.
+    assert!(
+        slow_other <= 3.0 * fast_other + 0.2,
+        "{fast_other} against {slow_other}"
+    );
+}
+
+#[test]
+fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
+    let lab = TestLab::new("bad");
+    // A model file with an impossible figure: named, with its key.
+    let model = lab.dir.path().join("bad-disk.toml");
+    let good = caseload_workloads::devices::DEVICES[0].1;
+    std::fs::write(&model, good.replace("rpm = 7200", "rpm = -5")).unwrap();
+    let file = lab.file(
+        &[("d", model.to_str().unwrap(), "256MiB")],
+        &[
+            ("evidence", "d"),
+            ("database", "d"),
+            ("case", "d"),
+            ("temp", "d"),
+        ],
+    );
+    let out = lab.cmd().args(["lab", "up"]).arg(&file).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rotating.rpm") && err.contains("bad-disk.toml"),
+        "{err}"
+    );
+    // A lab that is not up.
+    let out = lab
+        .cmd()
+        .args([
+            "run",
+            "--stages",
+            "image-hash",
+            "--evidence",
+            "x.dd",
+            "--lab",
+            "no-such-lab",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not up"));
+
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED a_lab_that_fails_half_way: {why}");
+        return;
+    }
+    // A file system no mkfs exists for: up fails after backing files,
+    // device server and loop devices were made, and removes them all.
+    let file = lab.file(
+        &[("d", "hdd-7200", "256MiB")],
+        &[
+            ("evidence", "d"),
+            ("database", "d"),
+            ("case", "d"),
+            ("temp", "d"),
+        ],
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("size = \"256MiB\"", "size = \"256MiB\"\nfs = \"nosuchfs\"");
+    std::fs::write(&file, text).unwrap();
+    let out = lab.cmd().args(["lab", "up"]).arg(&file).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mkfs.nosuchfs"), "{err}");
+    assert_nothing_left(&lab);
+}
