@@ -182,7 +182,10 @@ impl EwfSource {
                 (FLOOR_BYTES / chunk_size).max(1),
                 HINT_GAP_BYTES / chunk_size,
                 size.div_ceil(chunk_size),
-                1,
+                // One chunk alone is read as asked; a sequential request
+                // under a run gets read-ahead: its stored bytes are a
+                // fraction of its media size, small for the device.
+                (1, (read.run_bytes / chunk_size).max(1)),
                 read.cache_runs,
             ),
             read,

@@ -90,7 +90,9 @@ impl RawSource {
                 FLOOR_BYTES,
                 HINT_GAP_BYTES,
                 start,
-                u64::MAX,
+                // Lone requests as asked; read-ahead for sequential ones
+                // under the kernel's window (larger ones are large reads).
+                (u64::MAX, FLOOR_BYTES),
                 read.cache_runs,
             ),
         })

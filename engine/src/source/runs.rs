@@ -175,6 +175,8 @@ pub(crate) struct Runs {
     limit: u64,
     /// A lone request of at most this many units is read as asked.
     lone: u64,
+    /// A sequential request shorter than this gets read-ahead.
+    ahead_below: u64,
     capacity: usize,
     state: Mutex<State>,
     /// Buffers of evicted runs no thread holds any more, for new runs:
@@ -196,13 +198,14 @@ impl Runs {
     /// Runs of at most `max` units (floor, gap likewise in units) over a
     /// media of `limit` units, `capacity` of them cached; a lone request
     /// of at most `lone` units is read as asked (one read), a longer one
-    /// as one run.
+    /// as one run; a request shorter than `ahead_below` units that
+    /// continues an earlier read gets read-ahead.
     pub(crate) fn new(
         max: u64,
         floor: u64,
         gap: u64,
         limit: u64,
-        lone: u64,
+        (lone, ahead_below): (u64, u64),
         capacity: usize,
     ) -> Self {
         let max = max.max(1);
@@ -212,6 +215,7 @@ impl Runs {
             gap,
             limit,
             lone,
+            ahead_below,
             capacity: capacity.max(1),
             state: Mutex::new(State {
                 slots: Vec::new(),
@@ -307,14 +311,14 @@ impl Runs {
                     .filter(|h| h.front <= pos && pos < h.front.saturating_add(max))
                     .map(|h| h.end);
                 // Exactly where an earlier read ended: a sequential reader.
-                // One that already asks for a floor's worth or more needs
-                // no read-ahead (its requests are large reads as they are).
+                // One whose requests are large reads as they are needs no
+                // read-ahead.
                 let continued = s
                     .recent
                     .iter()
                     .rev()
                     .find(|(end, _)| pos == *end)
-                    .filter(|_| want_end - pos < self.floor)
+                    .filter(|_| want_end - pos < self.ahead_below)
                     .map(|&(_, len)| len.saturating_mul(2).clamp(self.floor, self.max));
                 let mut end = match (hinted, continued) {
                     (Some(h), _) => h.min(pos.saturating_add(self.max)),
@@ -440,7 +444,14 @@ mod tests {
     #[test]
     fn lone_requests_are_read_as_asked_and_sequential_ones_grow() {
         let m = Media::new();
-        let runs = Runs::new(1 << 20, 128 << 10, 64 << 10, 1 << 30, u64::MAX, 8);
+        let runs = Runs::new(
+            1 << 20,
+            128 << 10,
+            64 << 10,
+            1 << 30,
+            (u64::MAX, 128 << 10),
+            8,
+        );
         // A lone 4 KiB read: direct.
         assert!(matches!(
             runs.fetch(10 << 20, (10 << 20) + 4096, &m),
@@ -467,7 +478,14 @@ mod tests {
     #[test]
     fn hinted_spans_merge_and_bound_the_run() {
         let m = Media::new();
-        let runs = Runs::new(1 << 20, 128 << 10, 64 << 10, 1 << 30, u64::MAX, 8);
+        let runs = Runs::new(
+            1 << 20,
+            128 << 10,
+            64 << 10,
+            1 << 30,
+            (u64::MAX, 128 << 10),
+            8,
+        );
         // Three small files, 10 KiB apart: one span.
         runs.hint(0, 20 << 10);
         runs.hint(30 << 10, 50 << 10);
@@ -489,7 +507,7 @@ mod tests {
     #[test]
     fn a_run_is_read_once_while_held_and_the_cache_stays_bounded() {
         let m = Media::new();
-        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, u64::MAX, 2);
+        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, (u64::MAX, 128 << 10), 2);
         runs.hint(0, 1 << 20);
         std::thread::scope(|s| {
             for _ in 0..8 {
@@ -520,7 +538,7 @@ mod tests {
     fn a_failed_run_falls_back_to_direct_reads() {
         let mut m = Media::new();
         m.fail_at = Some(3000);
-        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, u64::MAX, 4);
+        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, (u64::MAX, 128 << 10), 4);
         runs.hint(0, 1 << 20);
         assert!(matches!(runs.fetch(0, 10, &m), Fetch::Direct));
         let run = Run {

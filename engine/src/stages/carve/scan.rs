@@ -732,6 +732,11 @@ pub fn run(
         scope.spawn(move || {
             let mut seq = 0u64;
             let mut emit = |region: Region| -> bool {
+                // Each region is read whole, in order: runs (an E01's
+                // read-ahead) stop at its end, not in allocated space the
+                // scan skips.
+                ctx.evidence
+                    .hint(region.start, region.end.saturating_sub(region.start));
                 let region = Arc::new(region);
                 let mut at = region.start;
                 while at < region.end {
