@@ -20,13 +20,15 @@
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.
 
+use crate::latency::{LatencyCounters, LatencyHistogram};
+use crate::trace::{Trace, TraceOp};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The role of a channel. The names are part of the layout-file interface.
@@ -88,6 +90,11 @@ pub struct ChannelCounters {
     stats: AtomicU64,
     read_sizes: [AtomicU64; SIZE_BUCKETS],
     write_sizes: [AtomicU64; SIZE_BUCKETS],
+    read_latency: LatencyCounters,
+    write_latency: LatencyCounters,
+    sync_latency: LatencyCounters,
+    /// The run's trace, when it records one (`run --trace`).
+    trace: OnceLock<Arc<Trace>>,
 }
 
 impl Default for ChannelCounters {
@@ -109,6 +116,10 @@ impl Default for ChannelCounters {
             stats: AtomicU64::new(0),
             read_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
             write_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+            read_latency: LatencyCounters::default(),
+            write_latency: LatencyCounters::default(),
+            sync_latency: LatencyCounters::default(),
+            trace: OnceLock::new(),
         }
     }
 }
@@ -255,6 +266,7 @@ impl ChannelCounters {
         self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
         self.read_ops.fetch_add(1, Ordering::Relaxed);
         self.read_sizes[size_bucket(bytes)].fetch_add(1, Ordering::Relaxed);
+        self.read_latency.record(took);
         self.read_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
@@ -264,6 +276,7 @@ impl ChannelCounters {
         self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.write_ops.fetch_add(1, Ordering::Relaxed);
         self.write_sizes[size_bucket(bytes)].fetch_add(1, Ordering::Relaxed);
+        self.write_latency.record(took);
         self.write_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
@@ -271,6 +284,7 @@ impl ChannelCounters {
     /// Count one fsync/fdatasync that took `took`.
     pub(crate) fn record_sync(&self, took: Duration) {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.sync_latency.record(took);
         self.sync_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
@@ -306,6 +320,15 @@ impl ChannelCounters {
             }
             counts[UNKNOWN_BUCKET].fetch_add(ops.saturating_sub(hist.total()), Ordering::Relaxed);
         }
+        // Latencies only where the caller timed single operations.
+        self.read_latency.add(&d.read_latency);
+        self.write_latency.add(&d.write_latency);
+        self.sync_latency.add(&d.sync_latency);
+    }
+
+    /// The run's trace, if one is being recorded.
+    pub(crate) fn trace(&self) -> Option<&Arc<Trace>> {
+        self.trace.get()
     }
 
     /// The counters' values now.
@@ -331,6 +354,9 @@ impl ChannelCounters {
             write_sizes: SizeHistogram(std::array::from_fn(|i| {
                 self.write_sizes[i].load(Ordering::Relaxed)
             })),
+            read_latency: self.read_latency.snapshot(),
+            write_latency: self.write_latency.snapshot(),
+            sync_latency: self.sync_latency.snapshot(),
         }
     }
 }
@@ -382,6 +408,15 @@ pub struct ChannelSnapshot {
     /// Write operations by size.
     #[serde(default)]
     pub write_sizes: SizeHistogram,
+    /// Reads by latency (the operations caseload timed itself).
+    #[serde(default)]
+    pub read_latency: LatencyHistogram,
+    /// Writes by latency.
+    #[serde(default)]
+    pub write_latency: LatencyHistogram,
+    /// File syncs by latency.
+    #[serde(default)]
+    pub sync_latency: LatencyHistogram,
 }
 
 impl ChannelSnapshot {
@@ -410,6 +445,15 @@ impl ChannelSnapshot {
             write_sizes: self
                 .write_sizes
                 .zip(&earlier.write_sizes, u64::saturating_sub),
+            read_latency: self
+                .read_latency
+                .zip(&earlier.read_latency, u64::saturating_sub),
+            write_latency: self
+                .write_latency
+                .zip(&earlier.write_latency, u64::saturating_sub),
+            sync_latency: self
+                .sync_latency
+                .zip(&earlier.sync_latency, u64::saturating_sub),
         }
     }
 
@@ -432,6 +476,9 @@ impl ChannelSnapshot {
             stats: self.stats + other.stats,
             read_sizes: self.read_sizes.zip(&other.read_sizes, |a, b| a + b),
             write_sizes: self.write_sizes.zip(&other.write_sizes, |a, b| a + b),
+            read_latency: self.read_latency.zip(&other.read_latency, |a, b| a + b),
+            write_latency: self.write_latency.zip(&other.write_latency, |a, b| a + b),
+            sync_latency: self.sync_latency.zip(&other.sync_latency, |a, b| a + b),
         }
     }
 
@@ -465,6 +512,9 @@ pub enum ChannelError {
     /// The path is one of the evidence files, which are never written.
     #[error("refusing to write `{}`: it is evidence, which is opened read-only", .0.display())]
     WouldWriteEvidence(PathBuf),
+    /// The channel already records into a trace.
+    #[error("the {0} channel is already traced")]
+    AlreadyTraced(ChannelKind),
     /// An I/O error on the channel.
     #[error("{channel} channel: {op} `{}`: {source}", path.display())]
     Io {
@@ -546,6 +596,63 @@ impl Channel {
         self.counters.snapshot()
     }
 
+    /// Record every later operation on this channel (and channels sharing
+    /// its counters) in `trace`. A channel is traced at most once: a second
+    /// call is refused.
+    pub fn set_trace(&self, trace: Arc<Trace>) -> Result<(), ChannelError> {
+        self.counters
+            .trace
+            .set(trace)
+            .map_err(|_| ChannelError::AlreadyTraced(self.kind))
+    }
+
+    /// Create (truncating) a file of caseload's own instruments inside the
+    /// channel (the trace): its I/O is not counted or traced, being the
+    /// measurement, not the workload.
+    pub fn create_instrument(&self, relative: impl AsRef<Path>) -> Result<File, ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| self.io_err("create directory", parent, e))?;
+        }
+        File::create(&path).map_err(|e| self.io_err("create", &path, e))
+    }
+
+    /// Count a metadata operation on `path` and trace it.
+    fn meta(&self, op: MetaOp, path: &Path) {
+        self.counters.record_op(op);
+        if let Some(t) = self.counters.trace() {
+            let op = match op {
+                MetaOp::Open => TraceOp::Open,
+                MetaOp::Create => TraceOp::Mkdir,
+                MetaOp::Rename => TraceOp::Rename,
+                MetaOp::Remove => TraceOp::Remove,
+                MetaOp::DirSync => TraceOp::DirSync,
+                MetaOp::Stat => TraceOp::Stat,
+            };
+            t.path_op(self.kind, op, path);
+        }
+    }
+
+    /// A file handed out by this channel, numbered in the trace if any.
+    fn file(&self, file: File, path: PathBuf, created: bool) -> ChannelFile {
+        let trace_id = OnceLock::new();
+        if let Some(t) = self.counters.trace() {
+            let _ = trace_id.set(t.file(self.kind, &path, created));
+        }
+        ChannelFile {
+            file,
+            path,
+            counters: Arc::clone(&self.counters),
+            kind: self.kind,
+            position: 0,
+            trace_id,
+        }
+    }
+
     /// Resolve a relative path inside the channel, refusing absolute paths and
     /// `..` so that nothing is ever written outside the channel directory.
     fn path(&self, relative: impl AsRef<Path>) -> Result<PathBuf, ChannelError> {
@@ -578,7 +685,7 @@ impl Channel {
         if let Some(parent) = path.parent()
             && !parent.is_dir()
         {
-            self.counters.record_op(MetaOp::Create);
+            self.meta(MetaOp::Create, parent);
             std::fs::create_dir_all(parent)
                 .map_err(|e| self.io_err("create directory", parent, e))?;
         }
@@ -590,19 +697,13 @@ impl Channel {
             .truncate(true)
             .open(&path)
             .map_err(|e| self.io_err("create", &path, e))?;
-        Ok(ChannelFile {
-            file,
-            path,
-            counters: Arc::clone(&self.counters),
-            kind: self.kind,
-            position: 0,
-        })
+        Ok(self.file(file, path, true))
     }
 
     /// Create a directory (and its parents) inside the channel.
     pub fn create_dir(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
         let path = self.path(relative)?;
-        self.counters.record_op(MetaOp::Create);
+        self.meta(MetaOp::Create, &path);
         std::fs::create_dir_all(&path).map_err(|e| self.io_err("create directory", &path, e))
     }
 
@@ -624,7 +725,7 @@ impl Channel {
     pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), ChannelError> {
         let (from, to) = (self.path(from)?, self.path(to)?);
         self.refuse_evidence(&to)?;
-        self.counters.record_op(MetaOp::Rename);
+        self.meta(MetaOp::Rename, &from);
         std::fs::rename(&from, &to).map_err(|e| self.io_err("rename", &from, e))
     }
 
@@ -632,7 +733,7 @@ impl Channel {
     pub fn remove_file(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
-        self.counters.record_op(MetaOp::Remove);
+        self.meta(MetaOp::Remove, &path);
         std::fs::remove_file(&path).map_err(|e| self.io_err("remove", &path, e))
     }
 
@@ -643,7 +744,7 @@ impl Channel {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             return Ok(());
         };
-        self.counters.record_op(MetaOp::Remove);
+        self.meta(MetaOp::Remove, &path);
         let r = if meta.is_dir() {
             std::fs::remove_dir_all(&path)
         } else {
@@ -663,15 +764,23 @@ impl Channel {
         };
         let start = Instant::now();
         let result = File::open(&path).and_then(|d| d.sync_all());
-        self.counters.record_op(MetaOp::DirSync);
+        self.meta(MetaOp::DirSync, &path);
         self.counters.record_sync(start.elapsed());
         result.map_err(|e| self.io_err("sync directory", &path, e))
     }
 
     /// Whether a file or directory exists inside the channel.
     pub fn exists(&self, relative: impl AsRef<Path>) -> bool {
-        self.counters.record_op(MetaOp::Stat);
-        self.path(relative).is_ok_and(|p| p.exists())
+        match self.path(relative) {
+            Ok(p) => {
+                self.meta(MetaOp::Stat, &p);
+                p.exists()
+            }
+            Err(_) => {
+                self.counters.record_op(MetaOp::Stat);
+                false
+            }
+        }
     }
 
     /// The names in a directory inside the channel (`""` for its own),
@@ -683,7 +792,7 @@ impl Channel {
         } else {
             self.path(relative)?
         };
-        self.counters.record_op(MetaOp::Stat);
+        self.meta(MetaOp::Stat, &path);
         let mut names: Vec<String> = std::fs::read_dir(&path)
             .map_err(|e| self.io_err("list", &path, e))?
             .filter_map(Result::ok)
@@ -731,13 +840,7 @@ impl Channel {
     pub fn open_path_read_only(&self, path: &Path) -> Result<ChannelFile, ChannelError> {
         self.counters.record_op(MetaOp::Open);
         let file = File::open(path).map_err(|e| self.io_err("open", path, e))?;
-        Ok(ChannelFile {
-            file,
-            path: path.to_path_buf(),
-            counters: Arc::clone(&self.counters),
-            kind: self.kind,
-            position: 0,
-        })
+        Ok(self.file(file, path.to_path_buf(), false))
     }
 
     fn refuse_evidence(&self, path: &Path) -> Result<(), ChannelError> {
@@ -766,6 +869,10 @@ pub struct ChannelFile {
     counters: Arc<ChannelCounters>,
     kind: ChannelKind,
     position: u64,
+    /// The file's number in the run's trace, from its first traced
+    /// operation (a file opened before the trace started, the evidence, is
+    /// numbered when first used).
+    trace_id: OnceLock<u32>,
 }
 
 impl ChannelFile {
@@ -802,7 +909,17 @@ impl ChannelFile {
             self.counters.record_read(0, Duration::ZERO);
         }
         self.counters.record_read(done as u64, took);
+        self.trace(TraceOp::Read, offset, done as u64);
         result
+    }
+
+    fn trace(&self, op: TraceOp, offset: u64, len: u64) {
+        if let Some(t) = self.counters.trace() {
+            let id = *self
+                .trace_id
+                .get_or_init(|| t.file(self.kind, &self.path, false));
+            t.op(self.kind, id, op, offset, len);
+        }
     }
 
     /// Positioned write of the whole buffer; counted.
@@ -811,6 +928,7 @@ impl ChannelFile {
         let result = self.file.write_all_at(buf, offset);
         self.counters
             .record_write(buf.len() as u64, start.elapsed());
+        self.trace(TraceOp::Write, offset, buf.len() as u64);
         result
     }
 
@@ -819,6 +937,7 @@ impl ChannelFile {
         let start = Instant::now();
         let result = self.file.sync_all();
         self.counters.record_sync(start.elapsed());
+        self.trace(TraceOp::Sync, 0, 0);
         result
     }
 
@@ -827,6 +946,7 @@ impl ChannelFile {
         let start = Instant::now();
         let result = self.file.sync_data();
         self.counters.record_sync(start.elapsed());
+        self.trace(TraceOp::Sync, 0, 0);
         result
     }
 
@@ -852,12 +972,21 @@ impl Write for ChannelFile {
         let result = self.file.write_at(buf, self.position);
         let written = *result.as_ref().unwrap_or(&0);
         self.counters.record_write(written as u64, start.elapsed());
+        self.trace(TraceOp::Write, self.position, written as u64);
         self.position += written as u64;
         result
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+impl Drop for ChannelFile {
+    fn drop(&mut self) {
+        if let (Some(&id), Some(t)) = (self.trace_id.get(), self.counters.trace()) {
+            t.op(self.kind, id, TraceOp::Close, 0, 0);
+        }
     }
 }
 

@@ -12,6 +12,8 @@ pub mod channel;
 pub mod digest;
 pub mod export;
 pub mod hashset;
+pub mod iolog;
+pub mod latency;
 pub mod layout;
 pub mod metrics;
 #[cfg(test)]
@@ -28,4 +30,5 @@ pub mod stages;
 pub mod system;
 pub mod textindex;
 mod thread_priority;
+pub mod trace;
 pub mod units;

@@ -56,6 +56,28 @@ pub struct RunReport {
     pub stages: Vec<StageReport>,
     /// Totals over all stages.
     pub totals: Totals,
+    /// The operation trace, when the run recorded one (`--trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReport>,
+}
+
+/// The operation trace of a run (`run --trace`, `docs/trace.md`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TraceReport {
+    /// The trace file, relative to the case directory (empty when an
+    /// incomplete trace was removed).
+    pub file: String,
+    /// Records written.
+    pub records: u64,
+    /// Bytes of the trace file (not counted on the case channel).
+    pub bytes: u64,
+    /// Operations that waited for the trace writer (its queue was full).
+    pub waits: u64,
+    /// Operations not recorded after a write error.
+    pub dropped: u64,
+    /// The write error that made the trace incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A channel's directory and device.

@@ -7,13 +7,16 @@ use crate::casedb::{self, CaseDb, DbError, DbOptions, NewEvidence, NewRun, Stage
 use crate::channel::{Channel, ChannelError, ChannelKind};
 use crate::layout::{Layout, LayoutError};
 use crate::metrics::{self, CpuTimes, PeakScope};
-use crate::report::{self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals};
+use crate::report::{
+    self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals, TraceReport,
+};
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
     NoProgress, Progress, RecordCounts, Stage, StageContext, StageError, StageOptions,
 };
 use crate::stages;
 use crate::system::{self, SystemContext};
+use crate::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +28,10 @@ pub const RUN_JSON: &str = "run.json";
 
 /// Entries a run may create in the case directory; `--force` removes these
 /// (and only these) before a new run.
-pub const CASE_DIR_ENTRIES: &[&str] = &[RUN_JSON, "carved", "index", "export"];
+pub const CASE_DIR_ENTRIES: &[&str] = &[RUN_JSON, TRACE_FILE, "carved", "index", "export"];
+
+/// Name of the operation trace in the case directory (`run --trace`).
+pub const TRACE_FILE: &str = "trace.csv";
 
 /// Errors that prevent a run from starting or finishing.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +90,8 @@ pub struct RunSpec {
     pub instance: Option<usize>,
     /// Largest evidence read for small requests (`--read-run`).
     pub read_run: u64,
+    /// Record every channel operation in `trace.csv` (`--trace`).
+    pub trace: bool,
 }
 
 /// Receives progress and results while a run goes on (the command line draws
@@ -158,6 +166,20 @@ pub fn run(
     let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
     let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
     prepare_case_dirs(&database, &case, spec.force)?;
+    let trace = if spec.trace {
+        let file = case.create_instrument(TRACE_FILE)?;
+        let trace = Arc::new(Trace::start(file).map_err(|source| RunError::Report {
+            what: "trace",
+            path: case.dir().join(TRACE_FILE),
+            source,
+        })?);
+        for c in [&evidence_channel, &database, &case, &temp_root_channel] {
+            c.set_trace(Arc::clone(&trace))?;
+        }
+        Some(trace)
+    } else {
+        None
+    };
     let private = format!(
         "caseload-tmp-{}-{}",
         std::process::id(),
@@ -184,7 +206,35 @@ pub fn run(
         &started_at,
     );
     let _ = temp_root_channel.remove_all(&private);
+    // Every operation of the run is in the trace before the report says so.
+    let mut trace_report = trace.map(|t| {
+        let waits = t.waits();
+        let s = t.finish();
+        TraceReport {
+            file: TRACE_FILE.into(),
+            records: s.records,
+            bytes: s.bytes,
+            waits,
+            dropped: s.dropped,
+            error: s.error,
+        }
+    });
     let mut report = result?;
+    // An incomplete trace (a full case channel) is the run's error: the
+    // results stand, the observation does not. The partial file goes: it
+    // would replay a different workload, and it holds the space run.json
+    // needs.
+    if let Some(t) = &mut trace_report
+        && t.error.is_some()
+    {
+        if case.remove_file(TRACE_FILE).is_ok() {
+            t.file = String::new();
+        }
+        if report.status == "completed" {
+            report.status = "completed-with-errors".into();
+        }
+    }
+    report.trace = trace_report;
 
     let mut channels = BTreeMap::new();
     let evidence_place = system::placement(
@@ -478,6 +528,7 @@ fn run_stages(
         system: SystemContext::current(),
         stages,
         totals,
+        trace: None,
     })
 }
 

@@ -1,4 +1,5 @@
-//! `caseload export`: file listings from a case, as bodyfile, DFXML or CSV.
+//! `caseload export`: file listings from a case, as bodyfile, DFXML or CSV;
+//! a traced run's channel operations as fio iologs.
 
 use anyhow::Context;
 use caseload_engine::export::{ExportFormat, export};
@@ -15,9 +16,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     pub format: FormatArg,
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout (fio-iolog: the directory for
+    /// the iologs and replay.fio, required).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// fio-iolog: where the replay's files go (default: OUT/files). Never
+    /// the case's own directories.
+    #[arg(long)]
+    pub replay_dir: Option<PathBuf>,
     /// The PostgreSQL server of a case run with --db-url (run.json keeps
     /// the URL without its password).
     #[arg(long, value_name = "URL")]
@@ -33,6 +39,9 @@ pub enum FormatArg {
     Dfxml,
     /// CSV with a header row.
     Csv,
+    /// fio iologs (version 3) of a run made with --trace, one per channel,
+    /// and a job file that replays them (docs/trace.md).
+    FioIolog,
 }
 
 /// Open the case database that a case directory's run.json names
@@ -52,12 +61,17 @@ pub fn open_case(
 
 /// Export it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut case = open_case(&args.case, args.db_url.as_deref())?;
     let format = match args.format {
         FormatArg::Bodyfile => ExportFormat::Bodyfile,
         FormatArg::Dfxml => ExportFormat::Dfxml,
         FormatArg::Csv => ExportFormat::Csv,
+        FormatArg::FioIolog => return super::iolog::export(&args),
     };
+    anyhow::ensure!(
+        args.replay_dir.is_none(),
+        "--replay-dir is for --format fio-iolog"
+    );
+    let mut case = open_case(&args.case, args.db_url.as_deref())?;
     match &args.out {
         None => {
             let stdout = std::io::stdout();

@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod db_args;
 pub mod export;
 pub mod hashset;
+pub mod iolog;
 pub mod job_args;
 pub mod lab;
 pub mod probe;

@@ -110,6 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         force: true,
         instance: None,
         read_run: caseload_engine::source::DEFAULT_RUN_BYTES,
+        trace: false,
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

@@ -45,6 +45,11 @@ pub struct Args {
     /// consecutive stored chunks), shared between threads.
     #[arg(long, default_value = "2MiB", value_parser = util::parse_size)]
     pub read_run: u64,
+    /// Record every channel operation (time, channel, file, operation,
+    /// offset, length) in `trace.csv` in the case directory, for
+    /// `caseload export --format fio-iolog` (docs/trace.md).
+    #[arg(long)]
+    pub trace: bool,
     /// Replace a case already in the case/database directories.
     #[arg(long)]
     pub force: bool,
@@ -117,6 +122,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         force: args.force,
         instance: args.instance,
         read_run: args.read_run,
+        trace: args.trace,
     };
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
@@ -147,6 +153,7 @@ fn run_instances(
     job.db = args.db.options()?;
     job.force = args.force;
     job.read_run = Some(args.read_run);
+    job.trace = args.trace;
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let (report, path) = caseload_workloads::instances::run_instances(&exe, &job, n)?;
     if args.json {

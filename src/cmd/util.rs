@@ -93,6 +93,22 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
             println!("case: {}", case.dir.display());
         }
         println!("database: {}", report.database.path.display());
+        if let Some(t) = &report.trace
+            && t.error.is_none()
+        {
+            println!(
+                "trace: {} records in {} ({} operations waited for the writer)",
+                t.records, t.file, t.waits
+            );
+        }
+    }
+    if let Some(t) = &report.trace
+        && let Some(e) = &t.error
+    {
+        eprintln!(
+            "caseload: the trace is incomplete and was removed ({} operations not recorded): {e}",
+            t.dropped
+        );
     }
     Ok(if report.status == "completed" {
         ExitCode::SUCCESS

@@ -43,3 +43,4 @@ mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]
 mod shared;
+mod trace;

@@ -52,6 +52,10 @@ pub struct JobSpec {
     pub json: bool,
     /// Largest evidence read for small requests (`None`: the run's default).
     pub read_run: Option<u64>,
+    /// Record every channel operation (`--trace`).
+    pub trace: bool,
+    /// Run on the modelled devices of this lab (`--lab`, `caseload lab`).
+    pub lab: Option<String>,
 }
 
 impl JobSpec {
@@ -73,6 +77,8 @@ impl JobSpec {
             force: false,
             json: false,
             read_run: None,
+            trace: false,
+            lab: None,
         }
     }
 
@@ -81,6 +87,9 @@ impl JobSpec {
     pub fn command_line(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["run".into(), "--evidence".into()];
         a.push(self.evidence.clone().into());
+        if let Some(l) = &self.lab {
+            a.extend(["--lab".into(), l.into()]);
+        }
         if let Some(l) = &self.layout {
             a.extend(["--layout".into(), l.into()]);
         }
@@ -116,6 +125,9 @@ impl JobSpec {
             a.extend(["--read-run".into(), r.to_string().into()]);
         }
         a.extend(self.db.command_line().into_iter().map(OsString::from));
+        if self.trace {
+            a.push("--trace".into());
+        }
         if self.force {
             a.push("--force".into());
         }

@@ -416,7 +416,7 @@ impl CaseDb {
     pub fn create(channel: &Channel, options: &DbOptions, force: bool) -> Result<Self, DbError> {
         // Registered for both engines: the KFF hash library is a SQLite file
         // on the database channel whichever engine holds the case.
-        let vfs = vfs::register(Arc::clone(channel.counters()))?;
+        let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
         match options.engine {
             DbEngine::Sqlite => {
                 let path = channel.sqlite_path(DB_FILE_NAME)?;
@@ -774,7 +774,10 @@ pub fn open_case(info: &DatabaseInfo, url: Option<&str>) -> Result<OpenCase, DbE
 /// name to open connections with. Each call registers a new VFS that lives
 /// for the rest of the process, so call it once per channel.
 pub fn counting_vfs(channel: &Channel) -> Result<String, DbError> {
-    Ok(vfs::register(Arc::clone(channel.counters()))?)
+    Ok(vfs::register(
+        Arc::clone(channel.counters()),
+        channel.kind(),
+    )?)
 }
 
 /// How long a connection waits for another's lock before failing.

@@ -16,7 +16,8 @@
 //! pointer to it); one is registered per database channel, which is a few
 //! hundred bytes per run.
 
-use crate::channel::ChannelCounters;
+use crate::channel::{ChannelCounters, ChannelKind};
+use crate::trace::TraceOp;
 use rusqlite::ffi;
 use std::ffi::{CString, c_int, c_void};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use std::time::Instant;
 struct VfsData {
     real: *mut ffi::sqlite3_vfs,
     counters: Arc<ChannelCounters>,
+    kind: ChannelKind,
 }
 
 /// Our file object: SQLite allocates `szOsFile` bytes for it; the real VFS's
@@ -36,6 +38,9 @@ struct ShimFile {
     base: ffi::sqlite3_file,
     counters: *const ChannelCounters,
     real: *mut ffi::sqlite3_file,
+    /// The file's number in the run's trace (0: not traced).
+    trace_id: u32,
+    kind: ChannelKind,
 }
 
 /// Errors registering the VFS.
@@ -49,9 +54,10 @@ pub enum VfsError {
     Register(c_int),
 }
 
-/// Register a counting VFS that charges to `counters`; returns its name, to
-/// pass when opening connections.
-pub fn register(counters: Arc<ChannelCounters>) -> Result<String, VfsError> {
+/// Register a counting VFS that charges to `counters` (of a channel of
+/// `kind`, for the trace); returns its name, to pass when opening
+/// connections.
+pub fn register(counters: Arc<ChannelCounters>, kind: ChannelKind) -> Result<String, VfsError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = format!("caseload-counting-{}", NEXT.fetch_add(1, Ordering::Relaxed));
     // SAFETY: sqlite3_vfs_find(NULL) returns the default VFS or NULL; the
@@ -68,7 +74,12 @@ pub fn register(counters: Arc<ChannelCounters>) -> Result<String, VfsError> {
     // The name and data must outlive every connection: leaked on purpose.
     let c_name = CString::new(name.clone()).unwrap_or_default();
     vfs.zName = c_name.into_raw();
-    vfs.pAppData = Box::into_raw(Box::new(VfsData { real, counters })).cast::<c_void>();
+    vfs.pAppData = Box::into_raw(Box::new(VfsData {
+        real,
+        counters,
+        kind,
+    }))
+    .cast::<c_void>();
     vfs.xOpen = Some(shim_open);
     let vfs = Box::into_raw(Box::new(vfs));
     // SAFETY: `vfs` is a fully initialised VFS that is never freed.
@@ -98,6 +109,21 @@ unsafe extern "C" fn shim_open(
         (*shim).base.pMethods = std::ptr::null();
         (*shim).counters = Arc::as_ptr(&data.counters);
         (*shim).real = real_file;
+        (*shim).kind = data.kind;
+        (*shim).trace_id = match data.counters.trace() {
+            Some(t) => {
+                // SQLite's temporary files have no name.
+                let path = if name.is_null() {
+                    std::path::PathBuf::from("(sqlite temporary file)")
+                } else {
+                    use std::os::unix::ffi::OsStrExt;
+                    let bytes = std::ffi::CStr::from_ptr(name).to_bytes();
+                    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+                };
+                t.file(data.kind, &path, false)
+            }
+            None => 0,
+        };
         let Some(open) = (*data.real).xOpen else {
             return ffi::SQLITE_CANTOPEN;
         };
@@ -137,6 +163,22 @@ unsafe fn real(
     }
 }
 
+/// Record an operation on `file` in the run's trace, if it is traced.
+///
+/// # Safety
+/// `file` must be a ShimFile opened by `shim_open`.
+unsafe fn trace(file: *mut ffi::sqlite3_file, op: TraceOp, offset: u64, len: u64) {
+    // SAFETY: guaranteed by the caller; see `real`.
+    unsafe {
+        let shim = file.cast::<ShimFile>();
+        if (*shim).trace_id != 0
+            && let Some(t) = (*(*shim).counters).trace()
+        {
+            t.op((*shim).kind, (*shim).trace_id, op, offset, len);
+        }
+    }
+}
+
 macro_rules! forward {
     ($name:ident, $field:ident, ($($arg:ident : $ty:ty),*) -> $ret:ty, $missing:expr) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file $(, $arg: $ty)*) -> $ret {
@@ -157,6 +199,7 @@ unsafe extern "C" fn shim_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let (real, methods, _) = real(file);
         let rc = methods.xClose.map_or(ffi::SQLITE_OK, |f| f(real));
+        trace(file, TraceOp::Close, 0, 0);
         (*file).pMethods = std::ptr::null();
         rc
     }
@@ -176,7 +219,14 @@ unsafe extern "C" fn shim_read(
         };
         let start = Instant::now();
         let rc = read(real, buf, amount, offset);
-        counters.record_read(u64::try_from(amount).unwrap_or(0), start.elapsed());
+        let amount = u64::try_from(amount).unwrap_or(0);
+        counters.record_read(amount, start.elapsed());
+        trace(
+            file,
+            TraceOp::Read,
+            u64::try_from(offset).unwrap_or(0),
+            amount,
+        );
         rc
     }
 }
@@ -195,7 +245,14 @@ unsafe extern "C" fn shim_write(
         };
         let start = Instant::now();
         let rc = write(real, buf, amount, offset);
-        counters.record_write(u64::try_from(amount).unwrap_or(0), start.elapsed());
+        let amount = u64::try_from(amount).unwrap_or(0);
+        counters.record_write(amount, start.elapsed());
+        trace(
+            file,
+            TraceOp::Write,
+            u64::try_from(offset).unwrap_or(0),
+            amount,
+        );
         rc
     }
 }
@@ -210,6 +267,7 @@ unsafe extern "C" fn shim_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_
         let start = Instant::now();
         let rc = sync(real, flags);
         counters.record_sync(start.elapsed());
+        trace(file, TraceOp::Sync, 0, 0);
         rc
     }
 }
