@@ -25,8 +25,13 @@ pub struct Args {
     /// Layout: a layout file or a preset (five-channel, three-channel,
     /// single-disk). Repeat to compare several. Configurations are every
     /// evidence on every layout, numbered from 1 in that order.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "lab")]
     pub layout: Vec<String>,
+    /// A lab that is up (`caseload lab up`), as a layout whose runs run on
+    /// its modelled devices; evidence loaded into it (`lab up --evidence`)
+    /// is used from its evidence device. Repeatable; after any --layout.
+    #[arg(long)]
+    pub lab: Vec<String>,
     /// Workload: a workload file or a built-in name (ftk4-default,
     /// encase-verify, triage, full).
     #[arg(long, conflicts_with = "stages")]
@@ -117,6 +122,46 @@ impl CompareObserver for Printer {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let report = execute(&args)?;
+    print_report(&report, &args.out, "");
+    Ok(exit_code(&report.status, "compare"))
+}
+
+/// The table of a comparison (or study) and where its reports are.
+pub fn print_report(
+    report: &caseload_workloads::report::CompareReport,
+    out: &std::path::Path,
+    more: &str,
+) {
+    print!("{}", render_table(report));
+    println!(
+        "reports: {} ({}, {}, {}, {}{more})",
+        out.display(),
+        files::COMPARE_JSON,
+        files::SUMMARY_CSV,
+        files::RUNS_CSV,
+        files::REPORT_HTML
+    );
+}
+
+/// The exit code for a comparison (or study) that ended with `status`.
+pub fn exit_code(status: &str, command: &str) -> ExitCode {
+    match status {
+        "completed" => ExitCode::SUCCESS,
+        "interrupted" => {
+            eprintln!("caseload {command}: interrupted; the reports hold the runs that finished");
+            ExitCode::from(130)
+        }
+        _ => {
+            eprintln!("caseload {command}: some runs did not complete (see the table above)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Check the arguments and run the comparison; the report (also written
+/// to `args.out`).
+pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::CompareReport> {
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
     let (mut stage_specs, _, workload_instances) = resolve_stages(
@@ -153,8 +198,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "--probe-seconds must be positive"
     );
     let mut layouts = Vec::new();
+    let mut labs = Vec::new();
     for arg in &args.layout {
         layouts.push(caseload_workloads::layouts::resolve(arg)?);
+        labs.push(None);
+    }
+    for name in &args.lab {
+        layouts.push(super::lab::lab_layout(name)?);
+        labs.push(Some(name.clone()));
     }
     // The hash sets go into each layout's library once, before the matrix.
     let mut layout_stage_options = Vec::new();
@@ -180,6 +231,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exe,
         evidence: args.evidence.clone(),
         layouts,
+        labs,
         stages: selection,
         stage_options: args.stage_options.clone(),
         layout_stage_options,
@@ -195,25 +247,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         command: std::env::args().collect(),
     };
     let cancel = interrupt_flag();
-    let report = run_compare(&spec, &Printer, &cancel)?;
-    print!("{}", render_table(&report));
-    println!(
-        "reports: {} ({}, {}, {}, {})",
-        args.out.display(),
-        files::COMPARE_JSON,
-        files::SUMMARY_CSV,
-        files::RUNS_CSV,
-        files::REPORT_HTML
-    );
-    Ok(match report.status.as_str() {
-        "completed" => ExitCode::SUCCESS,
-        "interrupted" => {
-            eprintln!("caseload compare: interrupted; the reports hold the runs that finished");
-            ExitCode::from(130)
-        }
-        _ => {
-            eprintln!("caseload compare: some runs did not complete (see the table above)");
-            ExitCode::FAILURE
-        }
-    })
+    Ok(run_compare(&spec, &Printer, &cancel)?)
 }

@@ -228,17 +228,47 @@ pub fn layout_of(name: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("lab `{name}` has no layout (was `up` interrupted?)"))
 }
 
-/// `path` as given, or, when it does not exist, the file of that name in
-/// lab `name`'s evidence directory (what `lab up --evidence` copied).
+/// The layout of lab `name` (which must be up), named after the lab, for
+/// `compare --lab`.
+pub fn lab_layout(name: &str) -> anyhow::Result<caseload_engine::layout::Layout> {
+    let state = LabState::load(name)?;
+    anyhow::ensure!(
+        state.complete,
+        "lab `{name}` was left half-built: `caseload lab down {name}`, then `up` again"
+    );
+    let path = layout_of(name)?;
+    let mut layout = caseload_engine::layout::Layout::load(&path)?;
+    layout.name = name.to_string();
+    Ok(layout)
+}
+
+/// The evidence a run inside lab `name` reads: the copy `lab up --evidence`
+/// put on the lab's evidence device when there is one of that file name
+/// (and, when `path` exists, of its size), else `path` as given.
 pub fn evidence_in(name: &str, path: PathBuf) -> PathBuf {
-    if path.exists() {
-        return path;
-    }
     let Ok(state) = LabState::load(name) else {
         return path;
     };
-    match (state.channel_dir("evidence"), path.file_name()) {
-        (Some(dir), Some(file)) if dir.join(file).is_file() => dir.join(file),
-        _ => path,
+    let copy = match (state.channel_dir("evidence"), path.file_name()) {
+        (Some(dir), Some(file)) => dir.join(file),
+        _ => return path,
+    };
+    if copy == path {
+        return path;
+    }
+    // The evidence's other segments of a set travel with the first one.
+    let same = match (std::fs::metadata(&copy), std::fs::metadata(&path)) {
+        (Ok(c), Ok(p)) => c.is_file() && c.len() == p.len(),
+        (Ok(c), Err(_)) => c.is_file(),
+        _ => false,
+    };
+    if same {
+        eprintln!(
+            "caseload: lab `{name}`: evidence read from its evidence device: {}",
+            copy.display()
+        );
+        copy
+    } else {
+        path
     }
 }

@@ -13,6 +13,7 @@ pub mod probe;
 pub mod quickstart;
 pub mod run;
 pub mod search;
+pub mod study;
 pub mod util;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,9 @@ enum Command {
     /// Modelled storage devices on this machine (root): `up`, `down`,
     /// `status`, `list`.
     Lab(lab::Args),
+    /// A published study's configurations as labs, each compared on and
+    /// merged into one report (`study ftk4`; root).
+    Study(study::Args),
 }
 
 /// Run the chosen subcommand.
@@ -70,5 +74,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Study(args) => study::run(args),
     }
 }

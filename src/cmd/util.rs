@@ -39,11 +39,15 @@ pub fn default_threads() -> usize {
 /// Set a flag on Ctrl-C so stages stop between items and the run reports
 /// what finished.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = Arc::clone(&flag);
-    // Only one handler per process; a second registration just keeps the first.
-    let _ = ctrlc::set_handler(move || f.store(true, std::sync::atomic::Ordering::Relaxed));
-    flag
+    // One handler per process, one flag: a command that asks twice (a
+    // study running comparison after comparison) gets the same flag.
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    Arc::clone(FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = Arc::clone(&flag);
+        let _ = ctrlc::set_handler(move || f.store(true, std::sync::atomic::Ordering::Relaxed));
+        flag
+    }))
 }
 
 /// Progress bars for stages on the terminal.

@@ -43,4 +43,5 @@ mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]
 mod shared;
+mod study;
 mod trace;

@@ -176,6 +176,10 @@ pub struct CompareSpec<'a> {
     pub evidence: Vec<PathBuf>,
     /// Layouts.
     pub layouts: Vec<Layout>,
+    /// Per layout, the lab whose modelled devices it is on (`caseload
+    /// lab`): its runs run inside the lab (`run --lab`). Empty, or one
+    /// entry per layout.
+    pub labs: Vec<Option<String>>,
     /// The stages of every run.
     pub stages: StageSelection,
     /// `STAGE.KEY=VALUE` options passed to every run.
@@ -780,6 +784,7 @@ fn run_one(
             .flatten()
             .cloned(),
     );
+    job.lab = spec.labs.get(config.layout).cloned().flatten();
     job.threads = spec.threads;
     job.instances = Some(spec.instances);
     job.cache = caseload_engine::cache::CacheMode::Cold;

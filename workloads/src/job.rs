@@ -87,11 +87,11 @@ impl JobSpec {
     pub fn command_line(&self) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["run".into(), "--evidence".into()];
         a.push(self.evidence.clone().into());
-        if let Some(l) = &self.lab {
-            a.extend(["--lab".into(), l.into()]);
-        }
-        if let Some(l) = &self.layout {
-            a.extend(["--layout".into(), l.into()]);
+        // A lab brings its own layout.
+        match (&self.lab, &self.layout) {
+            (Some(l), _) => a.extend(["--lab".into(), l.into()]),
+            (None, Some(l)) => a.extend(["--layout".into(), l.into()]),
+            (None, None) => {}
         }
         for (flag, dir) in [
             ("--database", &self.database),

@@ -11,6 +11,7 @@ pub mod instances;
 pub mod job;
 pub mod layouts;
 pub mod report;
+pub mod study;
 pub mod workload;
 
 pub use compare::{Baseline, CompareError, CompareSpec, StageSelection, run_compare};

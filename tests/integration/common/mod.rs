@@ -154,3 +154,99 @@ pub fn pg_tempdir() -> tempfile::TempDir {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
+
+/// Render `html` (a comparison's report.html) in headless chromium and
+/// check that the screenshot shows the stacked stage bars in their colours;
+/// skipped with a notice without chromium.
+pub fn assert_stage_chart_renders(test: &str, html: &Path) {
+    if !have_tool(test, "chromium") {
+        return;
+    }
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let png_path = tmp.path().join("shot.png");
+    let out = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            tmp.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg("--window-size=1280,1600")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        png_path.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&png_path).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(
+        info.width >= 1000 && info.height >= 1000,
+        "{}x{}",
+        info.width,
+        info.height
+    );
+    let pixel = |x: u32, y: u32| -> [u8; 3] {
+        let i = (y as usize * info.line_size) + x as usize * channels;
+        if channels >= 3 {
+            [buf[i], buf[i + 1], buf[i + 2]]
+        } else {
+            [buf[i]; 3]
+        }
+    };
+    // The stage colours of the stacked bars (the first three of the
+    // chart's palette), exactly as the SVG fills them.
+    let stage_colours: [[u8; 3]; 3] = [[78, 121, 167], [242, 142, 43], [89, 161, 79]];
+    let mut distinct = std::collections::HashSet::new();
+    let mut non_white = 0usize;
+    let mut bar_pixels = [0usize; 3];
+    for y in 0..info.height {
+        for x in 0..info.width {
+            let p = pixel(x, y);
+            distinct.insert(p);
+            if p != [255, 255, 255] {
+                non_white += 1;
+            }
+            for (k, c) in stage_colours.iter().enumerate() {
+                if p.iter().zip(c).all(|(a, b)| a.abs_diff(*b) <= 6) {
+                    bar_pixels[k] += 1;
+                }
+            }
+        }
+    }
+    let total = (info.width * info.height) as usize;
+    eprintln!(
+        "{test}: {} distinct colours, {non_white} of {total} pixels not white, stage bar pixels {bar_pixels:?}",
+        distinct.len()
+    );
+    assert!(distinct.len() >= 50, "{} distinct colours", distinct.len());
+    assert!(
+        non_white * 50 >= total,
+        "{non_white} of {total} pixels not white"
+    );
+    // Each stage's bar segments are drawn (a legend swatch alone is 196
+    // pixels; a bar segment of the smallest stage may be thin, so only
+    // the two larger stages must clearly exceed a swatch).
+    assert!(bar_pixels.iter().all(|&n| n >= 100), "{bar_pixels:?}");
+    assert!(
+        bar_pixels.iter().filter(|&&n| n >= 1000).count() >= 2,
+        "{bar_pixels:?}"
+    );
+}
