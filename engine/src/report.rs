@@ -123,6 +123,10 @@ pub struct StageReport {
     pub bound_by: Option<ChannelKind>,
     /// Whole-machine CPU user/system/iowait and load sampled during the stage.
     pub machine: CpuProfile,
+    /// The case database's writer during the stage: writes applied and
+    /// transactions committed (its I/O is in `channels.database`).
+    #[serde(default)]
+    pub database_work: crate::casedb::DbWork,
 }
 
 /// Counts of recorded problems.
@@ -223,6 +227,7 @@ pub fn render_table(report: &RunReport) -> String {
         "ev KiB/op",
         "database R/W MB",
         "db ops R/W",
+        "db writes/txn",
         "fsync",
         "case W MB/ops",
         "temp W MB/ops",
@@ -255,6 +260,10 @@ pub fn render_table(report: &RunReport) -> String {
                 mb(db.counters.bytes_written)
             ),
             format!("{}/{}", db.counters.read_ops, db.counters.write_ops),
+            format!(
+                "{}/{}",
+                s.database_work.writes, s.database_work.transactions
+            ),
             format!(
                 "{}",
                 s.channels.values().map(|f| f.counters.fsyncs).sum::<u64>()

@@ -361,6 +361,7 @@ fn run_stages(
             PeakScope::Process
         };
         db.sample_io();
+        let work_before = db.writer().work();
         let before: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
         let cpu_before = CpuTimes::now();
         let stage_started = casedb::now_utc();
@@ -384,6 +385,7 @@ fn run_stages(
         let outcome = stage.run(&ctx);
         // The stage's database work is part of the stage: commit it now.
         let flushed = db.writer().flush();
+        let database_work = db.writer().work().since(&work_before);
         db.sample_io();
         let wall = clock.elapsed().as_secs_f64();
         let machine = sampler.finish();
@@ -447,6 +449,7 @@ fn run_stages(
             channels,
             bound_by,
             machine,
+            database_work,
         };
         observer.stage_finished(&stage_report);
         stage_reports.push((seq, stage_started, stage_report));

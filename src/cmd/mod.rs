@@ -9,6 +9,7 @@ pub mod hashset;
 pub mod iolog;
 pub mod job_args;
 pub mod lab;
+pub mod predict;
 pub mod probe;
 pub mod quickstart;
 pub mod run;
@@ -59,6 +60,9 @@ enum Command {
     /// A published study's configurations as labs, each compared on and
     /// merged into one report (`study ftk4`; root).
     Study(study::Args),
+    /// Predict a recorded run's stage times on other devices (a lab's
+    /// models or a probe), from its per-channel figures.
+    Predict(predict::Args),
 }
 
 /// Run the chosen subcommand.
@@ -75,5 +79,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Probe(args) => probe::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Study(args) => study::run(args),
+        Command::Predict(args) => predict::run(args),
     }
 }

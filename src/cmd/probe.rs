@@ -34,11 +34,12 @@ fn cell(v: Option<f64>, precision: usize) -> String {
 }
 
 /// Run it.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(lab) = &args.layout.lab
-        && let Some(code) = super::lab::enter(lab)?
-    {
-        return Ok(code);
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(lab) = args.layout.lab.clone() {
+        if let Some(code) = super::lab::enter(&lab)? {
+            return Ok(code);
+        }
+        args.evidence = args.evidence.map(|e| super::lab::evidence_in(&lab, e));
     }
     let layout = args.layout.layout()?;
     anyhow::ensure!(

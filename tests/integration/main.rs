@@ -39,6 +39,7 @@ mod kff_bad_input;
 mod kff_corpus;
 mod kff_real_images;
 mod lab;
+mod predict;
 mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]

@@ -36,7 +36,7 @@ pub use rows::{
 pub use value::{FromValue, Row, Value};
 pub use vfs::VfsError;
 pub use write::{Reply, Write};
-pub use writer::DbWriter;
+pub use writer::{DbWork, DbWriter};
 
 use crate::channel::Channel;
 use conn::{Conn, PgConn};

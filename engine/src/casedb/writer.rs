@@ -10,7 +10,9 @@ use super::DbError;
 use super::conn::Conn;
 use super::write::{Reply, Write};
 use crossbeam_channel::{Receiver, Sender, bounded};
-use std::sync::Mutex;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 type Ack = Sender<Result<(), String>>;
@@ -21,11 +23,39 @@ enum Msg {
     Close(Ack),
 }
 
+/// What the writer did: writes applied (each a row inserted or updated,
+/// or one set-wide statement) and transactions committed. A stage's share
+/// is the difference of two readings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbWork {
+    /// Writes applied.
+    pub writes: u64,
+    /// Transactions committed.
+    pub transactions: u64,
+}
+
+impl DbWork {
+    /// The work done between `earlier` and `self`.
+    pub fn since(&self, earlier: &DbWork) -> DbWork {
+        DbWork {
+            writes: self.writes.saturating_sub(earlier.writes),
+            transactions: self.transactions.saturating_sub(earlier.transactions),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct WorkCounters {
+    writes: AtomicU64,
+    transactions: AtomicU64,
+}
+
 /// Handle to the writer thread. Shareable between stage threads.
 pub struct DbWriter {
     sender: Sender<Msg>,
     handle: Mutex<Option<JoinHandle<()>>>,
     name: String,
+    work: Arc<WorkCounters>,
 }
 
 impl std::fmt::Debug for DbWriter {
@@ -43,15 +73,26 @@ impl DbWriter {
     /// Start the writer on `conn`; `name` says which database in errors.
     pub(super) fn spawn(conn: Conn, name: String, batch_size: usize) -> Result<Self, DbError> {
         let (tx, rx) = bounded(QUEUE_DEPTH);
+        let work = Arc::new(WorkCounters::default());
+        let counters = Arc::clone(&work);
         let handle = std::thread::Builder::new()
             .name("caseload-db-writer".into())
-            .spawn(move || run(conn, rx, batch_size.max(1)))
+            .spawn(move || run(conn, rx, batch_size.max(1), &counters))
             .map_err(|e| DbError::Writer(format!("starting the writer thread: {e}")))?;
         Ok(DbWriter {
             sender: tx,
             handle: Mutex::new(Some(handle)),
             name,
+            work,
         })
+    }
+
+    /// Writes applied and transactions committed so far.
+    pub fn work(&self) -> DbWork {
+        DbWork {
+            writes: self.work.writes.load(Ordering::Relaxed),
+            transactions: self.work.transactions.load(Ordering::Relaxed),
+        }
     }
 
     fn gone(&self) -> DbError {
@@ -121,8 +162,9 @@ impl Drop for DbWriter {
 }
 
 /// The writer thread's state.
-struct State {
+struct State<'a> {
     conn: Conn,
+    work: &'a WorkCounters,
     in_transaction: bool,
     /// Writes applied in the open transaction (PostgreSQL only: replayed
     /// after a failure aborted it).
@@ -130,7 +172,7 @@ struct State {
     first_error: Option<String>,
 }
 
-impl State {
+impl State<'_> {
     fn note(&mut self, e: impl std::fmt::Display) {
         if self.first_error.is_none() {
             self.first_error = Some(e.to_string());
@@ -151,6 +193,7 @@ impl State {
         }
         self.in_transaction = false;
         self.applied.clear();
+        self.work.transactions.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self.conn.batch("COMMIT") {
             // A failed COMMIT (disk full) can leave the transaction open:
             // roll it back so later batches can still try.
@@ -164,6 +207,7 @@ impl State {
         self.begin()?;
         match write.apply(&mut self.conn) {
             Ok(reply) => {
+                self.work.writes.fetch_add(1, Ordering::Relaxed);
                 if self.conn.error_aborts_transaction() {
                     self.applied.push(write);
                 }
@@ -201,9 +245,10 @@ impl State {
     }
 }
 
-fn run(conn: Conn, rx: Receiver<Msg>, batch_size: usize) {
+fn run(conn: Conn, rx: Receiver<Msg>, batch_size: usize, work: &WorkCounters) {
     let mut state = State {
         conn,
+        work,
         in_transaction: false,
         applied: Vec::new(),
         first_error: None,
