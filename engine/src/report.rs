@@ -308,13 +308,14 @@ pub fn render_table(report: &RunReport) -> String {
     }
     let r = report.totals.recorded;
     out.push_str(&format!(
-        "total {:.2} s; recorded {} errors, {} warnings, {} findings; cache {} ({}); database {} journal={} synchronous={} batch={}\n",
+        "total {:.2} s; recorded {} errors, {} warnings, {} findings; cache {} ({}); profile {}; database {} journal={} synchronous={} batch={}\n",
         report.totals.wall_seconds,
         r.errors,
         r.warnings,
         r.findings,
         report.cache.mode.as_str(),
         if report.cache.honoured { "honoured" } else { "not fully honoured" },
+        report.database.options.profile.as_str(),
         report.database.engine,
         report.database.options.journal_mode.as_str(),
         report.database.options.synchronous.as_str(),

@@ -1,7 +1,7 @@
 //! The case-database flags `run` and `compare` share (flattened into both).
 
 use caseload_engine::casedb::postgres::PgOptions;
-use caseload_engine::casedb::{DbEngine, DbOptions, JournalMode, Synchronous};
+use caseload_engine::casedb::{DbEngine, DbOptions, JournalMode, Profile, Synchronous};
 
 /// Case-database flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,6 +36,19 @@ pub struct DbArgs {
     /// Database operations per transaction.
     #[arg(long, default_value_t = 1000)]
     pub batch_size: usize,
+    /// Suite profile of the case database (docs/profiles.md): `native`
+    /// (caseload's own), `autopsy` (The Sleuth Kit's case database; sets
+    /// the journal, synchronous level and batch size its suite uses).
+    #[arg(long, value_enum, default_value = "native")]
+    pub profile: ProfileArg,
+}
+
+/// `--profile`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[allow(missing_docs)]
+pub enum ProfileArg {
+    Native,
+    Autopsy,
 }
 
 /// `--db-engine`.
@@ -116,6 +129,10 @@ impl DbArgs {
             },
             batch_size: self.batch_size,
             postgres,
+            profile: match self.profile {
+                ProfileArg::Native => Profile::Native,
+                ProfileArg::Autopsy => Profile::Autopsy,
+            },
         })
     }
 }

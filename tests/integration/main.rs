@@ -40,6 +40,7 @@ mod kff_corpus;
 mod kff_real_images;
 mod lab;
 mod predict;
+mod profiles;
 mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]

@@ -193,6 +193,17 @@ impl Conn {
         }
     }
 
+    /// The row id of the last row inserted on this connection (SQLite);
+    /// PostgreSQL has none without `RETURNING`.
+    pub(crate) fn last_insert_id(&self) -> Result<i64, DbError> {
+        match self {
+            Conn::Sqlite(c) => Ok(c.last_insert_rowid()),
+            Conn::Postgres(_) => Err(DbError::Writer(
+                "the last inserted row's id is a SQLite notion".into(),
+            )),
+        }
+    }
+
     /// Run a query and collect its rows.
     pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, DbError> {
         let mut rows = Vec::new();

@@ -22,6 +22,18 @@ pub struct ExtentsError {
 }
 
 impl Extents {
+    /// `(offset, len)` of the runs stored on the media, in order (sparse
+    /// and zeroed runs have no place).
+    pub fn data_runs(&self) -> Vec<(u64, u64)> {
+        self.0
+            .iter()
+            .filter_map(|r| match r {
+                Run::Data { offset, len } => Some((*offset, *len)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// One run of `len` bytes at `offset`.
     pub fn single(offset: u64, len: u64) -> Self {
         Extents(vec![Run::Data { offset, len }])

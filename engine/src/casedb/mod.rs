@@ -18,6 +18,7 @@
 mod conn;
 mod extents;
 pub mod postgres;
+pub mod profile;
 mod read;
 mod rows;
 mod value;
@@ -27,6 +28,7 @@ mod writer;
 
 pub use conn::Dialect;
 pub use extents::{Extents, ExtentsError, Run};
+pub use profile::Profile;
 pub use read::{CaseReader, HashedTable, PAGE};
 pub use rows::{
     CarvedContent, CarvedItem, CarvedMeta, DISK_START, DiskKey, EvidenceHashes, FileContent,
@@ -242,6 +244,9 @@ pub struct DbOptions {
     /// PostgreSQL: server, settings, account.
     #[serde(default, skip_serializing_if = "is_default")]
     pub postgres: PgOptions,
+    /// The suite profile the database is shaped like.
+    #[serde(default)]
+    pub profile: Profile,
 }
 
 fn is_default(o: &PgOptions) -> bool {
@@ -256,11 +261,25 @@ impl Default for DbOptions {
             synchronous: Synchronous::Normal,
             batch_size: 1000,
             postgres: PgOptions::default(),
+            profile: Profile::Native,
         }
     }
 }
 
 impl DbOptions {
+    /// The options in effect: a suite profile sets the database's
+    /// settings its suite uses (autopsy: rollback journal, synchronous
+    /// OFF, 500 writes a transaction), whatever else was asked.
+    pub fn effective(&self) -> DbOptions {
+        let mut o = self.clone();
+        if o.profile == Profile::Autopsy {
+            o.journal_mode = JournalMode::Delete;
+            o.synchronous = Synchronous::Off;
+            o.batch_size = profile::AUTOPSY_BATCH;
+        }
+        o
+    }
+
     /// The `caseload run` flags that give these options to a child run.
     pub fn command_line(&self) -> Vec<String> {
         let mut args = vec![
@@ -272,6 +291,8 @@ impl DbOptions {
             self.synchronous.as_str().into(),
             "--batch-size".into(),
             self.batch_size.to_string(),
+            "--profile".into(),
+            self.profile.as_str().into(),
         ];
         if let Some(url) = &self.postgres.url {
             args.extend(["--db-url".to_string(), url.clone()]);
@@ -414,6 +435,12 @@ impl CaseDb {
     /// an existing case first; an external server holding one is refused
     /// unless `force`, which drops its case tables.
     pub fn create(channel: &Channel, options: &DbOptions, force: bool) -> Result<Self, DbError> {
+        let options = &options.effective();
+        if options.profile == Profile::Autopsy && options.engine != DbEngine::Sqlite {
+            return Err(DbError::Writer(
+                "the autopsy profile is Autopsy's single-user case database, SQLite: use --db-engine sqlite".into(),
+            ));
+        }
         // Registered for both engines: the KFF hash library is a SQLite file
         // on the database channel whichever engine holds the case.
         let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
@@ -431,8 +458,15 @@ impl CaseDb {
                 configure(&conn, options).map_err(sqlite(&path))?;
                 let mut conn = Conn::Sqlite(conn);
                 create_schema(&mut conn)?;
-                let writer =
-                    DbWriter::spawn(conn, format!("`{}`", path.display()), options.batch_size)?;
+                if let Some(sql) = options.profile.schema() {
+                    conn.batch(sql)?;
+                }
+                let writer = DbWriter::spawn(
+                    conn,
+                    format!("`{}`", path.display()),
+                    options.batch_size,
+                    options.profile,
+                )?;
                 Ok(CaseDb {
                     engine: Engine::Sqlite { path },
                     channel: channel.clone(),
@@ -496,7 +530,7 @@ impl CaseDb {
                             .unwrap_or_default()
                     ),
                 };
-                let writer = DbWriter::spawn(conn, name, options.batch_size)?;
+                let writer = DbWriter::spawn(conn, name, options.batch_size, options.profile)?;
                 Ok(CaseDb {
                     engine: Engine::Postgres(Box::new(case)),
                     channel: channel.clone(),
@@ -786,6 +820,29 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 fn configure(conn: &Connection, options: &DbOptions) -> rusqlite::Result<()> {
     // mmap would bypass the counting VFS's xRead.
     conn.execute_batch("PRAGMA mmap_size = 0; PRAGMA foreign_keys = ON;")?;
+    if options.profile == Profile::Autopsy {
+        // Before the first table: TSK's 4 KiB pages, and the file grown a
+        // megabyte at a time (SQLITE_FCNTL_CHUNK_SIZE, as TskDbSqlite
+        // sets it).
+        conn.execute_batch("PRAGMA page_size = 4096;")?;
+        let mut chunk: std::ffi::c_int = 1 << 20;
+        // SAFETY: a valid open connection's handle, the main database,
+        // and a pointer to an int, as SQLITE_FCNTL_CHUNK_SIZE takes.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_CHUNK_SIZE,
+                (&raw mut chunk).cast(),
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rc),
+                Some("setting the file's chunk size".into()),
+            ));
+        }
+    }
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let _mode: String = conn.query_row(
         &format!("PRAGMA journal_mode = {}", options.journal_mode.as_str()),

@@ -71,13 +71,18 @@ const QUEUE_DEPTH: usize = 4096;
 
 impl DbWriter {
     /// Start the writer on `conn`; `name` says which database in errors.
-    pub(super) fn spawn(conn: Conn, name: String, batch_size: usize) -> Result<Self, DbError> {
+    pub(super) fn spawn(
+        conn: Conn,
+        name: String,
+        batch_size: usize,
+        profile: super::Profile,
+    ) -> Result<Self, DbError> {
         let (tx, rx) = bounded(QUEUE_DEPTH);
         let work = Arc::new(WorkCounters::default());
         let counters = Arc::clone(&work);
         let handle = std::thread::Builder::new()
             .name("caseload-db-writer".into())
-            .spawn(move || run(conn, rx, batch_size.max(1), &counters))
+            .spawn(move || run(conn, rx, batch_size.max(1), &counters, profile))
             .map_err(|e| DbError::Writer(format!("starting the writer thread: {e}")))?;
         Ok(DbWriter {
             sender: tx,
@@ -165,6 +170,7 @@ impl Drop for DbWriter {
 struct State<'a> {
     conn: Conn,
     work: &'a WorkCounters,
+    profile: super::Profile,
     in_transaction: bool,
     /// Writes applied in the open transaction (PostgreSQL only: replayed
     /// after a failure aborted it).
@@ -205,7 +211,11 @@ impl State<'_> {
 
     fn apply(&mut self, write: Write) -> Result<Reply, DbError> {
         self.begin()?;
-        match write.apply(&mut self.conn) {
+        match write.apply(&mut self.conn).and_then(|reply| {
+            self.profile
+                .after(&write, &reply, &mut self.conn)
+                .map(|()| reply)
+        }) {
             Ok(reply) => {
                 self.work.writes.fetch_add(1, Ordering::Relaxed);
                 if self.conn.error_aborts_transaction() {
@@ -245,10 +255,17 @@ impl State<'_> {
     }
 }
 
-fn run(conn: Conn, rx: Receiver<Msg>, batch_size: usize, work: &WorkCounters) {
+fn run(
+    conn: Conn,
+    rx: Receiver<Msg>,
+    batch_size: usize,
+    work: &WorkCounters,
+    profile: super::Profile,
+) {
     let mut state = State {
         conn,
         work,
+        profile,
         in_transaction: false,
         applied: Vec::new(),
         first_error: None,

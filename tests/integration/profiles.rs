@@ -1,0 +1,152 @@
+//! `--profile autopsy` against The Sleuth Kit (the oracle): on DFTT 7,
+//! `tsk_loaddb` and caseload's filesystem stage build case databases of
+//! about the same size, files and rows per file (and, with strace, write
+//! calls per file); caseload's own results do not change with the profile.
+
+use crate::common;
+use std::path::Path;
+
+fn count(db: &Path, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Files and rows per file of a TSK-shaped database.
+fn tsk_shape(db: &Path) -> (f64, f64) {
+    let files = count(db, "SELECT count(*) FROM tsk_files") as f64;
+    let rows = count(db, "SELECT count(*) FROM tsk_objects") as f64
+        + files
+        + count(db, "SELECT count(*) FROM tsk_file_layout") as f64;
+    (files, rows / files)
+}
+
+/// Write calls `strace -c` counted, if strace is there.
+fn strace_writes(summary: &str) -> u64 {
+    summary
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let name = *f.last()?;
+            if !["write", "pwrite64", "writev", "pwritev"].contains(&name) {
+                return None;
+            }
+            f.get(3)?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+#[test]
+fn autopsy_profile_lands_near_tsk_loaddb_on_dftt7() {
+    let test = "autopsy_profile_lands_near_tsk_loaddb_on_dftt7";
+    let Some(real) = common::real_images(test) else {
+        return;
+    };
+    if !common::have_tool(test, "tsk_loaddb") {
+        return;
+    }
+    let image = real.join("dftt/7-undel-ntfs/7-ntfs-undel.dd");
+    let work = tempfile::tempdir().unwrap();
+    let tsk_db = work.path().join("tsk.db");
+    let strace = common::have_tool(test, "strace");
+    let summary = work.path().join("strace.txt");
+    let mut cmd = if strace {
+        let mut c = std::process::Command::new("strace");
+        c.args([
+            "-f",
+            "-c",
+            "-e",
+            "trace=write,pwrite64,writev,pwritev",
+            "-o",
+        ])
+        .arg(&summary)
+        .arg("tsk_loaddb");
+        c
+    } else {
+        std::process::Command::new("tsk_loaddb")
+    };
+    let out = cmd.arg("-d").arg(&tsk_db).arg(&image).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let case = work.path().join("autopsy");
+    std::fs::create_dir_all(&case).unwrap();
+    let run = common::run_ok(common::stage_run("filesystem", &image, &case, &[]).args([
+        "--profile",
+        "autopsy",
+        "--json",
+    ]));
+    let run: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(run["database"]["options"]["profile"], "autopsy");
+    assert_eq!(run["database"]["options"]["journal_mode"], "delete");
+    let ours = case.join("case.sqlite");
+
+    let within = |what: &str, mine: f64, theirs: f64| {
+        let r = mine / theirs;
+        eprintln!("{test}: {what}: caseload {mine:.2}, tsk_loaddb {theirs:.2} ({r:.2}x)");
+        assert!((0.7..=1.3).contains(&r), "{what}: {mine} against {theirs}");
+    };
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len() as f64;
+    within("database bytes", size(&ours), size(&tsk_db));
+    let (tsk_files, tsk_rpf) = tsk_shape(&tsk_db);
+    let (our_files, our_rpf) = tsk_shape(&ours);
+    within("files", our_files, tsk_files);
+    within("rows per file", our_rpf, tsk_rpf);
+    if strace {
+        let theirs = strace_writes(&std::fs::read_to_string(&summary).unwrap()) as f64;
+        let mine = run["totals"]["channels"]["database"]["write_ops"]
+            .as_f64()
+            .unwrap();
+        within("write calls per file", mine / our_files, theirs / tsk_files);
+    }
+
+    // The profile adds TSK's rows; caseload's own are the native run's.
+    let native = work.path().join("native");
+    std::fs::create_dir_all(&native).unwrap();
+    common::run_ok(&mut common::stage_run("filesystem", &image, &native, &[]));
+    let listing = |db: &Path| -> Vec<(String, i64, i64)> {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut s = c
+            .prepare("SELECT path, size, allocated FROM files ORDER BY path, meta_addr")
+            .unwrap();
+        s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(listing(&ours), listing(&native.join("case.sqlite")));
+    // Every file row has its object, its parent's object exists.
+    assert_eq!(
+        count(
+            &ours,
+            "SELECT count(*) FROM tsk_files f LEFT JOIN tsk_objects o ON o.obj_id = f.obj_id WHERE o.obj_id IS NULL"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &ours,
+            "SELECT count(*) FROM tsk_objects o LEFT JOIN tsk_objects p ON p.obj_id = o.par_obj_id WHERE o.par_obj_id IS NOT NULL AND p.obj_id IS NULL"
+        ),
+        0
+    );
+}
+
+#[test]
+fn the_autopsy_profile_is_sqlite_only() {
+    let work = tempfile::tempdir().unwrap();
+    let image = work.path().join("x.dd");
+    std::fs::write(&image, vec![0u8; 1 << 20]).unwrap();
+    let out = common::stage_run("filesystem", &image, work.path(), &[])
+        .args(["--profile", "autopsy", "--db-engine", "postgres"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("autopsy profile") && err.contains("sqlite"),
+        "{err}"
+    );
+}
