@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long)]
     pub lab: Vec<String>,
     /// Workload: a workload file or a built-in name (ftk4-default,
-    /// encase-verify, triage, full).
+    /// encase-verify, triage, full, autopsy-default).
     #[arg(long, conflicts_with = "stages")]
     pub workload: Option<String>,
     /// Stages to run instead of a workload, in order (default: every stage
@@ -192,7 +192,9 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         caseload_engine::stage::apply_option(&mut stage_specs, o)?;
     }
     caseload_engine::run::build_stages(&stage_specs)?;
-    let db = args.db.options()?;
+    let db = args
+        .db
+        .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?;
     anyhow::ensure!(
         args.probe_seconds > 0.0 && args.probe_seconds.is_finite(),
         "--probe-seconds must be positive"

@@ -39,8 +39,9 @@ pub struct DbArgs {
     /// Suite profile of the case database (docs/profiles.md): `native`
     /// (caseload's own), `autopsy` (The Sleuth Kit's case database; sets
     /// the journal, synchronous level and batch size its suite uses).
-    #[arg(long, value_enum, default_value = "native")]
-    pub profile: ProfileArg,
+    /// Default: the workload's `profile`, else native.
+    #[arg(long, value_enum)]
+    pub profile: Option<ProfileArg>,
 }
 
 /// `--profile`.
@@ -82,6 +83,16 @@ pub enum SyncArg {
 }
 
 impl DbArgs {
+    /// The options these flags ask for, with `workload_profile` (a
+    /// workload's `profile`) when `--profile` is not given.
+    pub fn options_with(&self, workload_profile: Option<Profile>) -> anyhow::Result<DbOptions> {
+        let mut o = self.options()?;
+        if self.profile.is_none() {
+            o.profile = workload_profile.unwrap_or_default();
+        }
+        Ok(o)
+    }
+
     /// The options these flags ask for, checked.
     pub fn options(&self) -> anyhow::Result<DbOptions> {
         anyhow::ensure!(self.batch_size > 0, "--batch-size must be at least 1");
@@ -130,8 +141,8 @@ impl DbArgs {
             batch_size: self.batch_size,
             postgres,
             profile: match self.profile {
-                ProfileArg::Native => Profile::Native,
-                ProfileArg::Autopsy => Profile::Autopsy,
+                None | Some(ProfileArg::Native) => Profile::Native,
+                Some(ProfileArg::Autopsy) => Profile::Autopsy,
             },
         })
     }

@@ -85,6 +85,16 @@ impl KffArgs {
 /// workload's instance count.
 pub type ResolvedStages = (Vec<(String, StageOptions)>, Option<String>, Option<usize>);
 
+/// The suite profile a workload names, if any.
+pub fn workload_profile(
+    workload: Option<&str>,
+) -> anyhow::Result<Option<caseload_engine::casedb::Profile>> {
+    Ok(match workload {
+        Some(w) => caseload_workloads::Workload::resolve(w)?.profile,
+        None => None,
+    })
+}
+
 /// The stages of a run: a workload's, the named stages, or the default
 /// list.
 pub fn resolve_stages(

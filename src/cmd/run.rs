@@ -23,7 +23,7 @@ pub struct Args {
     #[command(flatten)]
     pub layout: LayoutArgs,
     /// Workload: a workload file, or the name of a built-in one
-    /// (ftk4-default, encase-verify, triage, full).
+    /// (ftk4-default, encase-verify, triage, full, autopsy-default).
     #[arg(long, conflicts_with = "stages")]
     pub workload: Option<String>,
     /// Stages to run, in order (default: every stage this build has; `kff`
@@ -118,7 +118,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         workload,
         threads: args.threads.unwrap_or_else(util::default_threads).max(1),
         cache: args.cache.mode(),
-        db: args.db.options()?,
+        db: args
+            .db
+            .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?,
         force: args.force,
         instance: args.instance,
         read_run: args.read_run,
@@ -150,7 +152,9 @@ fn run_instances(
     job.stage_options = args.stage_options.clone();
     job.threads = args.threads;
     job.cache = args.cache.mode();
-    job.db = args.db.options()?;
+    job.db = args
+        .db
+        .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?;
     job.force = args.force;
     job.read_run = Some(args.read_run);
     job.trace = args.trace;

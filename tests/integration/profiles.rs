@@ -150,3 +150,44 @@ fn the_autopsy_profile_is_sqlite_only() {
         "{err}"
     );
 }
+
+#[test]
+fn a_workload_s_profile_applies_unless_the_command_line_says_otherwise() {
+    let work = tempfile::tempdir().unwrap();
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "32MiB", "--seed", "6"],
+    );
+    let workload = work.path().join("w.toml");
+    std::fs::write(
+        &workload,
+        "name = \"w\"\nprofile = \"autopsy\"\n[[stage]]\nname = \"filesystem\"\n",
+    )
+    .unwrap();
+    let profile_of = |extra: &[&str]| -> String {
+        let case = work.path().join(format!("case{}", extra.len()));
+        std::fs::create_dir_all(&case).unwrap();
+        let mut cmd = common::caseload();
+        cmd.args(["run", "--cache", "warm", "--json", "--workload"])
+            .arg(&workload)
+            .arg("--evidence")
+            .arg(&image);
+        for flag in ["--database", "--case", "--temp"] {
+            cmd.arg(flag).arg(&case);
+        }
+        let out = common::run_ok(cmd.args(extra));
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let tsk = count(
+            &case.join("case.sqlite"),
+            "SELECT count(*) FROM sqlite_master WHERE name = 'tsk_files'",
+        );
+        let p = run["database"]["options"]["profile"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(tsk == 1, p == "autopsy", "{p}: TSK tables {tsk}");
+        p
+    };
+    assert_eq!(profile_of(&[]), "autopsy");
+    assert_eq!(profile_of(&["--profile", "native"]), "native");
+}

@@ -4,6 +4,7 @@
 //! name = "triage"                 # optional; defaults to the file stem
 //! description = "..."             # optional
 //! instances = 3                   # optional: concurrent pipelines by default
+//! profile = "autopsy"             # optional: the suite profile (docs/profiles.md)
 //!
 //! [[stage]]
 //! name = "file-hash"              # a stage name
@@ -25,6 +26,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("encase-verify", include_str!("../encase-verify.toml")),
     ("triage", include_str!("../triage.toml")),
     ("full", include_str!("../full.toml")),
+    ("autopsy-default", include_str!("../autopsy-default.toml")),
 ];
 
 /// Errors loading a workload.
@@ -60,6 +62,7 @@ struct WorkloadFile {
     name: Option<String>,
     description: Option<String>,
     instances: Option<usize>,
+    profile: Option<String>,
     #[serde(default)]
     stage: Vec<toml::Spanned<toml::Table>>,
 }
@@ -75,6 +78,8 @@ pub struct Workload {
     pub origin: String,
     /// Default number of concurrent pipelines.
     pub instances: Option<usize>,
+    /// The suite profile its runs use unless `--profile` says otherwise.
+    pub profile: Option<caseload_engine::casedb::Profile>,
     /// Stages in order with their options.
     pub stages: Vec<(String, StageOptions)>,
 }
@@ -152,6 +157,13 @@ impl Workload {
         if file.stage.is_empty() {
             return Err(invalid(1, "a workload needs at least one [[stage]]".into()));
         }
+        let profile = match &file.profile {
+            None => None,
+            Some(p) => Some(
+                p.parse::<caseload_engine::casedb::Profile>()
+                    .map_err(|e| invalid(key_line(text, 0..text.len(), "profile"), e))?,
+            ),
+        };
         if file.instances == Some(0) {
             return Err(invalid(
                 key_line(text, 0..text.len(), "instances"),
@@ -198,6 +210,7 @@ impl Workload {
             description: file.description,
             origin: origin.to_string(),
             instances: file.instances,
+            profile,
             stages: out,
         })
     }
@@ -206,6 +219,21 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workload_names_its_profile_and_a_bad_one_is_refused_with_its_line() {
+        let w = Workload::resolve("autopsy-default").unwrap();
+        assert_eq!(w.profile, Some(caseload_engine::casedb::Profile::Autopsy));
+        assert_eq!(Workload::resolve("ftk4-default").unwrap().profile, None);
+        let e = Workload::parse(
+            "name = \"t\"\nprofile = \"encase\"\n[[stage]]\nname = \"filesystem\"\n",
+            "t.toml",
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("t.toml:2:"), "{e}");
+        assert!(e.to_string().contains("encase"), "{e}");
+    }
 
     #[test]
     fn workload_files_parse_with_stage_options() {
