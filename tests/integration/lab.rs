@@ -201,6 +201,7 @@ fn modelled_devices_probe_as_their_models_and_down_leaves_nothing() {
         eprintln!("SKIPPED modelled_devices_probe_as_their_models: {why}");
         return;
     }
+    let _serial = common::lab_lock();
     // Every built-in model on one of the probed channels of some lab.
     let labs: [[&str; 3]; 3] = [
         ["hdd-7200", "sata-ssd", "pcie-ssd"],
@@ -331,6 +332,7 @@ fn a_slower_database_device_shows_in_the_database_channel() {
         eprintln!("SKIPPED a_slower_database_device_shows: {why}");
         return;
     }
+    let _serial = common::lab_lock();
     let work = tempfile::tempdir().unwrap();
     let (image, _) = common::corpus(
         &work.path().join("corpus"),
@@ -436,6 +438,7 @@ fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
         eprintln!("SKIPPED a_lab_that_fails_half_way: {why}");
         return;
     }
+    let _serial = common::lab_lock();
     // A file system no mkfs exists for: up fails after backing files,
     // device server and loop devices were made, and removes them all.
     let file = lab.file(

@@ -250,3 +250,13 @@ pub fn assert_stage_chart_renders(test: &str, html: &Path) {
         "{bar_pixels:?}"
     );
 }
+
+/// Held by every test that serves modelled devices (`caseload lab`): their
+/// device servers are userspace and need the CPU, so two labs at once
+/// would each measure the other's load. Poisoning is ignored (a failed
+/// lab test must not fail the next).
+pub fn lab_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
