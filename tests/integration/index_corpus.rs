@@ -213,3 +213,38 @@ fn unallocated_space_and_slack_options_add_items() {
         .unwrap();
     assert!(slack > 0);
 }
+
+#[test]
+fn autopsy_chunks_find_the_same_items_in_overlapping_32k_documents() {
+    let work = tempfile::tempdir().unwrap();
+    let (image, manifest) = corpus(&work.path().join("c40"), "40MiB", "23");
+    let stages = "filesystem,file-hash,index";
+    let native = run(&image, stages, "2", &[]);
+    let autopsy = run(&image, stages, "2", &["--profile", "autopsy"]);
+    check_keywords(&manifest, autopsy.path(), "autopsy profile");
+    // The same items are in the index (search lists at most 20 of an
+    // item's matching words, so the words shown depend on the cut)...
+    let items = |case: &Path| -> Vec<(String, i64)> {
+        whole_index(case)
+            .into_iter()
+            .map(|h| (h.kind, h.id))
+            .collect()
+    };
+    assert_eq!(items(native.path()), items(autopsy.path()));
+    // ...in more, smaller documents: Autopsy's chunks are at most 32,760
+    // bytes with an overlapping window, caseload's own up to 1 MiB.
+    let docs = |case: &Path| -> u64 {
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(case.join("run.json")).unwrap()).unwrap();
+        let index = run["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "index")
+            .unwrap()
+            .clone();
+        index["summary"]["details"]["documents"].as_u64().unwrap()
+    };
+    let (n, a) = (docs(native.path()), docs(autopsy.path()));
+    assert!(a > n, "autopsy documents {a}, native {n}");
+}

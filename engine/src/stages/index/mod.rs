@@ -370,7 +370,56 @@ impl<'a> ItemReader<'a> {
     }
 }
 
-/// Turns an item's text into documents of at most [`CHUNK`] bytes.
+/// How an item's text is cut into documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chunking {
+    /// Bytes a chunk holds before looking for white space to end at.
+    base_min: usize,
+    /// Bytes a chunk holds at most before its overlapping window.
+    base_max: usize,
+    /// Bytes a chunk holds at most with its window (the window is the
+    /// next chunk's start, indexed twice). Equal to `base_max`: no window.
+    total: usize,
+}
+
+impl Chunking {
+    /// caseload's own: 1 MiB documents, cut at white space, no overlap.
+    const NATIVE: Chunking = Chunking {
+        base_min: CHUNK / 2,
+        base_max: CHUNK,
+        total: CHUNK,
+    };
+    /// Autopsy's keyword-search chunker (KeywordSearch `Chunker`): a base
+    /// of 30-31 KiB ended at white space, then a window up to 32,760 bytes
+    /// in all that the next chunk starts with.
+    const AUTOPSY: Chunking = Chunking {
+        base_min: 30 * 1024,
+        base_max: 31 * 1024,
+        total: 32_760,
+    };
+
+    fn of(profile: crate::casedb::Profile) -> Chunking {
+        match profile {
+            crate::casedb::Profile::Native => Chunking::NATIVE,
+            crate::casedb::Profile::Autopsy => Chunking::AUTOPSY,
+        }
+    }
+
+    /// The end of a piece of `buf` of at most `max` bytes, at the last
+    /// white space after `min` (else `max`), on a character boundary.
+    fn cut(buf: &str, min: usize, max: usize) -> usize {
+        let mut cut = buf[..max]
+            .rfind(char::is_whitespace)
+            .filter(|&c| c > min)
+            .unwrap_or(max);
+        while !buf.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        cut
+    }
+}
+
+/// Turns an item's text into documents (see [`Chunking`]).
 struct DocSink<'a> {
     writer: &'a IndexWriter<ItemDoc>,
     fields: Fields,
@@ -380,6 +429,7 @@ struct DocSink<'a> {
     label: &'a str,
     part: u64,
     buf: String,
+    chunking: Chunking,
     error: Option<tantivy::TantivyError>,
 }
 
@@ -413,18 +463,19 @@ impl DocSink<'_> {
 impl Sink for DocSink<'_> {
     fn push(&mut self, text: &str) {
         self.buf.push_str(text);
-        while self.buf.len() >= CHUNK {
-            // Split at the last white space before the chunk size so no word
-            // is cut; a chunk without any is cut at a character boundary.
-            let mut cut = self.buf[..CHUNK]
-                .rfind(char::is_whitespace)
-                .filter(|&c| c > CHUNK / 2)
-                .unwrap_or(CHUNK);
-            while !self.buf.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let rest = self.buf.split_off(cut);
-            let chunk = std::mem::replace(&mut self.buf, rest);
+        let c = self.chunking;
+        while self.buf.len() >= c.total {
+            // Split at white space so no word is cut; a chunk without any
+            // is cut at a character boundary.
+            let base = Chunking::cut(&self.buf, c.base_min, c.base_max);
+            let end = if c.total > c.base_max {
+                base.max(Chunking::cut(&self.buf, c.total - 512, c.total))
+            } else {
+                base
+            };
+            let chunk = self.buf[..end].to_string();
+            // The window (end of this chunk) starts the next one.
+            self.buf.drain(..base);
             self.emit_doc(chunk);
         }
     }
@@ -613,6 +664,7 @@ impl Stage for IndexStage {
         }
         ctx.progress.set_total(total, ProgressUnit::Bytes);
 
+        let chunking = Chunking::of(ctx.db.options().profile);
         let budget = Arc::new(Budget {
             used: Mutex::new(0),
             freed: Condvar::new(),
@@ -640,6 +692,7 @@ impl Stage for IndexStage {
                             label: &job.label,
                             part: 0,
                             buf: String::new(),
+                            chunking,
                             error: None,
                         };
                         let outcome = self.process(ctx, &job, &mut sink, &mut window);
