@@ -227,7 +227,7 @@ pub fn render_table(report: &RunReport) -> String {
         "ev KiB/op",
         "database R/W MB",
         "db ops R/W",
-        "db writes/txn",
+        "db rows/txn",
         "fsync",
         "case W MB/ops",
         "temp W MB/ops",
@@ -260,10 +260,7 @@ pub fn render_table(report: &RunReport) -> String {
                 mb(db.counters.bytes_written)
             ),
             format!("{}/{}", db.counters.read_ops, db.counters.write_ops),
-            format!(
-                "{}/{}",
-                s.database_work.writes, s.database_work.transactions
-            ),
+            format!("{}/{}", s.database_work.rows, s.database_work.transactions),
             format!(
                 "{}",
                 s.channels.values().map(|f| f.counters.fsyncs).sum::<u64>()

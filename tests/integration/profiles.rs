@@ -81,6 +81,10 @@ fn autopsy_profile_lands_near_tsk_loaddb_on_dftt7() {
     let run: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(run["database"]["options"]["profile"], "autopsy");
     assert_eq!(run["database"]["options"]["journal_mode"], "delete");
+    let walk = &run["stages"][0]["database_work"];
+    // The walk in one transaction (and one for the volume it adds).
+    assert!(walk["transactions"].as_u64().unwrap() <= 2, "{walk}");
+    assert!(walk["writes"].as_u64().unwrap() >= 30, "{walk}");
     let ours = case.join("case.sqlite");
 
     let within = |what: &str, mine: f64, theirs: f64| {
@@ -117,6 +121,16 @@ fn autopsy_profile_lands_near_tsk_loaddb_on_dftt7() {
             .collect()
     };
     assert_eq!(listing(&ours), listing(&native.join("case.sqlite")));
+    // The profile's rows show in the stage's database figures.
+    let native_run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(native.join("run.json")).unwrap()).unwrap();
+    let rows = |r: &serde_json::Value| r["stages"][0]["database_work"]["rows"].as_u64().unwrap();
+    assert!(
+        rows(&run) > 3 * rows(&native_run),
+        "autopsy {} rows, native {}",
+        rows(&run),
+        rows(&native_run)
+    );
     // Every file row has its object, its parent's object exists.
     assert_eq!(
         count(

@@ -28,6 +28,8 @@ pub(crate) struct PgConn {
     statements: HashMap<String, postgres::Statement>,
     /// Whether the server has `pg_stat_force_next_flush()` (15 and later).
     force_flush: Option<bool>,
+    /// Rows the statements run through `execute` changed.
+    rows_changed: u64,
 }
 
 impl PgConn {
@@ -36,6 +38,7 @@ impl PgConn {
             client,
             statements: HashMap::new(),
             force_flush: None,
+            rows_changed: 0,
         }
     }
 
@@ -186,10 +189,22 @@ impl Conn {
                 .map_err(|e| sqlite_error(e, sql)),
             Conn::Postgres(pg) => {
                 let stmt = pg.statement(sql)?;
-                pg.client
+                let n = pg
+                    .client
                     .execute(&stmt, &pg_params(params))
-                    .map_err(|e| pg_error(&e, sql))
+                    .map_err(|e| pg_error(&e, sql))?;
+                pg.rows_changed += n;
+                Ok(n)
             }
+        }
+    }
+
+    /// Rows inserted, updated or deleted on this connection so far (SQLite:
+    /// every statement's; PostgreSQL: those run through `execute`).
+    pub(crate) fn rows_changed(&self) -> u64 {
+        match self {
+            Conn::Sqlite(c) => c.total_changes(),
+            Conn::Postgres(pg) => pg.rows_changed,
         }
     }
 

@@ -32,6 +32,9 @@ pub struct DbWork {
     pub writes: u64,
     /// Transactions committed.
     pub transactions: u64,
+    /// Rows inserted, updated or deleted (caseload's and a profile's).
+    #[serde(default)]
+    pub rows: u64,
 }
 
 impl DbWork {
@@ -40,6 +43,7 @@ impl DbWork {
         DbWork {
             writes: self.writes.saturating_sub(earlier.writes),
             transactions: self.transactions.saturating_sub(earlier.transactions),
+            rows: self.rows.saturating_sub(earlier.rows),
         }
     }
 }
@@ -48,6 +52,7 @@ impl DbWork {
 struct WorkCounters {
     writes: AtomicU64,
     transactions: AtomicU64,
+    rows: AtomicU64,
 }
 
 /// Handle to the writer thread. Shareable between stage threads.
@@ -97,6 +102,7 @@ impl DbWriter {
         DbWork {
             writes: self.work.writes.load(Ordering::Relaxed),
             transactions: self.work.transactions.load(Ordering::Relaxed),
+            rows: self.work.rows.load(Ordering::Relaxed),
         }
     }
 
@@ -211,11 +217,16 @@ impl State<'_> {
 
     fn apply(&mut self, write: Write) -> Result<Reply, DbError> {
         self.begin()?;
-        match write.apply(&mut self.conn).and_then(|reply| {
+        let rows_before = self.conn.rows_changed();
+        let applied = write.apply(&mut self.conn).and_then(|reply| {
             self.profile
                 .after(&write, &reply, &mut self.conn)
                 .map(|()| reply)
-        }) {
+        });
+        // Counted before a failure's replay, which counts its own.
+        let rows = self.conn.rows_changed().saturating_sub(rows_before);
+        self.work.rows.fetch_add(rows, Ordering::Relaxed);
+        match applied {
             Ok(reply) => {
                 self.work.writes.fetch_add(1, Ordering::Relaxed);
                 if self.conn.error_aborts_transaction() {
