@@ -612,13 +612,23 @@ impl Channel {
     pub fn create_instrument(&self, relative: impl AsRef<Path>) -> Result<File, ChannelError> {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
+        self.create_parent(&path, false)?;
+        File::create(&path).map_err(|e| self.io_err("create", &path, e))
+    }
+
+    /// Create the directory `path` goes in when it is missing; counted
+    /// and traced unless it is for an instrument.
+    fn create_parent(&self, path: &Path, counted: bool) -> Result<(), ChannelError> {
         if let Some(parent) = path.parent()
             && !parent.is_dir()
         {
+            if counted {
+                self.meta(MetaOp::Create, parent);
+            }
             std::fs::create_dir_all(parent)
                 .map_err(|e| self.io_err("create directory", parent, e))?;
         }
-        File::create(&path).map_err(|e| self.io_err("create", &path, e))
+        Ok(())
     }
 
     /// Count a metadata operation on `path` and trace it.
@@ -682,13 +692,7 @@ impl Channel {
     pub fn create(&self, relative: impl AsRef<Path>) -> Result<ChannelFile, ChannelError> {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
-        if let Some(parent) = path.parent()
-            && !parent.is_dir()
-        {
-            self.meta(MetaOp::Create, parent);
-            std::fs::create_dir_all(parent)
-                .map_err(|e| self.io_err("create directory", parent, e))?;
-        }
+        self.create_parent(&path, true)?;
         self.counters.record_op(MetaOp::Create);
         let file = OpenOptions::new()
             .read(true)

@@ -133,11 +133,14 @@ pub fn trace_to_iologs(
     {
         return Err(IologError::ReplayDir(replay_dir.to_path_buf()));
     }
-    let io_err = |what: String| move |source| IologError::Io { what, source };
+    let read_err = |source| IologError::Io {
+        what: "reading the trace".into(),
+        source,
+    };
     let mut lines = trace.split(b'\n');
     match lines.next() {
         Some(Ok(l)) if l == TRACE_HEADER.as_bytes() => {}
-        Some(Err(e)) => return Err(io_err("reading the trace".into())(e)),
+        Some(Err(e)) => return Err(read_err(e)),
         _ => return Err(IologError::NotATrace),
     }
     let mut summary = IologSummary::default();
@@ -147,9 +150,8 @@ pub fn trace_to_iologs(
     // threads can be a few microseconds out of order.
     let mut last_us: BTreeMap<ChannelKind, u64> = BTreeMap::new();
     let mut line_no = 1u64;
-    let mut end_us = 0u64;
     for line in lines {
-        let line = line.map_err(io_err("reading the trace".into()))?;
+        let line = line.map_err(read_err)?;
         line_no += 1;
         if line.is_empty() {
             continue;
@@ -159,7 +161,6 @@ pub fn trace_to_iologs(
         let last = last_us.entry(r.channel).or_default();
         let t_us = (r.t_ns / 1000).max(*last);
         *last = t_us;
-        end_us = end_us.max(t_us);
         let skipped = match r.op {
             TraceOp::Mkdir => Some("mkdir"),
             TraceOp::Rename => Some("rename"),
@@ -187,11 +188,7 @@ pub fn trace_to_iologs(
                         .join(r.channel.name())
                         .join(format!("f{}", r.file))
                 };
-                let w = sink
-                    .writer(r.channel)
-                    .map_err(io_err(format!("{} iolog", r.channel)))?;
-                writeln!(w, "{t_us} {} add", replay.display())
-                    .map_err(io_err(format!("{} iolog", r.channel)))?;
+                emit(sink, r.channel, t_us, &replay, "add")?;
                 summary.channels.entry(r.channel).or_default().files += 1;
                 files.insert(
                     r.file,
@@ -241,11 +238,7 @@ pub fn trace_to_iologs(
                     }
                     _ => continue,
                 };
-                let w = sink
-                    .writer(f.channel)
-                    .map_err(io_err(format!("{} iolog", f.channel)))?;
-                writeln!(w, "{t_us} {} {action}", f.replay.display())
-                    .map_err(io_err(format!("{} iolog", f.channel)))?;
+                emit(sink, f.channel, t_us, &f.replay, &action)?;
             }
         }
     }
@@ -254,12 +247,9 @@ pub fn trace_to_iologs(
         if let Some(f) = files.get(id)
             && f.open
         {
-            let w = sink
-                .writer(f.channel)
-                .map_err(io_err(format!("{} iolog", f.channel)))?;
-            let t = last_us.get(&f.channel).copied().unwrap_or(end_us);
-            writeln!(w, "{t} {} close", f.replay.display())
-                .map_err(io_err(format!("{} iolog", f.channel)))?;
+            // The channel's last time: a file's add gave it one.
+            let t = last_us.get(&f.channel).copied().unwrap_or_default();
+            emit(sink, f.channel, t, &f.replay, "close")?;
         }
     }
     summary.files = order
@@ -276,6 +266,22 @@ pub fn trace_to_iologs(
         })
         .collect();
     Ok(summary)
+}
+
+/// Write `TIMESTAMP FILE ACTION` to `channel`'s iolog.
+fn emit(
+    sink: &mut dyn IologSink,
+    channel: ChannelKind,
+    t_us: u64,
+    file: &Path,
+    action: &str,
+) -> Result<(), IologError> {
+    let err = |source| IologError::Io {
+        what: format!("{channel} iolog"),
+        source,
+    };
+    let w = sink.writer(channel).map_err(err)?;
+    writeln!(w, "{t_us} {} {action}", file.display()).map_err(err)
 }
 
 /// A fio job file replaying each channel's iolog as one job, all at once

@@ -164,12 +164,13 @@ pub fn exit_code(status: &str, command: &str) -> ExitCode {
 pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::CompareReport> {
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
-    let (mut stage_specs, _, workload_instances) = resolve_stages(
+    let resolved = resolve_stages(
         args.workload.as_deref(),
         &args.stages,
         &args.kff,
         &args.stage_options,
     )?;
+    let mut stage_specs = resolved.stages;
     let selection = match &args.workload {
         Some(w) => {
             let workload = Workload::resolve(w)?;
@@ -192,9 +193,7 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         caseload_engine::stage::apply_option(&mut stage_specs, o)?;
     }
     caseload_engine::run::build_stages(&stage_specs)?;
-    let db = args
-        .db
-        .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?;
+    let db = args.db.options_with(resolved.profile)?;
     anyhow::ensure!(
         args.probe_seconds > 0.0 && args.probe_seconds.is_finite(),
         "--probe-seconds must be positive"
@@ -241,7 +240,7 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         repeat: args.repeat,
         out: args.out.clone(),
         baseline: args.baseline.clone(),
-        instances: args.instances.or(workload_instances).unwrap_or(1),
+        instances: args.instances.or(resolved.instances).unwrap_or(1),
         threads: args.threads,
         db,
         keep_runs: args.keep_runs,

@@ -25,14 +25,14 @@ impl Sink {
 
 impl IologSink for Sink {
     fn writer(&mut self, channel: ChannelKind) -> std::io::Result<&mut dyn Write> {
-        if !self.writers.contains_key(&channel) {
-            let mut w = BufWriter::new(File::create(Self::path(&self.dir, channel))?);
-            iolog::write_header(&mut w)?;
-            self.writers.insert(channel, w);
-        }
-        match self.writers.get_mut(&channel) {
-            Some(w) => Ok(w),
-            None => Err(std::io::Error::other("iolog writer vanished")),
+        use std::collections::btree_map::Entry;
+        match self.writers.entry(channel) {
+            Entry::Occupied(e) => Ok(e.into_mut()),
+            Entry::Vacant(e) => {
+                let mut w = BufWriter::new(File::create(Self::path(&self.dir, channel))?);
+                iolog::write_header(&mut w)?;
+                Ok(e.insert(w))
+            }
         }
     }
 }

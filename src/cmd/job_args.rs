@@ -81,18 +81,17 @@ impl KffArgs {
     }
 }
 
-/// A run's stages with their options, its workload's name and the
-/// workload's instance count.
-pub type ResolvedStages = (Vec<(String, StageOptions)>, Option<String>, Option<usize>);
-
-/// The suite profile a workload names, if any.
-pub fn workload_profile(
-    workload: Option<&str>,
-) -> anyhow::Result<Option<caseload_engine::casedb::Profile>> {
-    Ok(match workload {
-        Some(w) => caseload_workloads::Workload::resolve(w)?.profile,
-        None => None,
-    })
+/// A run's stages with their options, and what its workload (if any)
+/// says besides: its name, instance count and suite profile.
+pub struct ResolvedStages {
+    /// The stages in order, with their options.
+    pub stages: Vec<(String, StageOptions)>,
+    /// The workload's name.
+    pub workload: Option<String>,
+    /// The workload's default number of instances.
+    pub instances: Option<usize>,
+    /// The workload's suite profile.
+    pub profile: Option<caseload_engine::casedb::Profile>,
 }
 
 /// The stages of a run: a workload's, the named stages, or the default
@@ -103,19 +102,26 @@ pub fn resolve_stages(
     kff: &KffArgs,
     stage_options: &[String],
 ) -> anyhow::Result<ResolvedStages> {
+    let stages_only = |stages| ResolvedStages {
+        stages,
+        workload: None,
+        instances: None,
+        profile: None,
+    };
     Ok(match workload {
         Some(w) => {
             let w = caseload_workloads::Workload::resolve(w)?;
-            (w.stages.clone(), Some(w.name), w.instances)
+            ResolvedStages {
+                stages: w.stages,
+                workload: Some(w.name),
+                instances: w.instances,
+                profile: w.profile,
+            }
         }
         None if names.is_empty() => {
             let configured = kff.configures_kff(stage_options);
-            (
-                stages::default_list(&|name| name == "kff" && configured),
-                None,
-                None,
-            )
+            stages_only(stages::default_list(&|name| name == "kff" && configured))
         }
-        None => (stages::named_list(names), None, None),
+        None => stages_only(stages::named_list(names)),
     })
 }

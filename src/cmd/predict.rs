@@ -95,11 +95,7 @@ fn print(p: &Prediction, args: &Args) {
             s.name,
             s.recorded_s,
             s.predicted_s,
-            if s.recorded_s > 0.0 {
-                s.predicted_s / s.recorded_s
-            } else {
-                1.0
-            },
+            ratio(s.predicted_s, s.recorded_s),
             s.overlap,
             channels.join(", ")
         );
@@ -109,12 +105,17 @@ fn print(p: &Prediction, args: &Args) {
         "total",
         p.recorded_total_s,
         p.predicted_total_s,
-        if p.recorded_total_s > 0.0 {
-            p.predicted_total_s / p.recorded_total_s
-        } else {
-            1.0
-        }
+        ratio(p.predicted_total_s, p.recorded_total_s)
     );
+}
+
+/// Predicted over recorded (1 when nothing was recorded).
+fn ratio(predicted: f64, recorded: f64) -> f64 {
+    if recorded > 0.0 {
+        predicted / recorded
+    } else {
+        1.0
+    }
 }
 
 /// Predict.

@@ -82,12 +82,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         args.evidence = super::lab::evidence_in(&lab, args.evidence);
     }
-    let (mut stage_specs, workload, workload_instances) = resolve_stages(
+    let resolved = resolve_stages(
         args.workload.as_deref(),
         &args.stages,
         &args.kff,
         &args.stage_options,
     )?;
+    let mut stage_specs = resolved.stages;
     let layout = args.layout.layout()?;
     let kff = super::hashset::prepare_run(
         &args.kff.hashsets,
@@ -104,23 +105,22 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             .contains(&args.read_run),
         "--read-run must be between 512 bytes and 64 MiB"
     );
-    let instances = args.instances.or(workload_instances).unwrap_or(1);
+    let instances = args.instances.or(resolved.instances).unwrap_or(1);
     anyhow::ensure!(instances >= 1, "--instances must be at least 1");
     if instances > 1 && args.instance.is_none() {
         // Configuration errors surface here, once, not in every child.
         caseload_engine::run::build_stages(&stage_specs)?;
-        return run_instances(&args, &layout, instances);
+        let db = args.db.options_with(resolved.profile)?;
+        return run_instances(&args, &layout, db, instances);
     }
     let spec = RunSpec {
         evidence: args.evidence.clone(),
         layout,
         stages: stage_specs,
-        workload,
+        workload: resolved.workload,
         threads: args.threads.unwrap_or_else(util::default_threads).max(1),
         cache: args.cache.mode(),
-        db: args
-            .db
-            .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?,
+        db: args.db.options_with(resolved.profile)?,
         force: args.force,
         instance: args.instance,
         read_run: args.read_run,
@@ -137,6 +137,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
 fn run_instances(
     args: &Args,
     layout: &caseload_engine::layout::Layout,
+    db: caseload_engine::casedb::DbOptions,
     n: usize,
 ) -> anyhow::Result<ExitCode> {
     let dir = |k: ChannelKind| -> anyhow::Result<PathBuf> { Ok(layout.dir(k)?.to_path_buf()) };
@@ -152,9 +153,7 @@ fn run_instances(
     job.stage_options = args.stage_options.clone();
     job.threads = args.threads;
     job.cache = args.cache.mode();
-    job.db = args
-        .db
-        .options_with(super::job_args::workload_profile(args.workload.as_deref())?)?;
+    job.db = db;
     job.force = args.force;
     job.read_run = Some(args.read_run);
     job.trace = args.trace;

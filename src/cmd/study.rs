@@ -114,8 +114,8 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         "`{}` already holds a study (compare.json); choose another --out",
         args.out.display()
     );
-    let (stage_specs, _, _) =
-        resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?;
+    let stage_specs =
+        resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?.stages;
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let cancel = interrupt_flag();
     let command: Vec<String> = std::env::args().collect();

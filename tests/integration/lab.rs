@@ -272,10 +272,14 @@ fn modelled_devices_probe_as_their_models_and_down_leaves_nothing() {
                 );
                 let error =
                     |(s, r): (f64, f64)| ((s - seq) / seq).abs().max(((r - iops) / iops).abs());
-                if best[i].is_none_or(|b| {
-                    !within(model, b.0, b.1)
-                        && (within(model, got.0, got.1) || error(got) < error(b))
-                }) {
+                // Keep the first probe within the model's figures, else the
+                // closest so far.
+                let better = match best[i] {
+                    None => true,
+                    Some(b) if within(model, b.0, b.1) => false,
+                    Some(b) => within(model, got.0, got.1) || error(got) < error(b),
+                };
+                if better {
                     best[i] = Some(got);
                 }
             }

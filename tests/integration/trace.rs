@@ -8,25 +8,27 @@ use std::path::Path;
 
 const CHANNELS: [&str; 4] = ["evidence", "database", "case", "temp"];
 
-fn traced_run(image: &Path, work: &Path, stages: &str) -> Value {
-    let case = work.join("case");
-    for d in ["db", "case", "tmp"] {
-        std::fs::create_dir_all(work.join(d)).unwrap();
+/// `run --stages STAGES --trace` with the database in `work/db`, the case
+/// in `case` and temp in `work/tmp` (created), warm cache.
+fn traced_cmd(image: &Path, work: &Path, case: &Path, stages: &str) -> std::process::Command {
+    for d in [work.join("db"), case.to_path_buf(), work.join("tmp")] {
+        std::fs::create_dir_all(d).unwrap();
     }
-    let out = common::run_ok(
-        common::caseload()
-            .args([
-                "run", "--stages", stages, "--cache", "warm", "--trace", "--json",
-            ])
-            .arg("--evidence")
-            .arg(image)
-            .arg("--database")
-            .arg(work.join("db"))
-            .arg("--case")
-            .arg(&case)
-            .arg("--temp")
-            .arg(work.join("tmp")),
-    );
+    let mut cmd = common::caseload();
+    cmd.args(["run", "--stages", stages, "--cache", "warm", "--trace"])
+        .arg("--evidence")
+        .arg(image)
+        .arg("--database")
+        .arg(work.join("db"))
+        .arg("--case")
+        .arg(case)
+        .arg("--temp")
+        .arg(work.join("tmp"));
+    cmd
+}
+
+fn traced_run(image: &Path, work: &Path, stages: &str) -> Value {
+    let out = common::run_ok(traced_cmd(image, work, &work.join("case"), stages).arg("--json"));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -239,29 +241,9 @@ fn a_trace_on_a_full_case_channel_fails_cleanly_and_keeps_the_results() {
         }
     }
     let _guard = Unmount(&small);
-    let db = work.path().join("db");
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir_all(&db).unwrap();
-    std::fs::create_dir_all(&tmp).unwrap();
-    let out = common::caseload()
-        // file-hash in 512-byte runs: a trace of about 250 KB.
-        .args([
-            "run",
-            "--stages",
-            "filesystem,file-hash",
-            "--cache",
-            "warm",
-            "--trace",
-        ])
+    // file-hash in 512-byte runs: a trace of about 250 KB.
+    let out = traced_cmd(&image, work.path(), &small, "filesystem,file-hash")
         .args(["--read-run", "512"])
-        .arg("--evidence")
-        .arg(&image)
-        .arg("--database")
-        .arg(&db)
-        .arg("--case")
-        .arg(&small)
-        .arg("--temp")
-        .arg(&tmp)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

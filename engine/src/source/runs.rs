@@ -441,17 +441,24 @@ mod tests {
         }
     }
 
+    /// Runs over a 1 GiB medium in bytes, as the raw source sets them up:
+    /// 1 MiB at most, 128 KiB floor and read-ahead bound, lone requests as
+    /// asked; spans `gap` bytes apart merge; `capacity` runs cached.
+    fn raw_like(gap: u64, capacity: usize) -> Runs {
+        Runs::new(
+            1 << 20,
+            128 << 10,
+            gap,
+            1 << 30,
+            (u64::MAX, 128 << 10),
+            capacity,
+        )
+    }
+
     #[test]
     fn lone_requests_are_read_as_asked_and_sequential_ones_grow() {
         let m = Media::new();
-        let runs = Runs::new(
-            1 << 20,
-            128 << 10,
-            64 << 10,
-            1 << 30,
-            (u64::MAX, 128 << 10),
-            8,
-        );
+        let runs = raw_like(64 << 10, 8);
         // A lone 4 KiB read: direct.
         assert!(matches!(
             runs.fetch(10 << 20, (10 << 20) + 4096, &m),
@@ -478,14 +485,7 @@ mod tests {
     #[test]
     fn hinted_spans_merge_and_bound_the_run() {
         let m = Media::new();
-        let runs = Runs::new(
-            1 << 20,
-            128 << 10,
-            64 << 10,
-            1 << 30,
-            (u64::MAX, 128 << 10),
-            8,
-        );
+        let runs = raw_like(64 << 10, 8);
         // Three small files, 10 KiB apart: one span.
         runs.hint(0, 20 << 10);
         runs.hint(30 << 10, 50 << 10);
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn a_run_is_read_once_while_held_and_the_cache_stays_bounded() {
         let m = Media::new();
-        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, (u64::MAX, 128 << 10), 2);
+        let runs = raw_like(0, 2);
         runs.hint(0, 1 << 20);
         std::thread::scope(|s| {
             for _ in 0..8 {
@@ -538,7 +538,7 @@ mod tests {
     fn a_failed_run_falls_back_to_direct_reads() {
         let mut m = Media::new();
         m.fail_at = Some(3000);
-        let runs = Runs::new(1 << 20, 128 << 10, 0, 1 << 30, (u64::MAX, 128 << 10), 4);
+        let runs = raw_like(0, 4);
         runs.hint(0, 1 << 20);
         assert!(matches!(runs.fetch(0, 10, &m), Fetch::Direct));
         let run = Run {

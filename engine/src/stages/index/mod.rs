@@ -382,6 +382,10 @@ struct Chunking {
     total: usize,
 }
 
+/// Bytes before a window's end in which to look for white space to end
+/// it at (Autopsy's `WHITE_SPACE_BUFFER_SIZE`).
+const WINDOW_SEEK: usize = 512;
+
 impl Chunking {
     /// caseload's own: 1 MiB documents, cut at white space, no overlap.
     const NATIVE: Chunking = Chunking {
@@ -469,7 +473,7 @@ impl Sink for DocSink<'_> {
             // is cut at a character boundary.
             let base = Chunking::cut(&self.buf, c.base_min, c.base_max);
             let end = if c.total > c.base_max {
-                base.max(Chunking::cut(&self.buf, c.total - 512, c.total))
+                base.max(Chunking::cut(&self.buf, c.total - WINDOW_SEEK, c.total))
             } else {
                 base
             };
