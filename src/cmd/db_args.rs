@@ -9,7 +9,7 @@ pub struct DbArgs {
     /// Engine of the case database: `sqlite` (a file in the database
     /// directory) or `postgres` (a private PostgreSQL cluster started in the
     /// database directory, or the server --db-url names). Default: sqlite,
-    /// or postgres with --db-url.
+    /// or postgres with --db-url or the ftk4 profile.
     #[arg(long, value_enum)]
     pub db_engine: Option<EngineArg>,
     /// Use this PostgreSQL server (`postgres://user@host:port/db`) instead
@@ -37,9 +37,11 @@ pub struct DbArgs {
     #[arg(long, default_value_t = 1000)]
     pub batch_size: usize,
     /// Suite profile of the case database (docs/profiles.md): `native`
-    /// (caseload's own), `autopsy` (The Sleuth Kit's case database; sets
-    /// the journal, synchronous level and batch size its suite uses).
-    /// Default: the workload's `profile`, else native.
+    /// (caseload's own), `autopsy` (The Sleuth Kit's case database, SQLite;
+    /// sets the journal, synchronous level and batch size its suite uses),
+    /// `ftk4` (FTK 4's case database, PostgreSQL unless --db-engine says
+    /// otherwise; items, properties, compound files expanded). Default: the
+    /// workload's `profile`, else native.
     #[arg(long, value_enum)]
     pub profile: Option<ProfileArg>,
 }
@@ -50,6 +52,7 @@ pub struct DbArgs {
 pub enum ProfileArg {
     Native,
     Autopsy,
+    Ftk4,
 }
 
 /// `--db-engine`.
@@ -86,22 +89,22 @@ impl DbArgs {
     /// The options these flags ask for, with `workload_profile` (a
     /// workload's `profile`) when `--profile` is not given.
     pub fn options_with(&self, workload_profile: Option<Profile>) -> anyhow::Result<DbOptions> {
-        let mut o = self.options()?;
-        if self.profile.is_none() {
-            o.profile = workload_profile.unwrap_or_default();
-        }
-        Ok(o)
-    }
-
-    /// The options these flags ask for, checked.
-    pub fn options(&self) -> anyhow::Result<DbOptions> {
         anyhow::ensure!(self.batch_size > 0, "--batch-size must be at least 1");
+        let profile = match self.profile {
+            None => workload_profile.unwrap_or_default(),
+            Some(ProfileArg::Native) => Profile::Native,
+            Some(ProfileArg::Autopsy) => Profile::Autopsy,
+            Some(ProfileArg::Ftk4) => Profile::Ftk4,
+        };
+        // Without an engine named, the profile's suite decides: FTK keeps
+        // its cases in PostgreSQL.
         let engine = match (self.db_engine, &self.db_url) {
             (Some(EngineArg::Sqlite), Some(_)) => {
                 anyhow::bail!(
                     "--db-url names a PostgreSQL server; it cannot go with --db-engine sqlite"
                 )
             }
+            (None, None) if profile == Profile::Ftk4 => DbEngine::Postgres,
             (Some(EngineArg::Sqlite), None) | (None, None) => DbEngine::Sqlite,
             (Some(EngineArg::Postgres), _) | (None, Some(_)) => DbEngine::Postgres,
         };
@@ -140,10 +143,7 @@ impl DbArgs {
             },
             batch_size: self.batch_size,
             postgres,
-            profile: match self.profile {
-                None | Some(ProfileArg::Native) => Profile::Native,
-                Some(ProfileArg::Autopsy) => Profile::Autopsy,
-            },
+            profile,
         })
     }
 }

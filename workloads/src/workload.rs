@@ -224,7 +224,11 @@ mod tests {
     fn a_workload_names_its_profile_and_a_bad_one_is_refused_with_its_line() {
         let w = Workload::resolve("autopsy-default").unwrap();
         assert_eq!(w.profile, Some(caseload_engine::casedb::Profile::Autopsy));
-        assert_eq!(Workload::resolve("ftk4-default").unwrap().profile, None);
+        assert_eq!(
+            Workload::resolve("ftk4-default").unwrap().profile,
+            Some(caseload_engine::casedb::Profile::Ftk4)
+        );
+        assert_eq!(Workload::resolve("triage").unwrap().profile, None);
         let e = Workload::parse(
             "name = \"t\"\nprofile = \"encase\"\n[[stage]]\nname = \"filesystem\"\n",
             "t.toml",

@@ -208,14 +208,20 @@ impl Conn {
         }
     }
 
-    /// The row id of the last row inserted on this connection (SQLite);
-    /// PostgreSQL has none without `RETURNING`.
-    pub(crate) fn last_insert_id(&self) -> Result<i64, DbError> {
+    /// Count a row inserted by a query (`INSERT ... RETURNING`), which
+    /// PostgreSQL's `execute` count does not see (SQLite counts it itself).
+    pub(crate) fn count_inserted_row(&mut self) {
+        if let Conn::Postgres(pg) = self {
+            pg.rows_changed += 1;
+        }
+    }
+
+    /// The id of the last row inserted on this connection: SQLite's row
+    /// id; PostgreSQL's last identity value this session drew.
+    pub(crate) fn last_insert_id(&mut self) -> Result<i64, DbError> {
         match self {
             Conn::Sqlite(c) => Ok(c.last_insert_rowid()),
-            Conn::Postgres(_) => Err(DbError::Writer(
-                "the last inserted row's id is a SQLite notion".into(),
-            )),
+            Conn::Postgres(_) => self.query_one("SELECT lastval()", &[])?.get(0),
         }
     }
 

@@ -33,7 +33,8 @@ pub use read::{CaseReader, HashedTable, PAGE};
 pub use rows::{
     CarvedContent, CarvedItem, CarvedMeta, DISK_START, DiskKey, EvidenceHashes, FileContent,
     FileDigests, FileSlack, HashColumn, HashedItem, ItemKind, KffHit, ListedFile, NewEvidence,
-    NewFile, NewRun, NewVolume, ProcessingError, StageRunRow, StoredContent, Volume, VolumeFs,
+    NewExtracted, NewFile, NewRun, NewVolume, ProcessingError, StageRunRow, StoredContent, Volume,
+    VolumeFs,
 };
 pub use value::{FromValue, Row, Value};
 pub use vfs::VfsError;
@@ -52,7 +53,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The schema version stored in `meta` (`schema_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 /// Oldest schema version that readers (export) still open.
 pub const OLDEST_READABLE_SCHEMA: u32 = 1;
 
@@ -272,10 +273,14 @@ impl DbOptions {
     /// OFF, 500 writes a transaction), whatever else was asked.
     pub fn effective(&self) -> DbOptions {
         let mut o = self.clone();
-        if o.profile == Profile::Autopsy {
-            o.journal_mode = JournalMode::Delete;
-            o.synchronous = Synchronous::Off;
-            o.batch_size = profile::AUTOPSY_BATCH;
+        match o.profile {
+            Profile::Native => {}
+            Profile::Autopsy => {
+                o.journal_mode = JournalMode::Delete;
+                o.synchronous = Synchronous::Off;
+                o.batch_size = profile::AUTOPSY_BATCH;
+            }
+            Profile::Ftk4 => o.batch_size = profile::FTK4_BATCH,
         }
         o
     }
@@ -436,10 +441,18 @@ impl CaseDb {
     /// unless `force`, which drops its case tables.
     pub fn create(channel: &Channel, options: &DbOptions, force: bool) -> Result<Self, DbError> {
         let options = &options.effective();
-        if options.profile == Profile::Autopsy && options.engine != DbEngine::Sqlite {
-            return Err(DbError::Writer(
-                "the autopsy profile is Autopsy's single-user case database, SQLite: use --db-engine sqlite".into(),
-            ));
+        match (options.profile, options.engine) {
+            (Profile::Autopsy, DbEngine::Postgres) => {
+                return Err(DbError::Writer(
+                    "the autopsy profile is Autopsy's single-user case database, SQLite: use --db-engine sqlite".into(),
+                ));
+            }
+            (Profile::Ftk4, DbEngine::Sqlite) => {
+                return Err(DbError::Writer(
+                    "the ftk4 profile is FTK 4's case database, PostgreSQL: use --db-engine postgres".into(),
+                ));
+            }
+            _ => {}
         }
         // Registered for both engines: the KFF hash library is a SQLite file
         // on the database channel whichever engine holds the case.
@@ -520,6 +533,9 @@ impl CaseDb {
                 };
                 let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
                 create_schema(&mut conn)?;
+                if let Some(sql) = options.profile.schema() {
+                    conn.batch(sql)?;
+                }
                 let name = match &case.cluster {
                     Some(c) => format!("the PostgreSQL cluster in `{}`", c.data_dir().display()),
                     None => format!(

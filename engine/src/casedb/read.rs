@@ -53,6 +53,8 @@ pub enum HashedTable {
     Files,
     /// `carved_items`.
     Carved,
+    /// `extracted_items` (members of compound files).
+    Extracted,
 }
 
 impl HashedTable {
@@ -61,6 +63,7 @@ impl HashedTable {
         match self {
             HashedTable::Files => ItemKind::File,
             HashedTable::Carved => ItemKind::Carved,
+            HashedTable::Extracted => ItemKind::Extracted,
         }
     }
 
@@ -69,6 +72,7 @@ impl HashedTable {
         match self {
             HashedTable::Files => "files",
             HashedTable::Carved => "carved_items",
+            HashedTable::Extracted => "extracted_items",
         }
     }
 }
@@ -413,6 +417,9 @@ impl CaseReader {
             HashedTable::Carved => {
                 "SELECT count(*) FROM carved_items WHERE (md5 IS NOT NULL OR sha1 IS NOT NULL OR sha256 IS NOT NULL)"
             }
+            HashedTable::Extracted => {
+                "SELECT count(*) FROM extracted_items WHERE (md5 IS NOT NULL OR sha1 IS NOT NULL OR sha256 IS NOT NULL)"
+            }
         })
     }
 
@@ -433,6 +440,12 @@ impl CaseReader {
                 "SELECT id, coalesce(case_path, type || ' at offset ' || \"offset\"), md5, sha1, sha256 FROM carved_items
                  WHERE (md5 IS NOT NULL OR sha1 IS NOT NULL OR sha256 IS NOT NULL)
                    AND id > ?1 ORDER BY id LIMIT ?2"
+            }
+            HashedTable::Extracted => {
+                "SELECT x.id, f.path || '>' || x.member, x.md5, x.sha1, x.sha256
+                 FROM extracted_items x JOIN files f ON f.id = x.file_id
+                 WHERE (x.md5 IS NOT NULL OR x.sha1 IS NOT NULL OR x.sha256 IS NOT NULL)
+                   AND x.id > ?1 ORDER BY x.id LIMIT ?2"
             }
         };
         self.conn()?

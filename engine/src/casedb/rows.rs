@@ -15,6 +15,8 @@ pub enum ItemKind {
     Evidence,
     /// A `volumes` row.
     Volume,
+    /// An `extracted_items` row (a member of a compound file).
+    Extracted,
 }
 
 impl ItemKind {
@@ -25,7 +27,46 @@ impl ItemKind {
             ItemKind::Carved => "carved",
             ItemKind::Evidence => "evidence",
             ItemKind::Volume => "volume",
+            ItemKind::Extracted => "extracted",
         }
+    }
+}
+
+/// An `extracted_items` row: a member of a compound file (a ZIP or OOXML
+/// member, a message of a mailbox, an e-mail attachment), expanded into an
+/// item of its own as FTK's pre-processing does.
+#[derive(Debug, Clone)]
+pub struct NewExtracted {
+    /// Its id, chosen by the stage so that it does not depend on the order
+    /// workers finish in ([`NewExtracted::id_of`]).
+    pub id: i64,
+    /// The compound file on the file system.
+    pub file_id: i64,
+    /// Where in it: member names from the file down, `/`-joined.
+    pub member: String,
+    /// The member's own name.
+    pub name: String,
+    /// The container kind it came out of (`zip`, `ooxml`, `mbox`, `mail`).
+    pub container: &'static str,
+    /// Its size in bytes (decoded).
+    pub size: u64,
+    /// MD5, lower-case hex.
+    pub md5: Option<String>,
+    /// SHA-1.
+    pub sha1: Option<String>,
+    /// SHA-256.
+    pub sha256: Option<String>,
+    /// Type from its signature.
+    pub signature: Option<&'static str>,
+}
+
+impl NewExtracted {
+    /// Members kept per compound file at most (ids are `file << 20 | k`).
+    pub const MAX_PER_FILE: usize = (1 << 20) - 1;
+
+    /// The id of the `k`-th member (from 0) of file `file_id`.
+    pub fn id_of(file_id: i64, k: usize) -> i64 {
+        (file_id << 20) | (k as i64 + 1)
     }
 }
 

@@ -143,9 +143,24 @@ CREATE TABLE carved_items (
     crtime         {INT}
 );
 
+CREATE TABLE extracted_items (
+    id          {ID},
+    file_id     {INT} NOT NULL REFERENCES files(id),
+    member      TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    container   TEXT NOT NULL,
+    size        {INT} NOT NULL,
+    md5         TEXT,
+    sha1        TEXT,
+    sha256      TEXT,
+    signature   TEXT,
+    kff         TEXT
+);
+CREATE INDEX extracted_by_file ON extracted_items(file_id);
+
 CREATE TABLE hits (
     id        {ID},
-    item_kind TEXT NOT NULL CHECK (item_kind IN ('file', 'carved', 'evidence')),
+    item_kind TEXT NOT NULL CHECK (item_kind IN ('file', 'carved', 'evidence', 'extracted')),
     item_id   {INT} NOT NULL,
     kind      TEXT NOT NULL,
     name      TEXT NOT NULL,

@@ -4,8 +4,8 @@
 use super::DbError;
 use super::conn::Conn;
 use super::rows::{
-    CarvedItem, EvidenceHashes, FileDigests, HashColumn, ItemKind, KffHit, NewEvidence, NewFile,
-    NewRun, NewVolume, ProcessingError, StageRunRow, VolumeFs,
+    CarvedItem, EvidenceHashes, FileDigests, HashColumn, ItemKind, KffHit, NewEvidence,
+    NewExtracted, NewFile, NewRun, NewVolume, ProcessingError, StageRunRow, VolumeFs,
 };
 use super::value::Value;
 
@@ -33,6 +33,8 @@ pub enum Write {
     },
     /// Store a file's hashes, type and entropy.
     FileDigests(FileDigests),
+    /// Add an item extracted from a compound file; replies with its id.
+    Extracted(Box<NewExtracted>),
     /// Recompute duplicate groups by a hash column; replies with
     /// `(groups, files in groups)`.
     Duplicates(HashColumn),
@@ -95,7 +97,9 @@ impl Reply {
 }
 
 fn returning_id(conn: &mut Conn, sql: &str, params: &[Value]) -> Result<i64, DbError> {
-    conn.query_one(sql, params)?.get(0)
+    let id = conn.query_one(sql, params)?.get(0)?;
+    conn.count_inserted_row();
+    Ok(id)
 }
 
 fn problem(conn: &mut Conn, p: &ProcessingError) -> Result<(), DbError> {
@@ -297,6 +301,24 @@ impl Write {
                 )?;
                 Ok(Reply::Done)
             }
+            Write::Extracted(x) => returning_id(
+                conn,
+                "INSERT INTO extracted_items (id, file_id, member, name, container, size, md5, sha1, sha256, signature)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+                &[
+                    x.id.into(),
+                    x.file_id.into(),
+                    x.member.clone().into(),
+                    x.name.clone().into(),
+                    x.container.into(),
+                    x.size.into(),
+                    x.md5.clone().into(),
+                    x.sha1.clone().into(),
+                    x.sha256.clone().into(),
+                    x.signature.into(),
+                ],
+            )
+            .map(Reply::Id),
             Write::Duplicates(column) => duplicates(conn, *column),
             Write::Carved(c) => {
                 let m = c.meta.as_ref();
@@ -359,6 +381,10 @@ impl Write {
                     "UPDATE carved_items SET kff = NULL WHERE kff IS NOT NULL",
                     &[],
                 )?;
+                conn.execute(
+                    "UPDATE extracted_items SET kff = NULL WHERE kff IS NOT NULL",
+                    &[],
+                )?;
                 Ok(Reply::Done)
             }
             Write::Kff {
@@ -381,6 +407,7 @@ impl Write {
                 }
                 let sql = match kind {
                     ItemKind::Carved => "UPDATE carved_items SET kff = ?1 WHERE id = ?2",
+                    ItemKind::Extracted => "UPDATE extracted_items SET kff = ?1 WHERE id = ?2",
                     _ => "UPDATE files SET kff = ?1 WHERE id = ?2",
                 };
                 conn.execute(sql, &[(*verdict).into(), (*id).into()])?;

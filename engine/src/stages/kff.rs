@@ -306,9 +306,12 @@ impl Stage for Kff {
         } else {
             0
         };
+        // Members of compound files, when file-hash expanded them (the
+        // ftk4 profile): FTK's KFF checks every item.
+        let n_extracted = reader.hashed_count(HashedTable::Extracted)?;
         drop(reader);
         ctx.progress
-            .set_total(n_files + n_carved, ProgressUnit::Items);
+            .set_total(n_files + n_carved + n_extracted, ProgressUnit::Items);
         if n_files == 0 && n_carved == 0 {
             ctx.record(
                 Severity::Warning,
@@ -323,15 +326,19 @@ impl Stage for Kff {
 
         let mut files = Counts::default();
         let mut carved = Counts::default();
+        let mut extracted = Counts::default();
         if !set_names.is_empty() {
             self.pass(ctx, &mut lookups, HashedTable::Files, &mut files)?;
+            if n_extracted > 0 {
+                self.pass(ctx, &mut lookups, HashedTable::Extracted, &mut extracted)?;
+            }
             if self.carved {
                 self.pass(ctx, &mut lookups, HashedTable::Carved, &mut carved)?;
             }
         }
 
         let mut summary = StageSummary {
-            items: files.items + carved.items,
+            items: files.items + carved.items + extracted.items,
             bytes: 0,
             ..StageSummary::default()
         };
@@ -350,15 +357,26 @@ impl Stage for Kff {
         );
         d.insert("files_looked_up".into(), files.items.into());
         d.insert("carved_looked_up".into(), carved.items.into());
-        d.insert("lookups".into(), (files.lookups + carved.lookups).into());
-        d.insert("hits".into(), (files.hits + carved.hits).into());
+        if n_extracted > 0 {
+            d.insert("extracted_looked_up".into(), extracted.items.into());
+            d.insert("known_extracted".into(), extracted.known.into());
+            d.insert("notable_extracted".into(), extracted.notable.into());
+        }
+        d.insert(
+            "lookups".into(),
+            (files.lookups + carved.lookups + extracted.lookups).into(),
+        );
+        d.insert(
+            "hits".into(),
+            (files.hits + carved.hits + extracted.hits).into(),
+        );
         d.insert("known_files".into(), files.known.into());
         d.insert("notable_files".into(), files.notable.into());
         d.insert("known_carved".into(), carved.known.into());
         d.insert("notable_carved".into(), carved.notable.into());
         d.insert(
             "unusable_hashes".into(),
-            (files.bad_hashes + carved.bad_hashes).into(),
+            (files.bad_hashes + carved.bad_hashes + extracted.bad_hashes).into(),
         );
         Ok(summary)
     }

@@ -404,7 +404,8 @@ impl Chunking {
 
     fn of(profile: crate::casedb::Profile) -> Chunking {
         match profile {
-            crate::casedb::Profile::Native => Chunking::NATIVE,
+            // dtSearch, FTK's index, takes each item whole, as native does.
+            crate::casedb::Profile::Native | crate::casedb::Profile::Ftk4 => Chunking::NATIVE,
             crate::casedb::Profile::Autopsy => Chunking::AUTOPSY,
         }
     }

@@ -66,13 +66,15 @@ pub fn looks_like_mail(head: &[u8]) -> bool {
 /// Extract a message or mailbox.
 pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
     if data.starts_with(b"From ") {
-        for message in mbox_messages(data) {
+        for (k, message) in mbox_messages(data).into_iter().enumerate() {
             // Skip the envelope line.
             let body = match memchr::memchr(b'\n', message) {
                 Some(i) => &message[i + 1..],
                 None => &[][..],
             };
+            x.enter_member("mbox", &format!("message {}", k + 1), body);
             entity(x, body, depth);
+            x.leave_member();
             x.separate();
         }
     } else {
@@ -389,8 +391,11 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
             _ => {}
         }
     }
-    if let Some(name) = filename.or_else(|| param(&params, "name").map(str::to_string)) {
-        x.emit(&decode_words(&name));
+    let attachment_name = filename
+        .or_else(|| param(&params, "name").map(str::to_string))
+        .map(|name| decode_words(&name));
+    if let Some(name) = &attachment_name {
+        x.emit(name);
         x.separate();
     }
     if content_type.starts_with("multipart/") {
@@ -435,7 +440,13 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
             x.problem("messages nested too deeply; inner message not extracted");
             return;
         }
+        x.enter_member(
+            "mail",
+            attachment_name.as_deref().unwrap_or("message"),
+            &decoded,
+        );
         entity(x, &decoded, depth + 1);
+        x.leave_member();
     } else if content_type == "text/html" {
         let mut s = String::new();
         decode_charset(&decoded, param(&params, "charset"), &mut s);
@@ -451,7 +462,14 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
                 decoded.len()
             ));
         }
-        x.extract(&decoded[..decoded.len().min(cap)], depth + 1);
+        let kept = &decoded[..decoded.len().min(cap)];
+        x.enter_member(
+            "mail",
+            attachment_name.as_deref().unwrap_or("attachment"),
+            kept,
+        );
+        x.extract(kept, depth + 1);
+        x.leave_member();
     }
 }
 

@@ -150,11 +150,29 @@ pub fn sniff(head: &[u8]) -> Format {
     }
 }
 
+/// A member of a compound item as extraction meets it: a ZIP or OOXML
+/// member, a message of a mailbox, an e-mail attachment.
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'m> {
+    /// What it came out of: `zip`, `ooxml`, `mbox` or `mail`.
+    pub container: &'static str,
+    /// Its names from the item down, `/`-joined.
+    pub path: &'m str,
+    /// Its own name.
+    pub name: &'m str,
+    /// Its bytes (decoded).
+    pub data: &'m [u8],
+}
+
 /// Extraction of one item: its caps, what is left of them, and the
 /// problems met (recorded by the stage as processing errors).
 pub struct Extraction<'a> {
     limits: &'a Limits,
     sink: &'a mut dyn Sink,
+    /// Told of every member met (compound-file expansion), if set.
+    members: Option<&'a mut dyn FnMut(Member<'_>)>,
+    /// Names of the members being extracted, outermost first.
+    member_path: Vec<String>,
     expansion_left: u64,
     expansion_hit: bool,
     depth_hit: bool,
@@ -178,7 +196,48 @@ impl<'a> Extraction<'a> {
             depth_hit: false,
             problems: Vec::new(),
             text_bytes: 0,
+            members: None,
+            member_path: Vec::new(),
         }
+    }
+
+    /// Start extracting into `sink`, telling `members` of every member of
+    /// a compound item (all of an OOXML document's parts, not only those
+    /// holding text).
+    pub fn with_members(
+        limits: &'a Limits,
+        sink: &'a mut dyn Sink,
+        members: &'a mut dyn FnMut(Member<'_>),
+    ) -> Self {
+        Extraction {
+            members: Some(members),
+            ..Extraction::new(limits, sink)
+        }
+    }
+
+    /// Whether members are being listed.
+    pub fn lists_members(&self) -> bool {
+        self.members.is_some()
+    }
+
+    /// A member begins: tell the listener, and name what is met inside it
+    /// after it until [`Self::leave_member`].
+    pub fn enter_member(&mut self, container: &'static str, name: &str, data: &[u8]) {
+        self.member_path.push(name.to_string());
+        if let Some(listener) = self.members.as_mut() {
+            let path = self.member_path.join("/");
+            listener(Member {
+                container,
+                path: &path,
+                name,
+                data,
+            });
+        }
+    }
+
+    /// The member entered last has been extracted.
+    pub fn leave_member(&mut self) {
+        self.member_path.pop();
     }
 
     /// The caps in force.

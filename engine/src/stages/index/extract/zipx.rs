@@ -83,8 +83,10 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) -> Format {
             .name()
             .map(|c| c.into_owned())
             .unwrap_or_else(|_| format!("member {i}"));
-        if ooxml && !ooxml_text_part(&name) && !name.to_ascii_lowercase().starts_with("word/media")
-        {
+        let text_part =
+            !ooxml || ooxml_text_part(&name) || name.to_ascii_lowercase().starts_with("word/media");
+        // Expansion lists every part of a document; text comes from some.
+        if !text_part && !x.lists_members() {
             continue;
         }
         if !ooxml {
@@ -96,11 +98,15 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) -> Format {
             break;
         };
         drop(member);
-        if ooxml && name.to_ascii_lowercase().ends_with(".xml") {
-            markup::xml_to_text(x, &buf);
-        } else {
-            x.extract(&buf, depth + 1);
+        x.enter_member(if ooxml { "ooxml" } else { "zip" }, &name, &buf);
+        if text_part {
+            if ooxml && name.to_ascii_lowercase().ends_with(".xml") {
+                markup::xml_to_text(x, &buf);
+            } else {
+                x.extract(&buf, depth + 1);
+            }
         }
+        x.leave_member();
         x.separate();
     }
     if ooxml { Format::Ooxml } else { Format::Zip }

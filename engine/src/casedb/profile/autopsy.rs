@@ -1,33 +1,17 @@
-//! Suite profiles of the case database: how a suite's database is set up
-//! and what rows it writes for what caseload records (`--profile`,
-//! docs/profiles.md). caseload's own tables are written in every profile
-//! (the stages read them); a profile adds the suite's shape on top.
-//!
-//! `autopsy`: the case database of Autopsy's single-user cases, as The
-//! Sleuth Kit's `TskDbSqlite` (tsk/auto/tsk_db_sqlite.cpp) and `tsk_loaddb`
-//! build it: SQLite with 4 KiB pages, the rollback journal, synchronous
-//! OFF and the file grown 1 MiB at a time; an object row, a file row of
-//! TSK's columns and a layout row per data run for every file, each file
-//! after a lookup of its parent directory's object, a directory's `.` and
-//! `..` and a file's slack as rows of their own, timeline events per file
-//! time; the walk in one transaction; after hashing and type detection one
-//! UPDATE of the file row per file.
+//! The `autopsy` profile: the case database of Autopsy's single-user
+//! cases, as The Sleuth Kit's `TskDbSqlite` (tsk/auto/tsk_db_sqlite.cpp)
+//! and `tsk_loaddb` build it: SQLite with 4 KiB pages, the rollback
+//! journal, synchronous OFF and the file grown 1 MiB at a time; an object
+//! row, a file row of TSK's columns and a layout row per data run for every
+//! file, each file after a lookup of its parent directory's object, a
+//! directory's `.` and `..` and a file's slack as rows of their own,
+//! timeline events per file time; the walk in one transaction; after
+//! hashing and type detection one UPDATE of the file row per file.
 
-use super::DbError;
-use super::conn::Conn;
-use super::write::{Reply, Write};
-use serde::{Deserialize, Serialize};
-
-/// A suite profile.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// caseload's own efficient processing (the default).
-    #[default]
-    Native,
-    /// Autopsy / The Sleuth Kit's case database.
-    Autopsy,
-}
+use super::super::DbError;
+use super::super::conn::Conn;
+use super::super::write::{Reply, Write};
+use super::{file_id, split_path};
 
 /// Object ids of TSK rows: the image is object 1, volumes' file systems
 /// follow, files' objects are their caseload row ids plus this.
@@ -53,7 +37,7 @@ pub const AUTOPSY_BATCH: usize = 1_000_000;
 /// creates before loading (column lists as tsk_loaddb 4.12 writes them),
 /// plus one index for the parent lookup by path (TSK finds parents by
 /// metadata address through a cache; caseload's rows carry paths).
-const AUTOPSY_SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
 CREATE TABLE tsk_objects (obj_id INTEGER PRIMARY KEY, par_obj_id INTEGER, type INTEGER NOT NULL);
 CREATE INDEX parObjId ON tsk_objects(par_obj_id);
 CREATE TABLE tsk_image_info (obj_id INTEGER PRIMARY KEY, type INTEGER, ssize INTEGER, tzone TEXT, size INTEGER, md5 TEXT, sha1 TEXT, sha256 TEXT, display_name TEXT);
@@ -128,199 +112,169 @@ INSERT INTO tsk_event_types (event_type_id, display_name, super_type_id) VALUES 
 INSERT INTO tsk_event_types (event_type_id, display_name, super_type_id) VALUES (7, 'Changed', 1);
 ";
 
-impl Profile {
-    /// The name (`--profile`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Native => "native",
-            Profile::Autopsy => "autopsy",
+/// The rows Autopsy writes for `write` (applied, with `reply`).
+pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(), DbError> {
+    match (write, reply) {
+        (Write::Evidence(e), Reply::Id(_)) => {
+            conn.execute(
+                "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, NULL, ?2)",
+                &[1i64.into(), OBJ_IMAGE.into()],
+            )?;
+            conn.execute(
+                "INSERT INTO tsk_image_info (obj_id, type, ssize, tzone, size, display_name) VALUES (1, 0, 512, '', ?1, ?2)",
+                &[(e.media_size as i64).into(), e.path.clone().into()],
+            )?;
+            conn.execute(
+                "INSERT INTO tsk_image_names (obj_id, name, sequence) VALUES (1, ?1, 0)",
+                &[e.path.clone().into()],
+            )?;
+            conn.execute(
+                "INSERT INTO data_source_info (obj_id, device_id, time_zone) VALUES (1, ?1, '')",
+                &[e.path.clone().into()],
+            )?;
         }
-    }
-
-    /// The profile's own tables, created with caseload's.
-    pub(crate) fn schema(self) -> Option<&'static str> {
-        match self {
-            Profile::Native => None,
-            Profile::Autopsy => Some(AUTOPSY_SCHEMA),
+        (Write::Volume(v), Reply::Id(id)) => {
+            let obj = FS_OBJ_BASE + id;
+            conn.execute(
+                "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, 1, ?2)",
+                &[obj.into(), OBJ_FS.into()],
+            )?;
+            conn.execute(
+                "INSERT INTO tsk_fs_info (obj_id, data_source_obj_id, img_offset, fs_type, block_size, block_count, root_inum, first_inum, last_inum, display_name)
+                 VALUES (?1, 1, ?2, 0, 512, ?3, 0, 0, 0, ?4)",
+                &[
+                    obj.into(),
+                    (v.offset as i64).into(),
+                    ((v.length / 512) as i64).into(),
+                    v.description.clone().into(),
+                ],
+            )?;
         }
-    }
-
-    /// After `write` was applied (with `reply`): the rows the suite writes
-    /// for the same record.
-    pub(crate) fn after(
-        self,
-        write: &Write,
-        reply: &Reply,
-        conn: &mut Conn,
-    ) -> Result<(), DbError> {
-        if self == Profile::Native {
-            return Ok(());
-        }
-        match (write, reply) {
-            (Write::Evidence(e), Reply::Id(_)) => {
-                conn.execute(
-                    "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, NULL, ?2)",
-                    &[1i64.into(), OBJ_IMAGE.into()],
-                )?;
-                conn.execute(
-                    "INSERT INTO tsk_image_info (obj_id, type, ssize, tzone, size, display_name) VALUES (1, 0, 512, '', ?1, ?2)",
-                    &[(e.media_size as i64).into(), e.path.clone().into()],
-                )?;
-                conn.execute(
-                    "INSERT INTO tsk_image_names (obj_id, name, sequence) VALUES (1, ?1, 0)",
-                    &[e.path.clone().into()],
-                )?;
-                conn.execute(
-                    "INSERT INTO data_source_info (obj_id, device_id, time_zone) VALUES (1, ?1, '')",
-                    &[e.path.clone().into()],
-                )?;
-            }
-            (Write::Volume(v), Reply::Id(id)) => {
-                let obj = FS_OBJ_BASE + id;
-                conn.execute(
-                    "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, 1, ?2)",
-                    &[obj.into(), OBJ_FS.into()],
-                )?;
-                conn.execute(
-                    "INSERT INTO tsk_fs_info (obj_id, data_source_obj_id, img_offset, fs_type, block_size, block_count, root_inum, first_inum, last_inum, display_name)
-                     VALUES (?1, 1, ?2, 0, 512, ?3, 0, 0, 0, ?4)",
-                    &[
-                        obj.into(),
-                        (v.offset as i64).into(),
-                        ((v.length / 512) as i64).into(),
-                        v.description.clone().into(),
-                    ],
-                )?;
-            }
-            (Write::File { file: f, .. }, reply) => {
-                // A file with parse errors replies with its id (its error
-                // rows were inserted after it).
-                let id = match reply {
-                    Reply::Id(id) => *id,
-                    _ => conn.last_insert_id()?,
-                };
-                let obj = FILE_OBJ_BASE + id;
-                let fs_obj = FS_OBJ_BASE + f.volume_id;
-                let (parent_path, _) = split_path(&f.path);
-                // The parent directory's object: TSK looks it up for every
-                // file it adds (the root's parent is the file system).
-                let parent = match parent_path.trim_end_matches('/').rsplit_once('/') {
-                    Some((grand, name)) if !name.is_empty() => conn
-                        .query(
-                            "SELECT obj_id FROM tsk_files WHERE fs_obj_id = ?1 AND parent_path = ?2 AND name = ?3 LIMIT 1",
-                            &[fs_obj.into(), format!("{grand}/").into(), name.to_string().into()],
-                        )?
-                        .into_iter()
-                        .next()
-                        .and_then(|mut r| r.get::<i64>(0).ok()),
-                    _ => None,
-                };
-                conn.execute(
-                    "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, ?2, ?3)",
-                    &[obj.into(), parent.unwrap_or(fs_obj).into(), OBJ_FILE.into()],
-                )?;
-                let dir = matches!(f.kind, "directory" | "virtual-directory");
-                let [mtime, atime, ctime, crtime] = f.times;
-                let meta_addr: Option<i64> = f
-                    .meta_addr
-                    .split(|c: char| !c.is_ascii_digit())
+        (Write::File { file: f, .. }, reply) => {
+            // A file with parse errors replies with its id (its error
+            // rows were inserted after it).
+            let id = file_id(reply, conn)?;
+            let obj = FILE_OBJ_BASE + id;
+            let fs_obj = FS_OBJ_BASE + f.volume_id;
+            let (parent_path, _) = split_path(&f.path);
+            // The parent directory's object: TSK looks it up for every
+            // file it adds (the root's parent is the file system).
+            let parent = match parent_path.trim_end_matches('/').rsplit_once('/') {
+                Some((grand, name)) if !name.is_empty() => conn
+                    .query(
+                        "SELECT obj_id FROM tsk_files WHERE fs_obj_id = ?1 AND parent_path = ?2 AND name = ?3 LIMIT 1",
+                        &[fs_obj.into(), format!("{grand}/").into(), name.to_string().into()],
+                    )?
+                    .into_iter()
                     .next()
-                    .and_then(|d| d.parse().ok());
-                let runs = f.content.runs().map(|r| r.data_runs()).unwrap_or_default();
-                let extension = f
-                    .name
-                    .rsplit_once('.')
-                    .map(|(_, e)| e.to_ascii_lowercase())
-                    .filter(|e| !e.is_empty() && e.len() <= 10);
-                let row = TskFile {
-                    obj,
-                    fs_obj,
-                    name: f.name.clone(),
-                    meta_addr,
-                    kind: if dir { TskKind::Dir } else { TskKind::File },
-                    allocated: f.allocated,
-                    size: f.size,
-                    times: f.times,
-                    parent_path: parent_path.to_string(),
-                    extension,
-                };
-                row.insert(conn, &runs)?;
-                // The timeline: a description of the file and an event per
-                // time it has (TSK's modified/accessed/created/changed).
-                let times = [(4i64, mtime), (5, atime), (6, crtime), (7, ctime)];
-                if times.iter().any(|(_, t)| t.is_some()) {
-                    let description = format!("{parent_path}{}", f.name);
-                    conn.execute(
-                        "INSERT INTO tsk_event_descriptions (full_description, med_description, short_description, data_source_obj_id, content_obj_id, artifact_id, hash_hit, tagged)
-                         VALUES (?1, NULL, NULL, 1, ?2, NULL, 0, 0)",
-                        &[description.into(), obj.into()],
-                    )?;
-                    let described = conn.last_insert_id()?;
-                    for (event_type, t) in times {
-                        if let Some(t) = t {
-                            conn.execute(
-                                "INSERT OR IGNORE INTO tsk_events (event_type_id, event_description_id, time) VALUES (?1, ?2, ?3)",
-                                &[event_type.into(), described.into(), t.into()],
-                            )?;
-                        }
-                    }
-                }
-                // What TSK lists beside: a directory's `.` and `..`, a
-                // file's slack as a file of its own.
-                let extra = |k: i64| EXTRA_OBJ_BASE + 4 * id + k;
-                if dir {
-                    let inside = format!("{parent_path}{}/", f.name);
-                    for (k, name) in [(1, "."), (2, "..")] {
+                    .and_then(|mut r| r.get::<i64>(0).ok()),
+                _ => None,
+            };
+            conn.execute(
+                "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, ?2, ?3)",
+                &[obj.into(), parent.unwrap_or(fs_obj).into(), OBJ_FILE.into()],
+            )?;
+            let dir = matches!(f.kind, "directory" | "virtual-directory");
+            let [mtime, atime, ctime, crtime] = f.times;
+            let meta_addr: Option<i64> = f
+                .meta_addr
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|d| d.parse().ok());
+            let runs = f.content.runs().map(|r| r.data_runs()).unwrap_or_default();
+            let extension = f
+                .name
+                .rsplit_once('.')
+                .map(|(_, e)| e.to_ascii_lowercase())
+                .filter(|e| !e.is_empty() && e.len() <= 10);
+            let row = TskFile {
+                obj,
+                fs_obj,
+                name: f.name.clone(),
+                meta_addr,
+                kind: if dir { TskKind::Dir } else { TskKind::File },
+                allocated: f.allocated,
+                size: f.size,
+                times: f.times,
+                parent_path: parent_path.to_string(),
+                extension,
+            };
+            row.insert(conn, &runs)?;
+            // The timeline: a description of the file and an event per
+            // time it has (TSK's modified/accessed/created/changed).
+            let times = [(4i64, mtime), (5, atime), (6, crtime), (7, ctime)];
+            if times.iter().any(|(_, t)| t.is_some()) {
+                let description = format!("{parent_path}{}", f.name);
+                conn.execute(
+                    "INSERT INTO tsk_event_descriptions (full_description, med_description, short_description, data_source_obj_id, content_obj_id, artifact_id, hash_hit, tagged)
+                     VALUES (?1, NULL, NULL, 1, ?2, NULL, 0, 0)",
+                    &[description.into(), obj.into()],
+                )?;
+                let described = conn.last_insert_id()?;
+                for (event_type, t) in times {
+                    if let Some(t) = t {
                         conn.execute(
-                            "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, ?2, ?3)",
-                            &[extra(k).into(), obj.into(), OBJ_FILE.into()],
+                            "INSERT OR IGNORE INTO tsk_events (event_type_id, event_description_id, time) VALUES (?1, ?2, ?3)",
+                            &[event_type.into(), described.into(), t.into()],
                         )?;
-                        TskFile {
-                            obj: extra(k),
-                            name: name.to_string(),
-                            parent_path: inside.clone(),
-                            extension: None,
-                            ..row.clone()
-                        }
-                        .insert(conn, &[])?;
                     }
                 }
-                let slack = f.slack.as_ref().map(|s| s.data_runs()).unwrap_or_default();
-                if !slack.is_empty() {
+            }
+            // What TSK lists beside: a directory's `.` and `..`, a
+            // file's slack as a file of its own.
+            let extra = |k: i64| EXTRA_OBJ_BASE + 4 * id + k;
+            if dir {
+                let inside = format!("{parent_path}{}/", f.name);
+                for (k, name) in [(1, "."), (2, "..")] {
                     conn.execute(
                         "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, ?2, ?3)",
-                        &[
-                            extra(3).into(),
-                            parent.unwrap_or(fs_obj).into(),
-                            OBJ_FILE.into(),
-                        ],
+                        &[extra(k).into(), obj.into(), OBJ_FILE.into()],
                     )?;
                     TskFile {
-                        obj: extra(3),
-                        name: format!("{}-slack", f.name),
-                        kind: TskKind::Slack,
-                        size: slack.iter().map(|(_, l)| l).sum(),
-                        ..row
+                        obj: extra(k),
+                        name: name.to_string(),
+                        parent_path: inside.clone(),
+                        extension: None,
+                        ..row.clone()
                     }
-                    .insert(conn, &slack)?;
+                    .insert(conn, &[])?;
                 }
             }
-            (Write::FileDigests(d), _) => {
-                // Autopsy's hash lookup and file type modules each update the
-                // file's row; caseload records both results at once.
+            let slack = f.slack.as_ref().map(|s| s.data_runs()).unwrap_or_default();
+            if !slack.is_empty() {
                 conn.execute(
-                    "UPDATE tsk_files SET md5 = ?1, mime_type = ?2, known = 0 WHERE obj_id = ?3",
+                    "INSERT INTO tsk_objects (obj_id, par_obj_id, type) VALUES (?1, ?2, ?3)",
                     &[
-                        d.md5.clone().into(),
-                        d.signature.into(),
-                        (FILE_OBJ_BASE + d.file_id).into(),
+                        extra(3).into(),
+                        parent.unwrap_or(fs_obj).into(),
+                        OBJ_FILE.into(),
                     ],
                 )?;
+                TskFile {
+                    obj: extra(3),
+                    name: format!("{}-slack", f.name),
+                    kind: TskKind::Slack,
+                    size: slack.iter().map(|(_, l)| l).sum(),
+                    ..row
+                }
+                .insert(conn, &slack)?;
             }
-            _ => {}
         }
-        Ok(())
+        (Write::FileDigests(d), _) => {
+            // Autopsy's hash lookup and file type modules each update the
+            // file's row; caseload records both results at once.
+            conn.execute(
+                "UPDATE tsk_files SET md5 = ?1, mime_type = ?2, known = 0 WHERE obj_id = ?3",
+                &[
+                    d.md5.clone().into(),
+                    d.signature.into(),
+                    (FILE_OBJ_BASE + d.file_id).into(),
+                ],
+            )?;
+        }
+        _ => {}
     }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,39 +345,5 @@ impl TskFile {
             )?;
         }
         Ok(())
-    }
-}
-
-/// `("/dir/sub/", "name")` of `/dir/sub/name` (TSK's parent_path keeps
-/// the trailing slash).
-fn split_path(path: &str) -> (&str, &str) {
-    match path.rfind('/') {
-        Some(i) => (&path[..=i], &path[i + 1..]),
-        None => ("/", path),
-    }
-}
-
-impl std::str::FromStr for Profile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "native" => Ok(Profile::Native),
-            "autopsy" => Ok(Profile::Autopsy),
-            other => Err(format!("unknown profile `{other}` (native, autopsy)")),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_split_like_tsk_parent_paths() {
-        assert_eq!(split_path("/a/b/c.txt"), ("/a/b/", "c.txt"));
-        assert_eq!(split_path("/c.txt"), ("/", "c.txt"));
-        assert_eq!(split_path("c.txt"), ("/", "c.txt"));
-        assert_eq!("autopsy".parse::<Profile>().unwrap(), Profile::Autopsy);
-        assert!("ftk".parse::<Profile>().is_err());
     }
 }

@@ -8,6 +8,12 @@
 //! channel's real, mostly non-sequential, pattern. Workers on all threads
 //! each take whole files, so results do not depend on the thread count; each
 //! file's results are one queued UPDATE on the database channel.
+//!
+//! With `expand` (the ftk4 profile's default), compound files (ZIP, OOXML,
+//! mailboxes, e-mail) are expanded into their members, each hashed and
+//! recorded as an item of its own ([`expand`]).
+
+mod expand;
 
 use super::StageSpec;
 use crate::casedb::{DISK_START, FileDigests, HashColumn, ItemKind, Reply, StoredContent, Write};
@@ -47,6 +53,8 @@ struct Options {
     entropy: bool,
     #[serde(default = "yes")]
     duplicates: bool,
+    /// Expand compound files (default: the profile's choice).
+    expand: Option<bool>,
 }
 
 fn default_algorithms() -> Vec<Algorithm> {
@@ -72,6 +80,7 @@ fn build(options: &StageOptions) -> Result<Box<dyn Stage>, StageError> {
         signature: o.signature,
         entropy: o.entropy,
         duplicates: o.duplicates,
+        expand: o.expand,
     }))
 }
 
@@ -84,7 +93,11 @@ pub struct FileHash {
     signature: bool,
     entropy: bool,
     duplicates: bool,
+    expand: Option<bool>,
 }
+
+/// Largest compound file expanded (its bytes are held to be parsed).
+const EXPAND_MAX: u64 = 32 << 20;
 
 /// One file to process, as read from the files table.
 struct Job {
@@ -106,6 +119,10 @@ struct Outcome {
     signature: Option<&'static str>,
     mismatch: Option<bool>,
     entropy: Option<f64>,
+    /// The content of a compound file to expand.
+    compound: Option<Vec<u8>>,
+    /// A compound file larger than [`EXPAND_MAX`].
+    compound_too_large: bool,
 }
 
 struct Hashers {
@@ -115,11 +132,17 @@ struct Hashers {
     histogram: Option<signature::ByteHistogram>,
     head: Vec<u8>,
     want_head: bool,
+    /// The content so far while it may be a compound file to expand.
+    keep: Option<Vec<u8>>,
+    /// A compound file too large to expand.
+    too_large: bool,
 }
 
 impl Hashers {
-    fn new(stage: &FileHash, is_file: bool) -> Self {
+    fn new(stage: &FileHash, is_file: bool, keep: Option<Vec<u8>>) -> Self {
         Hashers {
+            keep,
+            too_large: false,
             md5: stage.md5.then(md5::Md5::new),
             sha1: stage.sha1.then(sha1::Sha1::new),
             sha256: stage.sha256.then(sha2::Sha256::new),
@@ -141,6 +164,18 @@ impl Hashers {
         }
         if let Some(hist) = &mut self.histogram {
             hist.add(data);
+        }
+        if let Some(keep) = &mut self.keep {
+            // Decided by the first bytes: only compound files are kept, and
+            // only up to the cap.
+            if keep.is_empty() && !data.is_empty() && !expand::is_compound(data) {
+                self.keep = None;
+            } else if (keep.len() + data.len()) as u64 > EXPAND_MAX {
+                self.keep = None;
+                self.too_large = true;
+            } else {
+                keep.extend_from_slice(data);
+            }
         }
         if self.want_head && self.head.len() < signature::HEAD_LEN {
             let take = (signature::HEAD_LEN - self.head.len()).min(data.len());
@@ -164,6 +199,8 @@ impl Hashers {
                 None
             },
             entropy: self.histogram.map(|h| h.entropy()),
+            compound: self.keep.filter(|k| !k.is_empty()),
+            compound_too_large: self.too_large,
         }
     }
 }
@@ -177,8 +214,9 @@ impl FileHash {
         ctx: &StageContext<'_>,
         job: &Job,
         buf: &mut [u8],
+        keep: Option<Vec<u8>>,
     ) -> Result<Outcome, SourceError> {
-        let mut hashers = Hashers::new(self, job.is_file);
+        let mut hashers = Hashers::new(self, job.is_file, keep);
         match &job.content {
             StoredContent::Compressed {
                 runs,
@@ -262,6 +300,58 @@ impl FileHash {
     }
 }
 
+/// What expansion did, over all workers.
+#[derive(Default)]
+struct Expanded {
+    files: AtomicU64,
+    items: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl FileHash {
+    /// Expand a compound file's content into items, each a queued write.
+    fn expand_file(
+        &self,
+        ctx: &StageContext<'_>,
+        job: &Job,
+        data: &[u8],
+        scratch: &str,
+        expanded: &Expanded,
+    ) {
+        let wanted = expand::Wanted {
+            md5: self.md5,
+            sha1: self.sha1,
+            sha256: self.sha256,
+        };
+        let x = expand::expand(data, job.id, wanted, ctx.temp, scratch);
+        expanded.files.fetch_add(1, Ordering::Relaxed);
+        expanded
+            .items
+            .fetch_add(x.members.len() as u64, Ordering::Relaxed);
+        expanded.bytes.fetch_add(x.bytes, Ordering::Relaxed);
+        for member in x.members {
+            let _ = ctx.db.writer().exec(Write::Extracted(Box::new(member)));
+        }
+        for message in x.problems {
+            warn_file(ctx, job, format!("expanding the compound file: {message}"));
+        }
+    }
+}
+
+/// Record a warning about a file (a worker goes on with the next).
+fn warn_file(ctx: &StageContext<'_>, job: &Job, message: String) {
+    let _ = ctx.record(
+        Severity::Warning,
+        Problem {
+            item_kind: Some(ItemKind::File),
+            item_id: Some(job.id),
+            path: Some(job.path.clone()),
+            message,
+            ..Problem::default()
+        },
+    );
+}
+
 impl Stage for FileHash {
     fn name(&self) -> &'static str {
         "file-hash"
@@ -288,34 +378,52 @@ impl Stage for FileHash {
         let failed = AtomicU64::new(0);
         let (tx, rx) = bounded::<Job>(256);
         let workers = ctx.threads.max(1);
+        let expand = self
+            .expand
+            .unwrap_or_else(|| ctx.db.options().profile.expands_compound_files());
+        let expanded = Expanded::default();
+        if expand {
+            ctx.temp.create_dir("ADTemp")?;
+        }
         let feed_result: Result<(), StageError> = std::thread::scope(|scope| {
-            for _ in 0..workers {
+            for worker in 0..workers {
                 let rx = rx.clone();
                 let (hashed, bytes, mismatches, failed) = (&hashed, &bytes, &mismatches, &failed);
+                let expanded = &expanded;
                 scope.spawn(move || {
                     let mut buf = vec![0u8; READ_SIZE];
+                    // The compound-file buffer, reused from file to file.
+                    let mut spare: Vec<u8> = Vec::new();
+                    let scratch = format!("ADTemp/expand-{worker}");
                     for job in rx {
                         if ctx.cancel.load(Ordering::Relaxed) {
                             continue;
                         }
                         if let StoredContent::Encoded { encoding, .. } = &job.content {
                             failed.fetch_add(1, Ordering::Relaxed);
-                            let _ = ctx.record(
-                                Severity::Warning,
-                                Problem {
-                                    item_kind: Some(ItemKind::File),
-                                    item_id: Some(job.id),
-                                    path: Some(job.path.clone()),
-                                    message: format!(
-                                        "content is stored {encoding}; not decoded, so not hashed"
-                                    ),
-                                    ..Problem::default()
-                                },
+                            warn_file(
+                                ctx,
+                                &job,
+                                format!("content is stored {encoding}; not decoded, so not hashed"),
                             );
                             continue;
                         }
-                        match self.process(ctx, &job, &mut buf) {
-                            Ok(o) => {
+                        let keep = (expand && job.is_file).then(|| {
+                            spare.clear();
+                            std::mem::take(&mut spare)
+                        });
+                        match self.process(ctx, &job, &mut buf, keep) {
+                            Ok(mut o) => {
+                                if let Some(data) = o.compound.take() {
+                                    self.expand_file(ctx, &job, &data, &scratch, expanded);
+                                    spare = data;
+                                } else if o.compound_too_large {
+                                    warn_file(
+                                        ctx,
+                                        &job,
+                                        format!("compound file larger than {EXPAND_MAX} bytes: hashed, not expanded"),
+                                    );
+                                }
                                 hashed.fetch_add(1, Ordering::Relaxed);
                                 bytes.fetch_add(job.size, Ordering::Relaxed);
                                 if o.mismatch == Some(true) {
@@ -438,6 +546,22 @@ impl Stage for FileHash {
         summary
             .details
             .insert("files_hashed".into(), summary.items.into());
+        if expand {
+            let d = &mut summary.details;
+            d.insert(
+                "compound_files".into(),
+                expanded.files.load(Ordering::Relaxed).into(),
+            );
+            d.insert(
+                "extracted_items".into(),
+                expanded.items.load(Ordering::Relaxed).into(),
+            );
+            d.insert(
+                "extracted_bytes".into(),
+                expanded.bytes.load(Ordering::Relaxed).into(),
+            );
+            let _ = ctx.temp.remove_all("ADTemp");
+        }
         summary.details.insert(
             "files_not_hashed".into(),
             failed.load(Ordering::Relaxed).into(),
