@@ -205,3 +205,149 @@ fn a_workload_s_profile_applies_unless_the_command_line_says_otherwise() {
     assert_eq!(profile_of(&[]), "autopsy");
     assert_eq!(profile_of(&["--profile", "native"]), "native");
 }
+
+/// The bytes of a manifest file, read from the raw image along its extents.
+fn file_bytes(image: &Path, f: &caseload_corpus::manifest::FileEntry) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let disk = std::fs::File::open(image).unwrap();
+    let mut out = Vec::new();
+    for e in &f.extents {
+        let mut buf = vec![0u8; e.length as usize];
+        disk.read_exact_at(&mut buf, e.offset).unwrap();
+        out.extend_from_slice(&buf);
+    }
+    out.truncate(f.size as usize);
+    out
+}
+
+/// `unzip` (the oracle) on an archive's bytes: each file member's name and
+/// MD5 (extracted whole: unzip reads names given to it as patterns).
+fn unzip_members(dir: &Path, data: &[u8]) -> Vec<(String, String)> {
+    let archive = dir.join("archive.zip");
+    let out = dir.join("members");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::write(&archive, data).unwrap();
+    let list = common::run_ok(std::process::Command::new("unzip").arg("-Z1").arg(&archive));
+    common::run_ok(
+        std::process::Command::new("unzip")
+            .args(["-qq", "-o"])
+            .arg(&archive)
+            .arg("-d")
+            .arg(&out),
+    );
+    String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|n| !n.ends_with('/'))
+        .map(|name| {
+            let bytes = std::fs::read(out.join(name)).unwrap();
+            (name.to_string(), common::md5_hex(&bytes))
+        })
+        .collect()
+}
+
+/// `--profile ftk4` on PostgreSQL: compound files are expanded into items
+/// whose names and hashes are the corpus manifest's attachments and
+/// `unzip`'s members; every file, member and carved item is an FTK item
+/// with properties, found under its parent; the KFF looks members up;
+/// caseload's own file rows are the native run's.
+#[test]
+fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
+    let test = "ftk4_profile_expands_compound_files_into_items_on_postgres";
+    if !common::have_postgres(test) || !common::have_tool(test, "unzip") {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, manifest) = common::corpus(
+        &work.path().join("ev"),
+        &["--size", "32MiB", "--seed", "3"],
+    );
+    let case = work.path().join("ftk4");
+    std::fs::create_dir_all(&case).unwrap();
+    let out = common::run_ok(
+        common::stage_run("filesystem,file-hash,carve", &image, &case, &[])
+            .args(["--profile", "ftk4", "--json"]),
+    );
+    common::assert_no_server_left(work.path());
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["database"]["options"]["profile"], "ftk4");
+    assert_eq!(run["database"]["backend"], "postgres", "{}", run["database"]);
+    let hashing = &run["stages"][1];
+    let details = &hashing["summary"]["details"];
+
+    let report = caseload_engine::run::load_run_json(&case).unwrap();
+    let mut opened = caseload_engine::casedb::open_case(&report.database, None).unwrap();
+    let reader = opened.reader();
+    let members = reader.extracted_items().unwrap();
+    assert_eq!(
+        details["extracted_items"].as_u64(),
+        Some(members.len() as u64)
+    );
+
+    // Ground truth: the manifest's attachments, unzip's members, for every
+    // intact live file.
+    let scratch = tempfile::tempdir().unwrap();
+    let (mut attachments, mut zip_members) = (0, 0);
+    for f in manifest.files.iter().filter(|f| f.allocated && f.intact) {
+        // caseload's paths are relative to the volume's root.
+        let path = f.path.trim_start_matches('/');
+        let of_file: Vec<_> = members.iter().filter(|m| m.file_path == path).collect();
+        for a in &f.attachments {
+            attachments += 1;
+            assert!(
+                of_file.iter().any(|m| m.name == a.name
+                    && m.container == "mail"
+                    && m.md5.as_deref() == Some(&a.md5)
+                    && m.sha1.as_deref() == Some(&a.sha1)),
+                "{path}: attachment {} (md5 {}) not among {of_file:#?}",
+                a.name,
+                a.md5
+            );
+        }
+        let name = f.name.to_ascii_lowercase();
+        if [".zip", ".docx", ".xlsx"].iter().any(|e| name.ends_with(e)) {
+            for (member, md5) in unzip_members(scratch.path(), &file_bytes(&image, f)) {
+                zip_members += 1;
+                assert!(
+                    of_file
+                        .iter()
+                        .any(|m| m.member == member && m.md5.as_deref() == Some(&md5)),
+                    "{path}: member {member} (md5 {md5}) not among {of_file:#?}"
+                );
+            }
+        }
+    }
+    eprintln!(
+        "{test}: {} members found; {attachments} manifest attachments and {zip_members} unzip members among them",
+        members.len()
+    );
+    assert!(attachments > 0 && zip_members > 0, "the corpus has compound files");
+
+    // Every file, member and carved item is an FTK item with properties.
+    let files = reader.row_count("files").unwrap();
+    let carved = reader.row_count("carved_items").unwrap();
+    let items = reader.row_count("ftk_items").unwrap();
+    // The evidence and its volumes are items too.
+    assert!(
+        items >= files + members.len() as u64 + carved + 2,
+        "{items} items for {files} files, {} members, {carved} carved",
+        members.len()
+    );
+    let properties = reader.row_count("ftk_item_properties").unwrap();
+    assert!(properties >= 3 * items, "{properties} properties, {items} items");
+    drop(opened);
+    common::assert_no_server_left(work.path());
+
+    // Small transactions: the walk commits every few writes.
+    let walk = &run["stages"][0]["database_work"];
+    let (writes, txns) = (
+        walk["writes"].as_u64().unwrap(),
+        walk["transactions"].as_u64().unwrap(),
+    );
+    assert!(txns * 10 >= writes, "{writes} writes in {txns} transactions");
+    // The members went through the temp channel (ADTemp).
+    let temp = &hashing["channels"]["temp"];
+    let extracted = details["extracted_bytes"].as_u64().unwrap();
+    for figure in ["bytes_written", "bytes_read"] {
+        assert_eq!(temp[figure].as_u64(), Some(extracted), "{temp}");
+    }
+}

@@ -29,7 +29,7 @@ mod writer;
 pub use conn::Dialect;
 pub use extents::{Extents, ExtentsError, Run};
 pub use profile::Profile;
-pub use read::{CaseReader, HashedTable, PAGE};
+pub use read::{CaseReader, ExtractedListing, HashedTable, PAGE};
 pub use rows::{
     CarvedContent, CarvedItem, CarvedMeta, DISK_START, DiskKey, EvidenceHashes, FileContent,
     FileDigests, FileSlack, HashColumn, HashedItem, ItemKind, KffHit, ListedFile, NewEvidence,

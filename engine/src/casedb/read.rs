@@ -123,6 +123,41 @@ impl CaseReader {
         Ok((r.get(0)?, r.get(1)?))
     }
 
+    /// Rows of `table`, one of caseload's tables or a profile's (its name
+    /// is checked, letters and underscores only, and must exist).
+    pub fn row_count(&mut self, table: &str) -> Result<u64, DbError> {
+        if table.is_empty() || !table.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            return Err(DbError::Writer(format!("`{table}` is not a table name")));
+        }
+        self.count(&format!("SELECT count(*) FROM {table}"))
+    }
+
+    /// Members of compound files (schema 3 and later), in id order: the
+    /// compound file's path, then the member's path in it, name,
+    /// container kind, size, MD5 and SHA-1.
+    pub fn extracted_items(&mut self) -> Result<Vec<ExtractedListing>, DbError> {
+        self.conn()?
+            .query(
+                "SELECT f.path, x.member, x.name, x.container, x.size, x.md5, x.sha1, x.kff
+                 FROM extracted_items x JOIN files f ON f.id = x.file_id ORDER BY x.id",
+                &[],
+            )?
+            .into_iter()
+            .map(|mut r| {
+                Ok(ExtractedListing {
+                    file_path: r.get(0)?,
+                    member: r.get(1)?,
+                    name: r.get(2)?,
+                    container: r.get(3)?,
+                    size: r.get(4)?,
+                    md5: r.get(5)?,
+                    sha1: r.get(6)?,
+                    kff: r.get(7)?,
+                })
+            })
+            .collect()
+    }
+
     /// The case's `meta.schema_version`.
     pub fn schema_version(&mut self) -> Result<String, DbError> {
         self.conn()?
@@ -524,4 +559,25 @@ impl CaseReader {
             (None, r) => r.map_err(E::from),
         }
     }
+}
+
+/// A member of a compound file as [`CaseReader::extracted_items`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedListing {
+    /// The compound file's path.
+    pub file_path: String,
+    /// The member's path inside it.
+    pub member: String,
+    /// Its name.
+    pub name: String,
+    /// `zip`, `ooxml`, `mbox` or `mail`.
+    pub container: String,
+    /// Bytes.
+    pub size: u64,
+    /// MD5.
+    pub md5: Option<String>,
+    /// SHA-1.
+    pub sha1: Option<String>,
+    /// KFF verdict.
+    pub kff: Option<String>,
 }

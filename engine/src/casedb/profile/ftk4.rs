@@ -19,7 +19,7 @@ use super::{file_id, split_path};
 /// Writes per transaction. *Calibrated* (docs/profiles.md): FTK commits
 /// processed items in small groups, so that the base system's database
 /// disk, not its evidence disk, bounds pre-processing as the study found.
-pub const FTK4_BATCH: usize = 8;
+pub const FTK4_BATCH: usize = 2;
 
 /// Item ids: a file's is its caseload row id; others are their row id in
 /// their own range.

@@ -447,12 +447,21 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
         );
         entity(x, &decoded, depth + 1);
         x.leave_member();
-    } else if content_type == "text/html" {
-        let mut s = String::new();
-        decode_charset(&decoded, param(&params, "charset"), &mut s);
-        markup::html_to_text(x, &s);
     } else if content_type.starts_with("text/") {
-        text_body(x, &decoded, param(&params, "charset"));
+        // A named text part is an attached file as well as text.
+        if let Some(name) = &attachment_name {
+            x.enter_member("mail", name, &decoded);
+        }
+        if content_type == "text/html" {
+            let mut s = String::new();
+            decode_charset(&decoded, param(&params, "charset"), &mut s);
+            markup::html_to_text(x, &s);
+        } else {
+            text_body(x, &decoded, param(&params, "charset"));
+        }
+        if attachment_name.is_some() {
+            x.leave_member();
+        }
     } else {
         // An attachment: extract it as an item of its own format.
         let cap = x.member_cap(depth + 1);
