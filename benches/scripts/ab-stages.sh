@@ -6,7 +6,8 @@
 # channel's read operations (median run).
 #
 # Usage: benches/scripts/ab-stages.sh EVIDENCE BIN_A BIN_B [BIN_C ...] [-- RUN ARGS...]
-#   RUN ARGS default to: --workload ftk4-default --cache cold
+#   RUN ARGS default to: --workload ftk4-default --profile native --cache cold
+#   (binaries older than 04df65f have no --profile: give RUN ARGS without it)
 # Environment:
 #   RUNS     runs per binary (default 5)
 #   WORK     scratch directory (default: a new one under ${TMPDIR:-/tmp})
@@ -25,7 +26,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "${1:-}" = "--" ] && shift
 args=("$@")
-[ ${#args[@]} -eq 0 ] && args=(--workload ftk4-default --cache cold)
+[ ${#args[@]} -eq 0 ] && args=(--workload ftk4-default --profile native --cache cold)
 RUNS=${RUNS:-5}
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/ab-stages.XXXXXX")}
 mkdir -p "$WORK/runs"

@@ -20,6 +20,8 @@
 #   CASELOAD      use this caseload binary instead of building one
 #   OLD_CASELOAD  also run this (older) binary on SQLite
 #   WORKLOAD      workload (default ftk4-default)
+#   PROFILE       suite profile (default native: the engines compared on
+#                 caseload's own writes; ftk4 runs on PostgreSQL only)
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -27,6 +29,7 @@ SIZE=${SIZE:-2GiB}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-$(nproc)}
 WORKLOAD=${WORKLOAD:-ftk4-default}
+PROFILE=${PROFILE:-native}
 
 for tool in python3; do
     if ! command -v "$tool" >/dev/null; then
@@ -61,7 +64,7 @@ run_one() { # config round
         postgres) extra=(--db-engine postgres) ;;
         old) bin=$OLD_CASELOAD ;;
     esac
-    "$bin" run --evidence "$EV/image.dd" --workload "$WORKLOAD" \
+    "$bin" run --evidence "$EV/image.dd" --workload "$WORKLOAD" --profile "$PROFILE" \
         --hashset "known=$EV/NSRLFile.txt" --hashset "notable=$EV/notable.md5" \
         --database "$dir" --case "$dir" --temp "$dir" --threads "$THREADS" \
         --cache cold --force --json "${extra[@]}" >"$WORK/runs/$c-$r.json" 2>"$WORK/runs/$c-$r.err" || {

@@ -21,6 +21,7 @@
 #   RBPS        read bytes/s of the modelled drive (default 150000000)
 #   RIOPS       read requests/s (default 200)
 #   WORKLOAD    workload (default ftk4-default)
+#   PROFILE     suite profile (default native, SQLite in the run's directory)
 #   FILL        also a corpus with this share of content (e.g. 0.25)
 #   CASELOAD    use this caseload binary instead of building one
 #   EXTRA       extra `caseload run` flags (e.g. "--read-run 32KiB")
@@ -32,6 +33,7 @@ RUNS=${RUNS:-3}
 RBPS=${RBPS:-150000000}
 RIOPS=${RIOPS:-200}
 WORKLOAD=${WORKLOAD:-ftk4-default}
+PROFILE=${PROFILE:-native}
 EXTRA=${EXTRA:-}
 
 if [ "$(id -u)" != 0 ]; then
@@ -113,7 +115,7 @@ for r in $(seq 1 "$RUNS"); do
             # The run moves itself into the throttled cgroup, then runs.
             # shellcheck disable=SC2086
             ( echo $BASHPID > "$CG/cgroup.procs"
-              exec "$CASELOAD" run --evidence "$MNT/$c/image.$fmt" --workload "$WORKLOAD" \
+              exec "$CASELOAD" run --evidence "$MNT/$c/image.$fmt" --workload "$WORKLOAD" --profile "$PROFILE" \
                 --hashset "known=$MNT/$c/NSRLFile.txt" --hashset "notable=$MNT/$c/notable.md5" \
                 --database "$out" --case "$out" --temp "$out" --cache cold --json $EXTRA \
             ) > "$WORK/runs/$c-$fmt-$r.json" 2> "$WORK/runs/$c-$fmt-$r.err" || {
