@@ -10,7 +10,7 @@
 //! image (MB/s of text, peak RSS, index size).
 
 use caseload_corpus::content::{Kind, Pool, Spec, generate};
-use caseload_engine::stages::index::extract::{Extraction, Limits};
+use caseload_engine::extract::{Extraction, Limits};
 use caseload_engine::textindex::schema;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -11,6 +11,7 @@ pub mod casedb;
 pub mod channel;
 pub mod digest;
 pub mod export;
+pub mod extract;
 pub mod hashset;
 pub mod iolog;
 pub mod latency;

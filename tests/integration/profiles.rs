@@ -257,20 +257,25 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
         return;
     }
     let work = common::pg_tempdir();
-    let (image, manifest) = common::corpus(
-        &work.path().join("ev"),
-        &["--size", "32MiB", "--seed", "3"],
-    );
+    let (image, manifest) =
+        common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "3"]);
     let case = work.path().join("ftk4");
     std::fs::create_dir_all(&case).unwrap();
     let out = common::run_ok(
-        common::stage_run("filesystem,file-hash,carve", &image, &case, &[])
-            .args(["--profile", "ftk4", "--json"]),
+        common::stage_run("filesystem,file-hash,carve", &image, &case, &[]).args([
+            "--profile",
+            "ftk4",
+            "--json",
+        ]),
     );
     common::assert_no_server_left(work.path());
     let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run["database"]["options"]["profile"], "ftk4");
-    assert_eq!(run["database"]["backend"], "postgres", "{}", run["database"]);
+    assert_eq!(
+        run["database"]["backend"], "postgres",
+        "{}",
+        run["database"]
+    );
     let hashing = &run["stages"][1];
     let details = &hashing["summary"]["details"];
 
@@ -320,7 +325,10 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
         "{test}: {} members found; {attachments} manifest attachments and {zip_members} unzip members among them",
         members.len()
     );
-    assert!(attachments > 0 && zip_members > 0, "the corpus has compound files");
+    assert!(
+        attachments > 0 && zip_members > 0,
+        "the corpus has compound files"
+    );
 
     // Every file, member and carved item is an FTK item with properties.
     let files = reader.row_count("files").unwrap();
@@ -333,7 +341,10 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
         members.len()
     );
     let properties = reader.row_count("ftk_item_properties").unwrap();
-    assert!(properties >= 3 * items, "{properties} properties, {items} items");
+    assert!(
+        properties >= 3 * items,
+        "{properties} properties, {items} items"
+    );
     drop(opened);
     common::assert_no_server_left(work.path());
 
@@ -343,7 +354,10 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
         walk["writes"].as_u64().unwrap(),
         walk["transactions"].as_u64().unwrap(),
     );
-    assert!(txns * 10 >= writes, "{writes} writes in {txns} transactions");
+    assert!(
+        txns * 10 >= writes,
+        "{writes} writes in {txns} transactions"
+    );
     // The members went through the temp channel (ADTemp).
     let temp = &hashing["channels"]["temp"];
     let extracted = details["extracted_bytes"].as_u64().unwrap();

@@ -5,7 +5,7 @@
 //! `extracted_items` (and, in the ftk4 profile, as FTK items with their
 //! properties).
 //!
-//! Members are found by the index stage's extraction code (one parser per
+//! Members are found by the extraction code the index stage uses too (one parser per
 //! format, with its caps on size, expansion and nesting, so a zip bomb
 //! costs a bounded amount here too). Each member is written to the temp
 //! channel (FTK's ADTemp, where it extracts a compound file's children to
@@ -13,9 +13,9 @@
 //! the temp device sees the extraction traffic a suite's would.
 
 use crate::casedb::NewExtracted;
+use crate::extract::{Extraction, Format, Limits, Member, Sink, sniff};
 use crate::signature;
 use crate::source::hex;
-use crate::stages::index::extract::{Extraction, Format, Limits, Member, Sink, sniff};
 use md5::Digest;
 
 /// What expanding one compound file gave.
@@ -193,5 +193,27 @@ mod tests {
             Some("5d41402abc4b2a76b9719d911017c592")
         );
         assert!(!is_compound(b"just some plain text, nothing compound here"));
+    }
+
+    #[test]
+    fn broken_archives_and_hostile_names_are_recorded_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = Channel::new(ChannelKind::Temp, dir.path().join("t"), Vec::new());
+        std::fs::create_dir_all(dir.path().join("t")).unwrap();
+        let want = Wanted {
+            md5: true,
+            sha1: false,
+            sha256: false,
+        };
+        // A member named to climb out of any directory is only a name.
+        let archive = zip(&[("../../evil.txt", b"x"), ("/abs.txt", b"y")]);
+        let x = expand(&archive, 1, want, &temp, "w0");
+        let names: Vec<&str> = x.members.iter().map(|m| m.member.as_str()).collect();
+        assert_eq!(names, ["../../evil.txt", "/abs.txt"]);
+        assert!(!dir.path().join("evil.txt").exists());
+        assert_eq!(std::fs::read_dir(dir.path().join("t")).unwrap().count(), 0);
+        // A truncated archive: what is readable, and a recorded problem.
+        let x = expand(&archive[..archive.len() / 2], 1, want, &temp, "w0");
+        assert!(!x.problems.is_empty(), "{:?}", x.members);
     }
 }

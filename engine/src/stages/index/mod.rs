@@ -46,11 +46,10 @@
 //! tantivy's internal doc-id order and segment files (their bytes), which
 //! no result depends on (search output is sorted by item).
 
-pub mod extract;
-
 use super::StageSpec;
 use crate::casedb::{CaseReader, DISK_START, ItemKind, StoredContent};
 use crate::channel::Channel;
+use crate::extract::{self, Extraction, Format, Limits, Sink, StreamDecoder};
 use crate::source::{EvidenceReader, SourceError};
 use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
@@ -58,7 +57,6 @@ use crate::stage::{
 };
 use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, schema};
 use crossbeam_channel::bounded;
-use extract::{Extraction, Format, Limits, Sink, StreamDecoder};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,6 @@
-//! Text extraction: from an item's bytes to the text that is indexed.
+//! Content extraction: from an item's bytes to the text that is indexed
+//! (the index stage) and to the members of compound items (file-hash's
+//! expansion). One room for every format's parser, which no stage owns.
 //!
 //! The format is found from the bytes (never the name): ZIP (and OOXML
 //! inside it), gzip, PDF, JPEG/PNG/GIF comments, e-mail (RFC 5322/MIME, mbox),
@@ -223,16 +225,18 @@ impl<'a> Extraction<'a> {
     /// A member begins: tell the listener, and name what is met inside it
     /// after it until [`Self::leave_member`].
     pub fn enter_member(&mut self, container: &'static str, name: &str, data: &[u8]) {
+        // Without a listener (text extraction alone) nothing is kept.
+        let Some(listener) = self.members.as_mut() else {
+            return;
+        };
         self.member_path.push(name.to_string());
-        if let Some(listener) = self.members.as_mut() {
-            let path = self.member_path.join("/");
-            listener(Member {
-                container,
-                path: &path,
-                name,
-                data,
-            });
-        }
+        let path = self.member_path.join("/");
+        listener(Member {
+            container,
+            path: &path,
+            name,
+            data,
+        });
     }
 
     /// The member entered last has been extracted.
