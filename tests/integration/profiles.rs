@@ -259,16 +259,22 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
     let work = common::pg_tempdir();
     let (image, manifest) =
         common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "3"]);
-    let case = work.path().join("ftk4");
-    std::fs::create_dir_all(&case).unwrap();
-    let out = common::run_ok(
-        common::stage_run("filesystem,file-hash,carve", &image, &case, &[]).args([
-            "--profile",
-            "ftk4",
-            "--json",
-        ]),
-    );
-    common::assert_no_server_left(work.path());
+    let ftk4_run = |name: &str, threads: &str| {
+        let case = work.path().join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        let out = common::run_ok(
+            common::stage_run("filesystem,file-hash,carve", &image, &case, &[]).args([
+                "--profile",
+                "ftk4",
+                "--threads",
+                threads,
+                "--json",
+            ]),
+        );
+        common::assert_no_server_left(work.path());
+        (case, out)
+    };
+    let (case, out) = ftk4_run("ftk4", "2");
     let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run["database"]["options"]["profile"], "ftk4");
     assert_eq!(
@@ -346,6 +352,21 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
         "{properties} properties, {items} items"
     );
     drop(opened);
+    common::assert_no_server_left(work.path());
+
+    // One thread gives the same members, in the same order, and the same
+    // FTK rows.
+    let (single, _) = ftk4_run("ftk4-single", "1");
+    let report = caseload_engine::run::load_run_json(&single).unwrap();
+    let mut again = caseload_engine::casedb::open_case(&report.database, None).unwrap();
+    let reader = again.reader();
+    assert_eq!(reader.extracted_items().unwrap(), members);
+    assert_eq!(reader.row_count("ftk_items").unwrap(), items);
+    assert_eq!(
+        reader.row_count("ftk_item_properties").unwrap(),
+        properties
+    );
+    drop(again);
     common::assert_no_server_left(work.path());
 
     // Small transactions: the walk commits every few writes.
