@@ -362,10 +362,7 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
     let reader = again.reader();
     assert_eq!(reader.extracted_items().unwrap(), members);
     assert_eq!(reader.row_count("ftk_items").unwrap(), items);
-    assert_eq!(
-        reader.row_count("ftk_item_properties").unwrap(),
-        properties
-    );
+    assert_eq!(reader.row_count("ftk_item_properties").unwrap(), properties);
     drop(again);
     common::assert_no_server_left(work.path());
 
