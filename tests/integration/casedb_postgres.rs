@@ -638,6 +638,17 @@ fn an_existing_server_holds_the_case_with_db_url() {
     for format in ["bodyfile", "dfxml", "csv"] {
         assert!(export(&lite, format, &[]) == export(&remote, format, &["--db-url", &url]));
     }
+    // --force replaces it, whichever profile's tables either case has.
+    for (name, profile) in [("forced-ftk4", "ftk4"), ("forced-native", "native")] {
+        let dir = work.path().join(name);
+        common::run_ok(&mut run_cmd(
+            &image,
+            &dir,
+            stages,
+            &["--db-url", &url, "--force", "--profile", profile],
+        ));
+        assert_eq!(run_json(&dir)["database"]["options"]["profile"], profile);
+    }
     server.stop().unwrap();
     common::assert_no_server_left(work.path());
 }

@@ -248,8 +248,8 @@ fn unzip_members(dir: &Path, data: &[u8]) -> Vec<(String, String)> {
 /// `--profile ftk4` on PostgreSQL: compound files are expanded into items
 /// whose names and hashes are the corpus manifest's attachments and
 /// `unzip`'s members; every file, member and carved item is an FTK item
-/// with properties, found under its parent; the KFF looks members up;
-/// caseload's own file rows are the native run's.
+/// with properties; the walk commits every few writes; members pass
+/// through the temp channel; one thread gives what two give.
 #[test]
 fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
     let test = "ftk4_profile_expands_compound_files_into_items_on_postgres";

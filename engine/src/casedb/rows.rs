@@ -42,6 +42,9 @@ pub struct NewExtracted {
     pub id: i64,
     /// The compound file on the file system.
     pub file_id: i64,
+    /// The member it came out of, when nested (its `id`); `None` for a
+    /// member of the file itself.
+    pub parent_id: Option<i64>,
     /// Where in it: member names from the file down, `/`-joined.
     pub member: String,
     /// The member's own name.
@@ -61,12 +64,18 @@ pub struct NewExtracted {
 }
 
 impl NewExtracted {
-    /// Members kept per compound file at most (ids are `file << 20 | k`).
-    pub const MAX_PER_FILE: usize = (1 << 20) - 1;
+    /// Members kept per compound file at most (ids are `file << 16 | k`).
+    pub const MAX_PER_FILE: usize = (1 << 16) - 1;
 
-    /// The id of the `k`-th member (from 0) of file `file_id`.
-    pub fn id_of(file_id: i64, k: usize) -> i64 {
-        (file_id << 20) | (k as i64 + 1)
+    /// The id of the `k`-th member (from 0) of file `file_id`: below
+    /// 2^56, so a suite profile can give extracted items an id range of
+    /// their own; `None` for a file id of 2^40 or more, or `k` past
+    /// [`Self::MAX_PER_FILE`].
+    pub fn id_of(file_id: i64, k: usize) -> Option<i64> {
+        if !(0..1 << 40).contains(&file_id) || k >= Self::MAX_PER_FILE {
+            return None;
+        }
+        Some((file_id << 16) | (k as i64 + 1))
     }
 }
 

@@ -1,4 +1,4 @@
--- caseload case database, schema version 2. Documented in docs/schema.md.
+-- caseload case database, schema version 3. Documented in docs/schema.md.
 -- Times are ISO 8601 UTC text for run bookkeeping and Unix seconds (integer)
 -- for file-system timestamps; hashes are lower-case hex; sizes are bytes.
 --
@@ -146,6 +146,7 @@ CREATE TABLE carved_items (
 CREATE TABLE extracted_items (
     id          {ID},
     file_id     {INT} NOT NULL REFERENCES files(id),
+    parent_id   {INT},
     member      TEXT NOT NULL,
     name        TEXT NOT NULL,
     container   TEXT NOT NULL,

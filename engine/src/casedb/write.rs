@@ -303,11 +303,12 @@ impl Write {
             }
             Write::Extracted(x) => returning_id(
                 conn,
-                "INSERT INTO extracted_items (id, file_id, member, name, container, size, md5, sha1, sha256, signature)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+                "INSERT INTO extracted_items (id, file_id, parent_id, member, name, container, size, md5, sha1, sha256, signature)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
                 &[
                     x.id.into(),
                     x.file_id.into(),
+                    x.parent_id.into(),
                     x.member.clone().into(),
                     x.name.clone().into(),
                     x.container.into(),

@@ -72,7 +72,7 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
                 Some(i) => &message[i + 1..],
                 None => &[][..],
             };
-            x.enter_member("mbox", &format!("message {}", k + 1), body);
+            x.enter_member("mbox", &format!("message {}", k + 1), body, true);
             entity(x, body, depth);
             x.leave_member();
             x.separate();
@@ -444,13 +444,14 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
             "mail",
             attachment_name.as_deref().unwrap_or("message"),
             &decoded,
+            true,
         );
         entity(x, &decoded, depth + 1);
         x.leave_member();
     } else if content_type.starts_with("text/") {
         // A named text part is an attached file as well as text.
         if let Some(name) = &attachment_name {
-            x.enter_member("mail", name, &decoded);
+            x.enter_member("mail", name, &decoded, true);
         }
         if content_type == "text/html" {
             let mut s = String::new();
@@ -476,6 +477,7 @@ fn entity(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
             "mail",
             attachment_name.as_deref().unwrap_or("attachment"),
             kept,
+            kept.len() == decoded.len(),
         );
         x.extract(kept, depth + 1);
         x.leave_member();

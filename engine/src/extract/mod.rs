@@ -164,6 +164,12 @@ pub struct Member<'m> {
     pub name: &'m str,
     /// Its bytes (decoded).
     pub data: &'m [u8],
+    /// Whether `data` is all of it (not cut at a cap, nor broken off by
+    /// a read error).
+    pub complete: bool,
+    /// How deep it is: 1 for a member of the item, 2 for a member of
+    /// that member...
+    pub depth: usize,
 }
 
 /// Extraction of one item: its caps, what is left of them, and the
@@ -175,6 +181,8 @@ pub struct Extraction<'a> {
     members: Option<&'a mut dyn FnMut(Member<'_>)>,
     /// Names of the members being extracted, outermost first.
     member_path: Vec<String>,
+    /// Whether the last [`Self::read_member`] gave less than the member.
+    last_member_cut: bool,
     expansion_left: u64,
     expansion_hit: bool,
     depth_hit: bool,
@@ -200,6 +208,7 @@ impl<'a> Extraction<'a> {
             text_bytes: 0,
             members: None,
             member_path: Vec::new(),
+            last_member_cut: false,
         }
     }
 
@@ -224,7 +233,13 @@ impl<'a> Extraction<'a> {
 
     /// A member begins: tell the listener, and name what is met inside it
     /// after it until [`Self::leave_member`].
-    pub fn enter_member(&mut self, container: &'static str, name: &str, data: &[u8]) {
+    pub fn enter_member(
+        &mut self,
+        container: &'static str,
+        name: &str,
+        data: &[u8],
+        complete: bool,
+    ) {
         // Without a listener (text extraction alone) nothing is kept.
         let Some(listener) = self.members.as_mut() else {
             return;
@@ -236,7 +251,15 @@ impl<'a> Extraction<'a> {
             path: &path,
             name,
             data,
+            complete,
+            depth: self.member_path.len(),
         });
+    }
+
+    /// Whether the last [`Self::read_member`] gave less than the whole
+    /// member (cut at the cap, or a read error).
+    pub fn last_member_cut(&self) -> bool {
+        self.last_member_cut
     }
 
     /// The member entered last has been extracted.
@@ -326,6 +349,7 @@ impl<'a> Extraction<'a> {
             &mut std::io::Read::take(&mut *reader, cap as u64 + 1),
             &mut buf,
         );
+        self.last_member_cut = read.is_err() || buf.len() > cap;
         if let Err(e) = read {
             self.problem(format!(
                 "broken {what}: {e}; text of its intact part is kept"

@@ -98,7 +98,8 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) -> Format {
             break;
         };
         drop(member);
-        x.enter_member(if ooxml { "ooxml" } else { "zip" }, &name, &buf);
+        let complete = !x.last_member_cut();
+        x.enter_member(if ooxml { "ooxml" } else { "zip" }, &name, &buf, complete);
         if text_part {
             if ooxml && name.to_ascii_lowercase().ends_with(".xml") {
                 markup::xml_to_text(x, &buf);

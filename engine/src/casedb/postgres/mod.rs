@@ -144,12 +144,18 @@ pub fn connect_url(url: &str) -> Result<postgres::Client, DbError> {
     })
 }
 
-/// The names of the case schema's tables, children first (for dropping).
+/// The names of the case schema's tables, children first (for dropping),
+/// and those a profile adds on PostgreSQL (ftk4's).
 pub const TABLES: &[&str] = &[
+    "ftk_item_properties",
+    "ftk_items",
+    "ftk_property_names",
+    "ftk_case_info",
     "channel_figures",
     "stage_runs",
     "processing_errors",
     "hits",
+    "extracted_items",
     "carved_items",
     "files",
     "volumes",

@@ -22,11 +22,12 @@ use super::{file_id, split_path};
 pub const FTK4_BATCH: usize = 2;
 
 /// Item ids: a file's is its caseload row id; others are their row id in
-/// their own range.
-const EVIDENCE_ITEM: i64 = 1 << 44;
-const VOLUME_BASE: i64 = 2 << 44;
-const EXTRACTED_BASE: i64 = 3 << 44;
-const CARVED_BASE: i64 = 4 << 44;
+/// a range of their own (caseload's file and carved ids stay below 2^40,
+/// extracted ids below 2^56: `NewExtracted::id_of`).
+const EXTRACTED_BASE: i64 = 1 << 57;
+const CARVED_BASE: i64 = 1 << 58;
+const VOLUME_BASE: i64 = 1 << 59;
+const EVIDENCE_ITEM: i64 = 1 << 60;
 
 /// Where an item came from (`ftk_items.source`).
 const SOURCE_EVIDENCE: i64 = 0;
@@ -54,6 +55,7 @@ CREATE TABLE ftk_property_names (property_id INTEGER PRIMARY KEY, name TEXT NOT 
 CREATE TABLE ftk_items (
     item_id       BIGINT PRIMARY KEY,
     parent_id     BIGINT,
+    volume_id     BIGINT,
     source        INTEGER NOT NULL,
     name          TEXT NOT NULL,
     path          TEXT NOT NULL,
@@ -73,7 +75,7 @@ CREATE TABLE ftk_items (
     checked       INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX ftk_items_parent ON ftk_items(parent_id);
-CREATE INDEX ftk_items_path ON ftk_items(path);
+CREATE INDEX ftk_items_path ON ftk_items(volume_id, path);
 CREATE INDEX ftk_items_name ON ftk_items(name);
 CREATE INDEX ftk_items_extension ON ftk_items(extension);
 CREATE INDEX ftk_items_category ON ftk_items(category);
@@ -103,6 +105,8 @@ INSERT INTO ftk_property_names (property_id, name) VALUES
 struct Item<'a> {
     id: i64,
     parent: Option<i64>,
+    /// caseload's volume, for items of a file system.
+    volume: Option<i64>,
     source: i64,
     name: &'a str,
     path: &'a str,
@@ -123,12 +127,13 @@ impl Item<'_> {
             .filter(|e| !e.is_empty() && e.len() <= 10);
         let [mtime, atime, ctime, crtime] = self.times;
         conn.execute(
-            "INSERT INTO ftk_items (item_id, parent_id, source, name, path, extension, category, logical_size,
+            "INSERT INTO ftk_items (item_id, parent_id, volume_id, source, name, path, extension, category, logical_size,
                 created, modified, accessed, changed, md5, sha1, flags)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             &[
                 self.id.into(),
                 self.parent.into(),
+                self.volume.into(),
                 self.source.into(),
                 self.name.to_string().into(),
                 self.path.to_string().into(),
@@ -174,9 +179,12 @@ fn text(value: &Value) -> String {
     }
 }
 
-/// The item of the directory holding `path`, looked up by its path as FTK
-/// finds an item's parent when it adds it; the volume's item for the root.
-fn parent_item(conn: &mut Conn, path: &str, volume_item: i64) -> Result<i64, DbError> {
+/// The item of the folder holding `path` on volume `volume`, looked up
+/// by its path as FTK finds an item's parent when it adds it (a live
+/// folder before a deleted one of the same path, then the first added);
+/// the volume's item for the root.
+fn parent_item(conn: &mut Conn, volume: i64, path: &str) -> Result<i64, DbError> {
+    let volume_item = VOLUME_BASE + volume;
     let (parent_path, _) = split_path(path);
     let parent_path = parent_path.trim_end_matches('/');
     if parent_path.is_empty() {
@@ -184,8 +192,15 @@ fn parent_item(conn: &mut Conn, path: &str, volume_item: i64) -> Result<i64, DbE
     }
     let found = conn
         .query(
-            "SELECT item_id FROM ftk_items WHERE path = ?1 AND source = ?2 LIMIT 1",
-            &[parent_path.to_string().into(), SOURCE_FILE.into()],
+            "SELECT item_id FROM ftk_items WHERE volume_id = ?1 AND path = ?2 AND source = ?3 AND (flags & ?4) <> 0
+             ORDER BY (flags & ?5), item_id LIMIT 1",
+            &[
+                volume.into(),
+                parent_path.to_string().into(),
+                SOURCE_FILE.into(),
+                FLAG_FOLDER.into(),
+                FLAG_DELETED.into(),
+            ],
         )?
         .into_iter()
         .next()
@@ -201,6 +216,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             Item {
                 id: EVIDENCE_ITEM,
                 parent: None,
+                volume: None,
                 source: SOURCE_EVIDENCE,
                 name: split_path(&e.path).1,
                 path: "",
@@ -233,6 +249,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             Item {
                 id: item,
                 parent: Some(EVIDENCE_ITEM),
+                volume: Some(*id),
                 source: SOURCE_VOLUME,
                 name: &v.description,
                 path: "",
@@ -255,8 +272,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
         }
         (Write::File { file: f, .. }, reply) => {
             let id = file_id(reply, conn)?;
-            let volume_item = VOLUME_BASE + f.volume_id;
-            let parent = parent_item(conn, &f.path, volume_item)?;
+            let parent = parent_item(conn, f.volume_id, &f.path)?;
             let dir = matches!(f.kind, "directory" | "virtual-directory");
             let mut flags = 0;
             if !f.allocated {
@@ -268,6 +284,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             Item {
                 id,
                 parent: Some(parent),
+                volume: Some(f.volume_id),
                 source: SOURCE_FILE,
                 name: &f.name,
                 path: &f.path,
@@ -338,7 +355,9 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             let item = EXTRACTED_BASE + id;
             Item {
                 id: item,
-                parent: Some(x.file_id),
+                // Under the member it came out of, else the file.
+                parent: Some(x.parent_id.map_or(x.file_id, |p| EXTRACTED_BASE + p)),
+                volume: None,
                 source: SOURCE_EXTRACTED,
                 name: &x.name,
                 path: &x.member,
@@ -370,6 +389,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             Item {
                 id: item,
                 parent: Some(c.volume_id.map_or(EVIDENCE_ITEM, |v| VOLUME_BASE + v)),
+                volume: c.volume_id,
                 source: SOURCE_CARVED,
                 name,
                 path: c.case_path.as_deref().unwrap_or(""),
@@ -401,10 +421,12 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
         }
         (Write::Duplicates(column), _) => {
             // FTK flags every item whose hash another item shares.
+            // FTK items carry MD5 and SHA-1; grouped by SHA-256, caseload's
+            // duplicates are flagged by whichever of those was computed.
             let column = match column {
                 HashColumn::Md5 => "md5",
                 HashColumn::Sha1 => "sha1",
-                HashColumn::Sha256 => "md5",
+                HashColumn::Sha256 => "coalesce(md5, sha1)",
             };
             conn.execute(
                 &format!(

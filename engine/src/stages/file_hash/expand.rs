@@ -67,9 +67,12 @@ pub(super) fn expand(
     let mut out = Expansion::default();
     let mut staging = Vec::new();
     let mut parse_problems;
+    // Ids of the members enclosing the current one, outermost first.
+    let mut enclosing: Vec<i64> = Vec::new();
+    let mut staging_failed = false;
     {
         let mut on_member = |m: Member<'_>| {
-            if out.members.len() >= NewExtracted::MAX_PER_FILE {
+            let Some(id) = NewExtracted::id_of(file_id, out.members.len()) else {
                 if !out.truncated {
                     out.truncated = true;
                     out.problems.push(format!(
@@ -78,29 +81,53 @@ pub(super) fn expand(
                     ));
                 }
                 return;
-            }
-            let read_back = stage_through_temp(temp, scratch, m.data, &mut staging);
-            let bytes: &[u8] = match &read_back {
-                Ok(()) => &staging,
-                Err(e) => {
-                    out.problems.push(format!(
-                        "member `{}` could not be staged on the temp channel: {e}; hashed from memory",
-                        m.path
-                    ));
-                    m.data
+            };
+            enclosing.truncate(m.depth.saturating_sub(1));
+            let parent_id = enclosing.last().copied();
+            enclosing.push(id);
+            let bytes: &[u8] = if staging_failed {
+                m.data
+            } else {
+                match stage_through_temp(temp, scratch, m.data, &mut staging) {
+                    Ok(()) => &staging,
+                    Err(e) => {
+                        staging_failed = true;
+                        out.problems.push(format!(
+                            "member `{}` could not be staged on the temp channel: {e}; it and the rest are hashed from memory",
+                            m.path
+                        ));
+                        m.data
+                    }
                 }
             };
             out.bytes += bytes.len() as u64;
+            // A member cut at a cap is listed; its hashes would be of a
+            // part, so it has none.
+            let whole = m.complete.then_some(bytes);
+            if !m.complete {
+                out.problems.push(format!(
+                    "member `{}` is not whole (cut at a cap or broken off): listed with {} bytes, not hashed",
+                    m.path,
+                    bytes.len()
+                ));
+            }
             out.members.push(NewExtracted {
-                id: NewExtracted::id_of(file_id, out.members.len()),
+                id,
                 file_id,
+                parent_id,
                 member: m.path.to_string(),
                 name: m.name.to_string(),
                 container: m.container,
                 size: bytes.len() as u64,
-                md5: wanted.md5.then(|| hex(&md5::Md5::digest(bytes))),
-                sha1: wanted.sha1.then(|| hex(&sha1::Sha1::digest(bytes))),
-                sha256: wanted.sha256.then(|| hex(&sha2::Sha256::digest(bytes))),
+                md5: whole
+                    .filter(|_| wanted.md5)
+                    .map(|b| hex(&md5::Md5::digest(b))),
+                sha1: whole
+                    .filter(|_| wanted.sha1)
+                    .map(|b| hex(&sha1::Sha1::digest(b))),
+                sha256: whole
+                    .filter(|_| wanted.sha256)
+                    .map(|b| hex(&sha2::Sha256::digest(b))),
                 signature: signature::identify(&bytes[..bytes.len().min(signature::HEAD_LEN)]),
             });
         };
@@ -170,6 +197,9 @@ mod tests {
         let x = expand(&outer, 7, want, &temp, "w0");
         let paths: Vec<&str> = x.members.iter().map(|m| m.member.as_str()).collect();
         assert_eq!(paths, ["a.txt", "inner.zip", "inner.zip/deep.txt"]);
+        // The nested member's parent is the archive it came out of.
+        let parents: Vec<Option<i64>> = x.members.iter().map(|m| m.parent_id).collect();
+        assert_eq!(parents, [None, None, Some(x.members[1].id)]);
         assert_eq!(
             x.members[0].md5.as_deref(),
             Some("5d41402abc4b2a76b9719d911017c592")

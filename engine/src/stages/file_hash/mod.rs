@@ -98,6 +98,9 @@ pub struct FileHash {
 
 /// Largest compound file expanded (its bytes are held to be parsed).
 const EXPAND_MAX: u64 = 32 << 20;
+/// Bytes a file's head must have (or all of a smaller file) before it is
+/// judged compound or not.
+const DECIDE_LEN: u64 = 4096;
 
 /// One file to process, as read from the files table.
 struct Job {
@@ -136,13 +139,19 @@ struct Hashers {
     keep: Option<Vec<u8>>,
     /// A compound file too large to expand.
     too_large: bool,
+    /// Whether the content is a compound file, once its head is known.
+    compound: Option<bool>,
+    /// The file's size.
+    size: u64,
 }
 
 impl Hashers {
-    fn new(stage: &FileHash, is_file: bool, keep: Option<Vec<u8>>) -> Self {
+    fn new(stage: &FileHash, is_file: bool, size: u64, keep: Option<Vec<u8>>) -> Self {
         Hashers {
             keep,
             too_large: false,
+            compound: None,
+            size,
             md5: stage.md5.then(md5::Md5::new),
             sha1: stage.sha1.then(sha1::Sha1::new),
             sha256: stage.sha256.then(sha2::Sha256::new),
@@ -166,15 +175,22 @@ impl Hashers {
             hist.add(data);
         }
         if let Some(keep) = &mut self.keep {
-            // Decided by the first bytes: only compound files are kept, and
-            // only up to the cap.
-            if keep.is_empty() && !data.is_empty() && !expand::is_compound(data) {
+            // Only compound files are kept, and only up to the cap. Whether
+            // one is is decided on its first DECIDE_LEN bytes (or all of a
+            // smaller file), however the evidence cut its pieces.
+            if (keep.len() + data.len()) as u64 > EXPAND_MAX {
+                self.too_large = self.compound != Some(false);
                 self.keep = None;
-            } else if (keep.len() + data.len()) as u64 > EXPAND_MAX {
-                self.keep = None;
-                self.too_large = true;
             } else {
                 keep.extend_from_slice(data);
+                if self.compound.is_none() && keep.len() as u64 >= DECIDE_LEN.min(self.size) {
+                    let compound =
+                        expand::is_compound(&keep[..keep.len().min(DECIDE_LEN as usize)]);
+                    self.compound = Some(compound);
+                    if !compound {
+                        self.keep = None;
+                    }
+                }
             }
         }
         if self.want_head && self.head.len() < signature::HEAD_LEN {
@@ -199,7 +215,10 @@ impl Hashers {
                 None
             },
             entropy: self.histogram.map(|h| h.entropy()),
-            compound: self.keep.filter(|k| !k.is_empty()),
+            // Content shorter than its size is decided on what there is.
+            compound: self.keep.filter(|k| {
+                self.compound.unwrap_or_else(|| expand::is_compound(k)) && !k.is_empty()
+            }),
             compound_too_large: self.too_large,
         }
     }
@@ -216,7 +235,7 @@ impl FileHash {
         buf: &mut [u8],
         keep: Option<Vec<u8>>,
     ) -> Result<Outcome, SourceError> {
-        let mut hashers = Hashers::new(self, job.is_file, keep);
+        let mut hashers = Hashers::new(self, job.is_file, job.size, keep);
         match &job.content {
             StoredContent::Compressed {
                 runs,
@@ -297,6 +316,21 @@ impl FileHash {
             StoredContent::Encoded { .. } | StoredContent::None => {}
         }
         Ok(hashers.finish(&job.name, job.size))
+    }
+}
+
+/// FTK's temp folder for extracted children, in the run's temp directory.
+const ADTEMP: &str = "ADTemp";
+
+/// ADTemp while the stage runs: removed when it ends, also on an error or
+/// a cancel.
+struct AdTemp<'a>(Option<&'a crate::channel::Channel>);
+
+impl Drop for AdTemp<'_> {
+    fn drop(&mut self) {
+        if let Some(temp) = self.0 {
+            let _ = temp.remove_all(ADTEMP);
+        }
     }
 }
 
@@ -382,9 +416,12 @@ impl Stage for FileHash {
             .expand
             .unwrap_or_else(|| ctx.db.options().profile.expands_compound_files());
         let expanded = Expanded::default();
-        if expand {
-            ctx.temp.create_dir("ADTemp")?;
-        }
+        let _adtemp = if expand {
+            ctx.temp.create_dir(ADTEMP)?;
+            AdTemp(Some(ctx.temp))
+        } else {
+            AdTemp(None)
+        };
         let feed_result: Result<(), StageError> = std::thread::scope(|scope| {
             for worker in 0..workers {
                 let rx = rx.clone();
@@ -394,7 +431,7 @@ impl Stage for FileHash {
                     let mut buf = vec![0u8; READ_SIZE];
                     // The compound-file buffer, reused from file to file.
                     let mut spare: Vec<u8> = Vec::new();
-                    let scratch = format!("ADTemp/expand-{worker}");
+                    let scratch = format!("{ADTEMP}/expand-{worker}");
                     for job in rx {
                         if ctx.cancel.load(Ordering::Relaxed) {
                             continue;
@@ -560,7 +597,6 @@ impl Stage for FileHash {
                 "extracted_bytes".into(),
                 expanded.bytes.load(Ordering::Relaxed).into(),
             );
-            let _ = ctx.temp.remove_all("ADTemp");
         }
         summary.details.insert(
             "files_not_hashed".into(),
