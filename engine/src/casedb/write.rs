@@ -301,25 +301,27 @@ impl Write {
                 )?;
                 Ok(Reply::Done)
             }
-            Write::Extracted(x) => returning_id(
-                conn,
-                "INSERT INTO extracted_items (id, file_id, parent_id, member, name, container, size, md5, sha1, sha256, signature)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
-                &[
-                    x.id.into(),
-                    x.file_id.into(),
-                    x.parent_id.into(),
-                    x.member.clone().into(),
-                    x.name.clone().into(),
-                    x.container.into(),
-                    x.size.into(),
-                    x.md5.clone().into(),
-                    x.sha1.clone().into(),
-                    x.sha256.clone().into(),
-                    x.signature.into(),
-                ],
-            )
-            .map(Reply::Id),
+            Write::Extracted(x) => {
+                // Its id is the stage's (independent of worker order).
+                conn.execute(
+                    "INSERT INTO extracted_items (id, file_id, parent_id, member, name, container, size, md5, sha1, sha256, signature)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    &[
+                        x.id.into(),
+                        x.file_id.into(),
+                        x.parent_id.into(),
+                        x.member.clone().into(),
+                        x.name.clone().into(),
+                        x.container.into(),
+                        x.size.into(),
+                        x.md5.clone().into(),
+                        x.sha1.clone().into(),
+                        x.sha256.clone().into(),
+                        x.signature.into(),
+                    ],
+                )?;
+                Ok(Reply::Id(x.id))
+            }
             Write::Duplicates(column) => duplicates(conn, *column),
             Write::Carved(c) => {
                 let m = c.meta.as_ref();

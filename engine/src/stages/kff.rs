@@ -128,6 +128,22 @@ struct Counts {
     bad_hashes: u64,
 }
 
+impl Counts {
+    /// The counts of several passes together.
+    fn sum(parts: &[&Counts]) -> Counts {
+        let mut all = Counts::default();
+        for p in parts {
+            all.items += p.items;
+            all.lookups += p.lookups;
+            all.hits += p.hits;
+            all.known += p.known;
+            all.notable += p.notable;
+            all.bad_hashes += p.bad_hashes;
+        }
+        all
+    }
+}
+
 impl Kff {
     fn pass(
         &self,
@@ -337,8 +353,9 @@ impl Stage for Kff {
             }
         }
 
+        let all = Counts::sum(&[&files, &carved, &extracted]);
         let mut summary = StageSummary {
-            items: files.items + carved.items + extracted.items,
+            items: all.items,
             bytes: 0,
             ..StageSummary::default()
         };
@@ -362,22 +379,13 @@ impl Stage for Kff {
             d.insert("known_extracted".into(), extracted.known.into());
             d.insert("notable_extracted".into(), extracted.notable.into());
         }
-        d.insert(
-            "lookups".into(),
-            (files.lookups + carved.lookups + extracted.lookups).into(),
-        );
-        d.insert(
-            "hits".into(),
-            (files.hits + carved.hits + extracted.hits).into(),
-        );
+        d.insert("lookups".into(), all.lookups.into());
+        d.insert("hits".into(), all.hits.into());
         d.insert("known_files".into(), files.known.into());
         d.insert("notable_files".into(), files.notable.into());
         d.insert("known_carved".into(), carved.known.into());
         d.insert("notable_carved".into(), carved.notable.into());
-        d.insert(
-            "unusable_hashes".into(),
-            (files.bad_hashes + carved.bad_hashes + extracted.bad_hashes).into(),
-        );
+        d.insert("unusable_hashes".into(), all.bad_hashes.into());
         Ok(summary)
     }
 }

@@ -11,7 +11,7 @@
 use super::super::DbError;
 use super::super::conn::Conn;
 use super::super::write::{Reply, Write};
-use super::{file_id, split_path};
+use super::{extension, file_id, split_path};
 
 /// Object ids of TSK rows: the image is object 1, volumes' file systems
 /// follow, files' objects are their caseload row ids plus this.
@@ -182,11 +182,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 .next()
                 .and_then(|d| d.parse().ok());
             let runs = f.content.runs().map(|r| r.data_runs()).unwrap_or_default();
-            let extension = f
-                .name
-                .rsplit_once('.')
-                .map(|(_, e)| e.to_ascii_lowercase())
-                .filter(|e| !e.is_empty() && e.len() <= 10);
+            let extension = extension(&f.name);
             let row = TskFile {
                 obj,
                 fs_obj,

@@ -14,7 +14,7 @@ use super::super::conn::Conn;
 use super::super::rows::{HashColumn, ItemKind};
 use super::super::value::Value;
 use super::super::write::{Reply, Write};
-use super::{file_id, split_path};
+use super::{extension, file_id, split_path};
 
 /// Writes per transaction. *Calibrated* (docs/profiles.md): FTK commits
 /// processed items in small groups, so that the base system's database
@@ -120,11 +120,7 @@ struct Item<'a> {
 
 impl Item<'_> {
     fn insert(&self, conn: &mut Conn) -> Result<(), DbError> {
-        let extension = self
-            .name
-            .rsplit_once('.')
-            .map(|(_, e)| e.to_ascii_lowercase())
-            .filter(|e| !e.is_empty() && e.len() <= 10);
+        let extension = extension(self.name);
         let [mtime, atime, ctime, crtime] = self.times;
         conn.execute(
             "INSERT INTO ftk_items (item_id, parent_id, volume_id, source, name, path, extension, category, logical_size,
@@ -296,7 +292,8 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 flags,
             }
             .insert(conn)?;
-            let runs = f.content.runs().map(|r| r.data_runs()).unwrap_or_default();
+            let stored = f.content.runs();
+            let runs = stored.map(|r| r.data_runs()).unwrap_or_default();
             let physical: u64 = runs.iter().map(|(_, l)| l).sum();
             let [fn_m, fn_a, fn_c, fn_cr] = f.fn_times;
             properties(
@@ -311,11 +308,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                     (15, (!runs.is_empty()).then_some(runs.len() as u64).into()),
                     (
                         16,
-                        f.content
-                            .runs()
-                            .filter(|_| runs.len() > 1)
-                            .map(|r| r.encode())
-                            .into(),
+                        stored.filter(|_| runs.len() > 1).map(|r| r.encode()).into(),
                     ),
                     (17, fn_cr.into()),
                     (18, fn_m.into()),

@@ -84,6 +84,14 @@ fn file_id(reply: &Reply, conn: &mut Conn) -> Result<i64, DbError> {
     }
 }
 
+/// A file name's extension as suites list it: lower-case, after the last
+/// dot, at most 10 characters.
+fn extension(name: &str) -> Option<String> {
+    name.rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .filter(|e| !e.is_empty() && e.len() <= 10)
+}
+
 /// `("/dir/sub/", "name")` of `/dir/sub/name` (parent paths keep the
 /// trailing slash, as TSK's do).
 fn split_path(path: &str) -> (&str, &str) {

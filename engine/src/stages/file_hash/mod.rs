@@ -98,9 +98,9 @@ pub struct FileHash {
 
 /// Largest compound file expanded (its bytes are held to be parsed).
 const EXPAND_MAX: u64 = 32 << 20;
-/// Bytes a file's head must have (or all of a smaller file) before it is
-/// judged compound or not.
-const DECIDE_LEN: u64 = 4096;
+/// Bytes of a file's head (or all of a smaller file) before it is judged
+/// compound or not: the signature head.
+const HEAD_LEN_U64: u64 = signature::HEAD_LEN as u64;
 
 /// One file to process, as read from the files table.
 struct Job {
@@ -174,28 +174,26 @@ impl Hashers {
         if let Some(hist) = &mut self.histogram {
             hist.add(data);
         }
+        // The head serves signature analysis and the compound-file test.
+        if (self.want_head || self.keep.is_some()) && self.head.len() < signature::HEAD_LEN {
+            let take = (signature::HEAD_LEN - self.head.len()).min(data.len());
+            self.head.extend_from_slice(&data[..take]);
+        }
         if let Some(keep) = &mut self.keep {
             // Only compound files are kept, and only up to the cap. Whether
-            // one is is decided on its first DECIDE_LEN bytes (or all of a
-            // smaller file), however the evidence cut its pieces.
-            if (keep.len() + data.len()) as u64 > EXPAND_MAX {
-                self.too_large = self.compound != Some(false);
+            // one is is decided on its head (all of a smaller file),
+            // however the evidence cut its pieces.
+            if self.compound.is_none() && self.head.len() as u64 >= self.size.min(HEAD_LEN_U64) {
+                self.compound = Some(expand::is_compound(&self.head));
+            }
+            if self.compound == Some(false) {
+                self.keep = None;
+            } else if (keep.len() + data.len()) as u64 > EXPAND_MAX {
+                self.too_large = true;
                 self.keep = None;
             } else {
                 keep.extend_from_slice(data);
-                if self.compound.is_none() && keep.len() as u64 >= DECIDE_LEN.min(self.size) {
-                    let compound =
-                        expand::is_compound(&keep[..keep.len().min(DECIDE_LEN as usize)]);
-                    self.compound = Some(compound);
-                    if !compound {
-                        self.keep = None;
-                    }
-                }
             }
-        }
-        if self.want_head && self.head.len() < signature::HEAD_LEN {
-            let take = (signature::HEAD_LEN - self.head.len()).min(data.len());
-            self.head.extend_from_slice(&data[..take]);
         }
     }
 
@@ -217,7 +215,10 @@ impl Hashers {
             entropy: self.histogram.map(|h| h.entropy()),
             // Content shorter than its size is decided on what there is.
             compound: self.keep.filter(|k| {
-                self.compound.unwrap_or_else(|| expand::is_compound(k)) && !k.is_empty()
+                !k.is_empty()
+                    && self
+                        .compound
+                        .unwrap_or_else(|| expand::is_compound(&self.head))
             }),
             compound_too_large: self.too_large,
         }
