@@ -59,6 +59,25 @@ pub struct RunReport {
     /// The operation trace, when the run recorded one (`--trace`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReport>,
+    /// What stages did before processing started (their I/O is in
+    /// `totals.outside_stages`), in stage order; absent when none did
+    /// anything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preparation: Vec<PreparationReport>,
+}
+
+/// One stage's preparation ([`crate::stage::Stage::prepare`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PreparationReport {
+    /// The stage.
+    pub stage: String,
+    /// What it did.
+    pub what: String,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+    /// Figures, stage-specific.
+    #[serde(default)]
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The operation trace of a run (`run --trace`, `docs/trace.md`).

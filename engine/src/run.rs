@@ -8,7 +8,8 @@ use crate::channel::{Channel, ChannelError, ChannelKind};
 use crate::layout::{Layout, LayoutError};
 use crate::metrics::{self, CpuTimes, PeakScope};
 use crate::report::{
-    self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals, TraceReport,
+    self, ChannelFigures, ChannelInfo, PreparationReport, Recorded, RunReport, StageReport, Totals,
+    TraceReport,
 };
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
@@ -311,7 +312,11 @@ fn run_stages(
     started_at: &str,
 ) -> Result<RunReport, RunError> {
     let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
-    let db = match CaseDb::create(ch.database, &spec.db, spec.force) {
+    let created = CaseDb::create(ch.database, &spec.db, spec.force).and_then(|mut db| {
+        db.attach_temp(ch.temp)?;
+        Ok(db)
+    });
+    let db = match created {
         Ok(db) => db,
         Err(e) => {
             // Nothing that could pass for a case is left behind (the
@@ -328,6 +333,23 @@ fn run_stages(
     db.writer().flush()?;
 
     let threads = spec.threads.max(1);
+    let no_records = RecordCounts::default();
+    // What every stage sees; each stage's own progress, name and counts
+    // are filled in for it.
+    let base = StageContext {
+        evidence: source,
+        evidence_id,
+        run_id,
+        db: &db,
+        case: ch.case,
+        temp: ch.temp,
+        threads,
+        progress: &NoProgress,
+        cancel,
+        stage: "",
+        recorded: &no_records,
+    };
+    let preparation = prepare_stages(stage_list, &base)?;
     let mut stage_reports = Vec::new();
     let mut cache_report = match spec.cache {
         CacheMode::Warm => cache::warm(),
@@ -370,17 +392,10 @@ fn run_stages(
         let progress = observer.stage_started(stage.name());
         let recorded = RecordCounts::default();
         let ctx = StageContext {
-            evidence: source,
-            evidence_id,
-            run_id,
-            db: &db,
-            case: ch.case,
-            temp: ch.temp,
-            threads,
             progress: progress.as_ref(),
-            cancel,
             stage: stage.name(),
             recorded: &recorded,
+            ..base
         };
         let outcome = stage.run(&ctx);
         // The stage's database work is part of the stage: commit it now.
@@ -532,7 +547,35 @@ fn run_stages(
         stages,
         totals,
         trace: None,
+        preparation,
     })
+}
+
+/// Every stage's [`Stage::prepare`], in order, timed; the first failure
+/// ends the run before any stage starts.
+fn prepare_stages(
+    stage_list: &[Box<dyn Stage>],
+    ctx: &StageContext<'_>,
+) -> Result<Vec<PreparationReport>, RunError> {
+    let mut out = Vec::new();
+    for stage in stage_list {
+        let ctx = StageContext {
+            stage: stage.name(),
+            ..*ctx
+        };
+        let clock = Instant::now();
+        let done = stage.prepare(&ctx)?;
+        ctx.db.writer().flush()?;
+        if let Some(p) = done {
+            out.push(PreparationReport {
+                stage: stage.name().to_string(),
+                what: p.what,
+                wall_seconds: clock.elapsed().as_secs_f64(),
+                details: p.details,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// A stage's error, with why the database server stopped when it did.

@@ -209,8 +209,27 @@ pub trait Stage: Send + Sync {
     /// The stage's stable name (`image-hash`, `filesystem`, ...).
     fn name(&self) -> &'static str;
 
+    /// Work the suite does before processing starts, outside the stage's
+    /// time (FTK 4 keeps its KFF library in its database, loaded ahead of
+    /// any case): called for every stage, in stage order, once the case
+    /// database exists and before the first stage runs. What it did goes
+    /// into run.json's `preparation`. Most stages have none.
+    fn prepare(&self, _ctx: &StageContext<'_>) -> Result<Option<Preparation>, StageError> {
+        Ok(None)
+    }
+
     /// Do the work.
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError>;
+}
+
+/// What a stage's [`Stage::prepare`] did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preparation {
+    /// In a few words.
+    pub what: String,
+    /// Figures, stage-specific.
+    #[serde(default)]
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Parse a stage's options table into its typed options, refusing unknown

@@ -4,6 +4,7 @@
 //! calls per file); caseload's own results do not change with the profile.
 
 use crate::common;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 fn count(db: &Path, sql: &str) -> i64 {
@@ -382,4 +383,171 @@ fn ftk4_profile_expands_compound_files_into_items_on_postgres() {
     for figure in ["bytes_written", "bytes_read"] {
         assert_eq!(temp[figure].as_u64(), Some(extracted), "{temp}");
     }
+}
+
+/// Per file (path, whether live): its kff verdict.
+type FileVerdicts = BTreeMap<(String, bool), Option<String>>;
+
+/// The files' kff verdicts and the extracted members', from a finished
+/// case.
+fn kff_verdicts(case: &Path) -> (FileVerdicts, Vec<Option<String>>) {
+    let report = caseload_engine::run::load_run_json(case).unwrap();
+    let mut opened = caseload_engine::casedb::open_case(&report.database, None).unwrap();
+    let reader = opened.reader();
+    let mut files = BTreeMap::new();
+    reader
+        .list_files::<caseload_engine::casedb::DbError>(&mut |f| {
+            if f.kind == "file" {
+                files.insert((f.path, f.allocated), f.kff);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let members = reader
+        .extracted_items()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.kff)
+        .collect();
+    (files, members)
+}
+
+/// ftk4 keeps the KFF library in the case database: the kff stage's
+/// preparation copies the chosen sets into PostgreSQL tables (outside the
+/// stage's time) and every lookup is a query there; the verdicts are the
+/// ones the library file gives (the native profile, checked against the
+/// manifest by kff_corpus). The server's temporary files (dbTemp) go to the
+/// temp channel: with little sort memory the library's key build spills,
+/// the spill is charged to the temp channel, and the tablespace is gone
+/// when the case closes.
+#[test]
+fn ftk4_profile_keeps_the_kff_library_in_the_case_database_and_db_temp_on_the_temp_channel() {
+    let test =
+        "ftk4_profile_keeps_the_kff_library_in_the_case_database_and_db_temp_on_the_temp_channel";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let ev = work.path().join("ev");
+    common::run_ok(
+        common::caseload()
+            .args([
+                "corpus",
+                "--size",
+                "32MiB",
+                "--seed",
+                "5",
+                "--profile",
+                "suspect",
+                "--decoys",
+                "60000",
+                "--out",
+            ])
+            .arg(&ev),
+    );
+    let manifest: caseload_corpus::manifest::Manifest =
+        serde_json::from_slice(&std::fs::read(ev.join("manifest.json")).unwrap()).unwrap();
+    let sets: Vec<String> = [
+        "known=NSRLFile.txt",
+        "notable=notable.md5",
+        "notable=notable.sha1",
+    ]
+    .iter()
+    .map(|s| {
+        let (c, f) = s.split_once('=').unwrap();
+        format!("{c}={}", ev.join(f).display())
+    })
+    .collect();
+    let kff_run = |name: &str, profile: &str, extra: &[&str]| {
+        let case = work.path().join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        let mut cmd =
+            common::stage_run("filesystem,file-hash,kff", &ev.join("image.dd"), &case, &[]);
+        cmd.args(["--profile", profile, "--json", "--kff-library"])
+            .arg(work.path().join("kff.sqlite"))
+            .args(extra);
+        for s in &sets {
+            cmd.args(["--hashset", s]);
+        }
+        let out = common::run_ok(&mut cmd);
+        common::assert_no_server_left(work.path());
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (case, run)
+    };
+    let (native_case, native) = kff_run("native", "native", &[]);
+    let (case, run) = kff_run(
+        "ftk4",
+        "ftk4",
+        &[
+            "--pg-setting",
+            "maintenance_work_mem=1MB",
+            "--pg-setting",
+            "work_mem=64kB",
+        ],
+    );
+
+    // The preparation loaded every hash of the chosen sets.
+    let prep = &run["preparation"][0];
+    assert_eq!(prep["stage"], "kff", "{}", run["preparation"]);
+    let listed: u64 = native["stages"][2]["summary"]["details"]["sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["hashes"].as_u64().unwrap())
+        .sum();
+    let loaded: u64 = ["md5_rows", "sha1_rows", "sha256_rows"]
+        .iter()
+        .map(|k| prep["details"][k].as_u64().unwrap())
+        .sum();
+    assert_eq!(loaded, listed, "{prep}");
+    assert!(loaded > 120_000, "{loaded} hashes: decoys and planted");
+    assert!(native.get("preparation").is_none(), "native loads nothing");
+
+    // Looked up on the server; the same verdicts as the library file's.
+    let kff = &run["stages"][2]["summary"]["details"];
+    assert!(kff["looked_up_in"].is_string(), "{kff}");
+    for k in ["files_looked_up", "known_files", "notable_files"] {
+        assert_eq!(kff[k], native["stages"][2]["summary"]["details"][k], "{k}");
+    }
+    let hs = &manifest.hash_sets;
+    assert!(
+        kff["known_files"].as_u64().unwrap() > 0 && kff["notable_files"].as_u64().unwrap() > 0,
+        "{kff} ({hs:?})"
+    );
+    let (files, members) = kff_verdicts(&case);
+    let (native_files, _) = kff_verdicts(&native_case);
+    assert_eq!(files, native_files);
+    // Members of compound files are looked up too.
+    assert_eq!(
+        kff["extracted_looked_up"].as_u64(),
+        Some(members.len() as u64)
+    );
+    assert_eq!(
+        kff["known_extracted"].as_u64().unwrap() + kff["notable_extracted"].as_u64().unwrap(),
+        members.iter().filter(|k| k.is_some()).count() as u64
+    );
+    // The lookups read the database channel (the server's processes).
+    assert!(
+        run["stages"][2]["channels"]["database"]["read_ops"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    // dbTemp: the key build spilled into the temp channel's tablespace.
+    let temp = &run["database"]["server_temp"];
+    let spilled = temp["bytes"].as_u64().unwrap_or(0);
+    assert!(spilled > 0, "{}", run["database"]);
+    let dir = std::path::PathBuf::from(temp["dir"].as_str().unwrap());
+    assert!(dir.ends_with("dbTemp"), "{}", dir.display());
+    assert!(!dir.exists(), "dbTemp is removed when the case closes");
+    let temp_written = run["totals"]["channels"]["temp"]["bytes_written"]
+        .as_u64()
+        .unwrap();
+    assert!(temp_written >= spilled, "{temp_written} < {spilled}");
+    assert!(
+        native["database"].get("server_temp").is_none(),
+        "{}",
+        native["database"]
+    );
 }

@@ -17,6 +17,7 @@
 
 mod conn;
 mod extents;
+pub(crate) mod hash_library;
 pub mod postgres;
 pub mod profile;
 mod read;
@@ -28,6 +29,7 @@ mod writer;
 
 pub use conn::Dialect;
 pub use extents::{Extents, ExtentsError, Run};
+pub use hash_library::{HashCopy, LIBRARY_KINDS, LibraryLoader, LibrarySet};
 pub use profile::Profile;
 pub use read::{CaseReader, ExtractedListing, HashedTable, PAGE};
 pub use rows::{
@@ -347,7 +349,28 @@ pub struct DatabaseInfo {
     /// final bookkeeping, the server's shutdown) or with its statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Where the server's temporary files went when the profile put them
+    /// on the temp channel (ftk4's dbTemp), and how many bytes it wrote
+    /// there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_temp: Option<ServerTemp>,
 }
+
+/// The server's temporary files on the temp channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerTemp {
+    /// The tablespace directory (removed when the case closes).
+    pub dir: PathBuf,
+    /// Bytes PostgreSQL wrote to temporary files (`pg_stat_database.
+    /// temp_bytes`), charged to the temp channel instead of the database
+    /// channel.
+    pub bytes: u64,
+}
+
+/// The tablespace the server's temporary files go to (dbTemp).
+const TEMP_TABLESPACE: &str = "caseload_dbtemp";
+/// Its directory in the temp channel.
+pub const SERVER_TEMP_DIR: &str = "dbTemp";
 
 /// The PostgreSQL side of an open case.
 struct PgCase {
@@ -359,11 +382,43 @@ struct PgCase {
     version: String,
     settings: BTreeMap<String, String>,
     bytes_at_start: Option<u64>,
+    /// The temp channel holding the server's temporary files, and the
+    /// tablespace directory there.
+    temp: Option<(Channel, PathBuf)>,
 }
 
 impl PgCase {
     fn connect(&self) -> Result<::postgres::Client, DbError> {
         pg_connect(self.cluster.as_ref(), self.url.as_deref())
+    }
+
+    /// Undo [`CaseDb::attach_temp`]: the setting reset, the tablespace
+    /// dropped and its directory removed from the temp channel, so that
+    /// the finished case needs nothing outside the database channel.
+    fn detach_temp(&mut self) -> Result<(), DbError> {
+        let Some((temp, dir)) = self.temp.as_ref() else {
+            return Ok(());
+        };
+        // Last figures of the temporary files first.
+        self.io.sample();
+        let undone = self.connect().and_then(|mut client| {
+            for sql in [
+                "ALTER SYSTEM RESET temp_tablespaces".to_string(),
+                "SELECT pg_reload_conf()".to_string(),
+                format!("DROP TABLESPACE IF EXISTS {TEMP_TABLESPACE}"),
+            ] {
+                client
+                    .batch_execute(&sql)
+                    .map_err(|e| conn::pg_error(&e, &sql))?;
+            }
+            Ok(())
+        });
+        // The directory goes whatever the server said: the temp channel
+        // is left as the run found it.
+        let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
+        let removed = temp.remove_all(&name).map_err(DbError::from);
+        self.temp = None;
+        undone.and(removed)
     }
 }
 
@@ -530,6 +585,7 @@ impl CaseDb {
                     version,
                     settings,
                     bytes_at_start,
+                    temp: None,
                 };
                 let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
                 create_schema(&mut conn)?;
@@ -556,6 +612,52 @@ impl CaseDb {
                 })
             }
         }
+    }
+
+    /// Send the server's temporary files (sorts, hashes and index builds
+    /// larger than their memory) to the temp channel when the profile says
+    /// so (ftk4: FTK's dbTemp): a tablespace in a `dbTemp` directory there,
+    /// named in `temp_tablespaces`, its I/O charged to the temp channel.
+    /// Only a private cluster: an external server's files are where its
+    /// administrator put them. Removed again by [`close`](Self::close).
+    pub fn attach_temp(&mut self, temp: &Channel) -> Result<(), DbError> {
+        if !self.options.profile.server_temp_on_temp_channel() {
+            return Ok(());
+        }
+        let Engine::Postgres(pg) = &mut self.engine else {
+            return Ok(());
+        };
+        let Some(cluster) = &pg.cluster else {
+            return Ok(());
+        };
+        let dir = std::path::absolute(temp.server_dir().join(SERVER_TEMP_DIR))
+            .map_err(|e| DbError::Cluster(format!("the temp channel's directory: {e}")))?;
+        let user = data_dir_owner(cluster.data_dir());
+        postgres::cluster::make_server_dir(&dir, user.as_ref())?;
+        pg.temp = Some((temp.clone(), dir.clone()));
+        let location = dir.to_str().ok_or_else(|| {
+            DbError::Cluster(format!(
+                "`{}` is not UTF-8: PostgreSQL cannot take it as a tablespace",
+                dir.display()
+            ))
+        })?;
+        let mut client = pg.connect()?;
+        // One statement each: CREATE TABLESPACE and ALTER SYSTEM refuse to
+        // run inside a transaction block.
+        for sql in [
+            format!(
+                "CREATE TABLESPACE {TEMP_TABLESPACE} LOCATION '{}'",
+                location.replace('\'', "''")
+            ),
+            format!("ALTER SYSTEM SET temp_tablespaces = '{TEMP_TABLESPACE}'"),
+            "SELECT pg_reload_conf()".to_string(),
+        ] {
+            client
+                .batch_execute(&sql)
+                .map_err(|e| conn::pg_error(&e, &sql))?;
+        }
+        pg.io.charge_temp_to(temp.clone());
+        Ok(())
     }
 
     /// The options it runs with.
@@ -647,6 +749,7 @@ impl CaseDb {
                 bytes_at_start: Some(0),
                 bytes_at_end: None,
                 note: None,
+                server_temp: None,
             },
             Engine::Postgres(pg) => DatabaseInfo {
                 path: pg
@@ -667,6 +770,10 @@ impl CaseDb {
                 bytes_at_start: pg.bytes_at_start,
                 bytes_at_end: None,
                 note: pg.io.note(),
+                server_temp: pg.temp.as_ref().map(|(_, dir)| ServerTemp {
+                    dir: dir.clone(),
+                    bytes: pg.io.temp_bytes(),
+                }),
             },
         }
     }
@@ -682,16 +789,18 @@ impl CaseDb {
             Engine::Sqlite { .. } => Ok(()),
             Engine::Postgres(pg) => {
                 pg.pool.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                let temp = pg.detach_temp();
                 // A checkpoint now, while its I/O is still sampled, leaves
                 // the shutdown checkpoint (after the last sample) nothing
                 // to write.
                 let checkpointed = pg.cluster.is_some() && pg.io.checkpoint();
                 pg.io.finish();
-                match pg.cluster.as_mut() {
+                let stopped = match pg.cluster.as_mut() {
                     Some(c) if checkpointed => c.stop(),
                     Some(c) => c.stop_now(),
                     None => Ok(()),
-                }
+                };
+                temp.and(stopped)
             }
         };
         written.and(stopped)
@@ -704,6 +813,7 @@ impl Drop for CaseDb {
         drop(self.writer.take());
         if let Engine::Postgres(pg) = &mut self.engine {
             pg.pool.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            let _ = pg.detach_temp();
             pg.io.finish();
             if let Some(c) = pg.cluster.as_mut() {
                 let _ = c.stop();

@@ -108,7 +108,7 @@ impl CaseReader {
         }
     }
 
-    fn conn(&mut self) -> Result<&mut Conn, DbError> {
+    pub(super) fn conn(&mut self) -> Result<&mut Conn, DbError> {
         self.conn
             .as_mut()
             .ok_or_else(|| DbError::Writer("the reader's connection is gone".into()))

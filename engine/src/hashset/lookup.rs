@@ -9,6 +9,54 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+/// Something hashes are looked up in: the hash library's own file
+/// ([`Lookup`]), or a copy of its sets elsewhere (the case database of the
+/// ftk4 profile). One per thread.
+pub trait SetLookup: Send {
+    /// Whether any chosen set holds hashes of this kind.
+    fn has(&self, kind: HashKind) -> bool;
+
+    /// Look `hash` up (its length is the kind's, and some set holds the
+    /// kind): ids of the chosen sets holding it, appended to `out` in
+    /// ascending order.
+    fn query(
+        &mut self,
+        kind: HashKind,
+        hash: &[u8],
+        out: &mut Vec<i64>,
+    ) -> Result<(), HashSetError>;
+
+    /// Ids of the chosen sets holding `hash` (binary digest of `kind`),
+    /// appended to `out` in ascending order; none for a digest of the
+    /// wrong length or a kind no set holds (no read wasted on it).
+    fn find(
+        &mut self,
+        kind: HashKind,
+        hash: &[u8],
+        out: &mut Vec<i64>,
+    ) -> Result<(), HashSetError> {
+        if !self.has(kind) || hash.len() != kind.digest_len() {
+            return Ok(());
+        }
+        self.query(kind, hash, out)
+    }
+}
+
+impl SetLookup for Lookup {
+    fn has(&self, kind: HashKind) -> bool {
+        Lookup::has(self, kind)
+    }
+
+    fn query(
+        &mut self,
+        kind: HashKind,
+        hash: &[u8],
+        out: &mut Vec<i64>,
+    ) -> Result<(), HashSetError> {
+        Lookup::find(self, kind, hash, out)
+    }
+}
+
 /// A lookup connection with the chosen sets. Not shared between threads:
 /// make one per thread with [`Library::lookup`].
 pub struct Lookup {
@@ -144,8 +192,8 @@ impl Query {
 
 /// Look up `queries` on all `lookups` at once (one thread each, contiguous
 /// slices), returning the set ids found for each query in query order.
-pub fn find_parallel(
-    lookups: &mut [Lookup],
+pub fn find_parallel<L: SetLookup>(
+    lookups: &mut [L],
     queries: &[Query],
 ) -> Result<Vec<Vec<i64>>, HashSetError> {
     let mut results: Vec<Vec<i64>> = vec![Vec::new(); queries.len()];
@@ -154,7 +202,7 @@ pub fn find_parallel(
     }
     let per = queries.len().div_ceil(lookups.len());
     if lookups.len() == 1 || queries.len() < 64 {
-        let l = &lookups[0];
+        let l = &mut lookups[0];
         for (q, out) in queries.iter().zip(results.iter_mut()) {
             l.find(q.kind, q.digest(), out)?;
         }

@@ -32,7 +32,7 @@ pub use library::{
     ImportProgress, ImportReport, ImportRequest, Issue, IssueKind, LIBRARY_FILE_NAME,
     LIBRARY_SCHEMA_VERSION, Library, NoImportProgress, SetInfo, SetStatus, SourceReport,
 };
-pub use lookup::{Lookup, Query, StreamStats, find_parallel, lookup_stream};
+pub use lookup::{Lookup, Query, SetLookup, StreamStats, find_parallel, lookup_stream};
 pub use prepare::{Prepared, WantedSet, library_path, open_counted, prepare_sets, wanted_sets};
 
 use serde::{Deserialize, Serialize};

@@ -14,6 +14,14 @@
 //! take contiguous slices of a page of items; results are written in item
 //! order, so the case database does not depend on the thread count.
 //!
+//! A profile that keeps the KFF in the case database (ftk4: FTK 4 moved
+//! its KFF library into its database) has the stage's preparation copy the
+//! chosen sets from the library file into the case's PostgreSQL tables
+//! (`casedb::LibraryLoader`) before processing starts, outside the stage's
+//! time, as FTK's library is there before a case is processed; the stage
+//! then looks every hash up on the database server, one indexed query per
+//! hash on a connection per thread.
+//!
 //! Excluding known files from later work, as suites do, is the later
 //! stages' business: they read `files.kff` (the `index` stage skips
 //! `kff = 'known'`), so `kff` must run before them in the stage list.
@@ -23,12 +31,14 @@
 //! default true).
 
 use super::StageSpec;
-use crate::casedb::{HashedTable, KffHit, Write};
-use crate::hashset::{Category, HashKind, Library, Lookup, Query, find_parallel};
+use crate::casedb::{CaseReader, HashedTable, KffHit, LibrarySet, Write};
+use crate::hashset::{
+    Category, HashKind, HashSetError, Library, Lookup, Query, SetInfo, SetLookup, find_parallel,
+};
 use crate::source::hex;
 use crate::stage::{
-    Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
-    parse_options,
+    Preparation, Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions,
+    StageSummary, parse_options,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -144,20 +154,118 @@ impl Counts {
     }
 }
 
+/// A lookup in the case database's copy of the library: one reader
+/// connection per thread, one indexed query per hash.
+struct CaseLookup {
+    reader: CaseReader,
+    has: [bool; 3],
+}
+
+impl SetLookup for CaseLookup {
+    fn has(&self, kind: HashKind) -> bool {
+        self.has[kind.index()]
+    }
+
+    fn query(
+        &mut self,
+        kind: HashKind,
+        hash: &[u8],
+        out: &mut Vec<i64>,
+    ) -> Result<(), HashSetError> {
+        Ok(self.reader.library_find(kind.index(), hash, out)?)
+    }
+}
+
+/// Rows between checks for an interruption while loading.
+const LOAD_CHECK: u64 = 1 << 16;
+
 impl Kff {
-    fn pass(
+    /// The library file, open through the case's counting VFS, and a
+    /// lookup on it with the chosen sets.
+    fn open_library(
         &self,
         ctx: &StageContext<'_>,
-        lookups: &mut [Lookup],
+    ) -> Result<(PathBuf, Library, Lookup), StageError> {
+        let path = match &self.library {
+            Some(p) => p.clone(),
+            None => ctx
+                .db
+                .sqlite_path_beside(crate::hashset::LIBRARY_FILE_NAME)?,
+        };
+        let library = Library::open_read_only(&path, Some(ctx.db.vfs_name()))
+            .map_err(|e| config(format!("hash library: {e}")))?;
+        let lookup = library
+            .lookup(self.sets.as_deref())
+            .map_err(|e| config(format!("hash library: {e}")))?;
+        Ok((path, library, lookup))
+    }
+
+    /// Copy the chosen sets into the case database's library tables.
+    fn load_into_case(
+        &self,
+        ctx: &StageContext<'_>,
+        library: &Library,
+        lookup: &Lookup,
+    ) -> Result<[u64; 3], StageError> {
+        let mut sets: Vec<&SetInfo> = lookup.sets().values().collect();
+        sets.sort_by_key(|s| s.id);
+        let ids: Vec<i64> = sets.iter().map(|s| s.id).collect();
+        let mut loader = ctx.db.library_loader()?;
+        for s in &sets {
+            loader.add_set(&LibrarySet {
+                id: s.id,
+                name: s.name.clone(),
+                category: s.category.as_str().into(),
+                hashes: HashKind::ALL.map(|k| s.entries(k)),
+            })?;
+        }
+        let mut rows = [0u64; 3];
+        for kind in HashKind::ALL {
+            if !lookup.has(kind) {
+                continue;
+            }
+            let mut copy = loader.copy(kind.index())?;
+            let mut failed: Option<StageError> = None;
+            library
+                .for_each_entry(kind, &ids, &mut |hash, id| {
+                    let sent = copy
+                        .push(hash, id)
+                        .map_err(StageError::from)
+                        .and_then(|()| {
+                            rows[kind.index()] += 1;
+                            if rows[kind.index()] % LOAD_CHECK == 0 {
+                                ctx.check_cancel()
+                            } else {
+                                Ok(())
+                            }
+                        });
+                    match sent {
+                        Ok(()) => std::ops::ControlFlow::Continue(()),
+                        Err(e) => {
+                            failed = Some(e);
+                            std::ops::ControlFlow::Break(())
+                        }
+                    }
+                })
+                .map_err(|e| config(format!("hash library: {e}")))?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            copy.finish()?;
+        }
+        loader.finish()?;
+        Ok(rows)
+    }
+
+    fn pass<L: SetLookup>(
+        &self,
+        ctx: &StageContext<'_>,
+        sets: &BTreeMap<i64, (String, Category)>,
+        lookups: &mut [L],
         items: HashedTable,
         counts: &mut Counts,
     ) -> Result<(), StageError> {
         let mut reader = ctx.db.reader()?;
-        let sets: BTreeMap<i64, (String, Category)> = lookups[0]
-            .sets()
-            .iter()
-            .map(|(id, s)| (*id, (s.name.clone(), s.category)))
-            .collect();
         let mut after = i64::MIN;
         loop {
             ctx.check_cancel()?;
@@ -276,24 +384,73 @@ impl Stage for Kff {
         "kff"
     }
 
-    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
-        let path = match &self.library {
-            Some(p) => p.clone(),
-            None => ctx
-                .db
-                .sqlite_path_beside(crate::hashset::LIBRARY_FILE_NAME)?,
-        };
-        let library = Library::open_read_only(&path, Some(ctx.db.vfs_name()))
-            .map_err(|e| config(format!("hash library: {e}")))?;
-        let mut lookups = Vec::with_capacity(ctx.threads.max(1));
-        for _ in 0..ctx.threads.max(1) {
-            lookups.push(
-                library
-                    .lookup(self.sets.as_deref())
-                    .map_err(|e| config(format!("hash library: {e}")))?,
-            );
+    fn prepare(&self, ctx: &StageContext<'_>) -> Result<Option<Preparation>, StageError> {
+        if !ctx.db.options().profile.keeps_kff_in_case_db() {
+            return Ok(None);
         }
-        let mut set_names: Vec<(String, Category, u64)> = lookups[0]
+        let (path, library, lookup) = self.open_library(ctx)?;
+        let rows = self.load_into_case(ctx, &library, &lookup)?;
+        let mut details = serde_json::Map::new();
+        details.insert("library".into(), path.display().to_string().into());
+        let mut names: Vec<&str> = lookup.sets().values().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        details.insert("sets".into(), names.into());
+        for kind in HashKind::ALL {
+            details.insert(format!("{}_rows", kind.as_str()), rows[kind.index()].into());
+        }
+        Ok(Some(Preparation {
+            what: format!(
+                "loaded the hash library's sets into the case database (profile {}: the KFF library lives in the database)",
+                ctx.db.options().profile.as_str()
+            ),
+            details,
+        }))
+    }
+
+    fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
+        let (path, library, chosen) = self.open_library(ctx)?;
+        let in_case = ctx.db.options().profile.keeps_kff_in_case_db();
+        let mut file_lookups = Vec::new();
+        let mut case_lookups = Vec::new();
+        let threads = ctx.threads.max(1);
+        if in_case {
+            // The sets the preparation loaded must be the chosen ones.
+            let mut want: Vec<i64> = chosen.sets().keys().copied().collect();
+            want.sort_unstable();
+            let loaded: Vec<i64> = ctx
+                .db
+                .reader()?
+                .library_sets()?
+                .iter()
+                .map(|s| s.id)
+                .collect();
+            if loaded != want {
+                return Err(StageError::Other(format!(
+                    "the case database's hash library holds sets {loaded:?}, not the chosen {want:?} (was the stage prepared?)"
+                )));
+            }
+            let has = HashKind::ALL.map(|k| chosen.has(k));
+            for _ in 0..threads {
+                case_lookups.push(CaseLookup {
+                    reader: ctx.db.reader()?,
+                    has,
+                });
+            }
+        } else {
+            for _ in 0..threads {
+                file_lookups.push(
+                    library
+                        .lookup(self.sets.as_deref())
+                        .map_err(|e| config(format!("hash library: {e}")))?,
+                );
+            }
+        }
+        let sets: BTreeMap<i64, (String, Category)> = chosen
+            .sets()
+            .iter()
+            .map(|(id, s)| (*id, (s.name.clone(), s.category)))
+            .collect();
+        let mut set_names: Vec<(String, Category, u64)> = chosen
             .sets()
             .values()
             .map(|s| (s.name.clone(), s.category, s.md5 + s.sha1 + s.sha256))
@@ -344,12 +501,24 @@ impl Stage for Kff {
         let mut carved = Counts::default();
         let mut extracted = Counts::default();
         if !set_names.is_empty() {
-            self.pass(ctx, &mut lookups, HashedTable::Files, &mut files)?;
+            let mut tables = vec![HashedTable::Files];
             if n_extracted > 0 {
-                self.pass(ctx, &mut lookups, HashedTable::Extracted, &mut extracted)?;
+                tables.push(HashedTable::Extracted);
             }
             if self.carved {
-                self.pass(ctx, &mut lookups, HashedTable::Carved, &mut carved)?;
+                tables.push(HashedTable::Carved);
+            }
+            for table in tables {
+                let counts = match table {
+                    HashedTable::Files => &mut files,
+                    HashedTable::Extracted => &mut extracted,
+                    HashedTable::Carved => &mut carved,
+                };
+                if in_case {
+                    self.pass(ctx, &sets, &mut case_lookups, table, counts)?;
+                } else {
+                    self.pass(ctx, &sets, &mut file_lookups, table, counts)?;
+                }
             }
         }
 
@@ -361,6 +530,12 @@ impl Stage for Kff {
         };
         let d = &mut summary.details;
         d.insert("library".into(), path.display().to_string().into());
+        if in_case {
+            d.insert(
+                "looked_up_in".into(),
+                "the case database (kff_library_* tables)".into(),
+            );
+        }
         d.insert(
             "sets".into(),
             serde_json::Value::Array(

@@ -23,6 +23,17 @@
 //! second of a transaction's end, so a stage's last second may be charged
 //! to the next one.
 //!
+//! The server's temporary files (sorts and hashes larger than `work_mem`,
+//! index builds larger than `maintenance_work_mem`) go to the temp channel
+//! when the profile puts them there (ftk4's dbTemp: a tablespace in the
+//! temp channel directory named in `temp_tablespaces`). The process
+//! counters cannot tell those files from the data files, so the bytes
+//! PostgreSQL reports writing to temporary files (`pg_stat_database.
+//! temp_bytes`) are moved from the database channel to the temp channel,
+//! counted as written once and read back once (a spill is) in 8 KiB
+//! operations (BufFile's block). Temporary files are reported when a query
+//! ends, so process I/O is charged at stage boundaries, split then.
+//!
 //! An external server (`--db-url`) runs elsewhere: only its statistics are
 //! known, server-wide (other sessions' work included): bytes read = blocks
 //! read from the operating system x block size, bytes written = WAL bytes
@@ -89,6 +100,7 @@ struct Stats {
     buffers_written: u64,
     wal_bytes: u64,
     wal_writes: u64,
+    temp_bytes: u64,
 }
 
 fn query_stats(client: &mut postgres::Client) -> Result<Stats, DbError> {
@@ -98,7 +110,8 @@ fn query_stats(client: &mut postgres::Client) -> Result<Stats, DbError> {
         (SELECT coalesce(sum(blks_read), 0)::int8 FROM pg_stat_database),
         w.wal_write_time::float8, w.wal_sync_time::float8, w.wal_sync::int8, w.wal_bytes::int8, w.wal_write::int8,
         b.checkpoint_sync_time::float8, b.buffers_backend_fsync::int8,
-        (b.buffers_checkpoint + b.buffers_clean + b.buffers_backend)::int8
+        (b.buffers_checkpoint + b.buffers_clean + b.buffers_backend)::int8,
+        (SELECT coalesce(sum(temp_bytes), 0)::int8 FROM pg_stat_database)
         FROM pg_stat_wal w, pg_stat_bgwriter b";
     let r = client.query_one(sql, &[]).map_err(|e| pg_error(&e, sql))?;
     let get_f = |i: usize| r.try_get::<_, f64>(i).unwrap_or(0.0);
@@ -112,6 +125,7 @@ fn query_stats(client: &mut postgres::Client) -> Result<Stats, DbError> {
         buffers_written: get_i(10),
         wal_bytes: get_i(6),
         wal_writes: get_i(7),
+        temp_bytes: get_i(11),
     })
 }
 
@@ -129,7 +143,19 @@ struct State {
     block_size: u64,
     /// The first statistics error, reported once in run.json.
     note: Option<String>,
+    /// Process I/O sampled but not yet charged (charged at stage
+    /// boundaries, once the temporary files of the interval are known).
+    pending: ChannelSnapshot,
+    /// Where the server's temporary files go, when not the database
+    /// channel.
+    temp: Option<Channel>,
+    /// Temporary-file bytes moved to it so far.
+    temp_bytes: u64,
 }
+
+/// PostgreSQL's temporary-file block (BufFile), the size of its reads and
+/// writes of a spill.
+const TEMP_BLOCK: u64 = 8192;
 
 /// Charges a PostgreSQL server's I/O to the database channel.
 pub struct ServerIo {
@@ -181,6 +207,9 @@ impl ServerIo {
                 log_offset,
                 block_size,
                 note: None,
+                pending: ChannelSnapshot::default(),
+                temp: None,
+                temp_bytes: 0,
             }),
             stop: Arc::new(AtomicBool::new(false)),
             thread: Mutex::new(None),
@@ -210,6 +239,20 @@ impl ServerIo {
     /// Bring the channel's counters up to date (at a stage boundary).
     pub fn sample(&self) {
         self.sample_with(true, true);
+    }
+
+    /// Charge the server's temporary files to `temp` from now on (they are
+    /// in a tablespace in its directory).
+    pub fn charge_temp_to(&self, temp: Channel) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).temp = Some(temp);
+    }
+
+    /// Temporary-file bytes charged to the temp channel so far.
+    pub fn temp_bytes(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .temp_bytes
     }
 
     /// The first problem reading the statistics, if any.
@@ -254,10 +297,11 @@ impl ServerIo {
     }
 
     /// Sample the processes (private cluster) and, with `stats`, the
-    /// statistics views; `charge` adds the differences to the channel.
+    /// statistics views; `charge` adds the differences to the channel
+    /// (process I/O waits in `pending` until a sample with `stats`).
     fn sample_with(&self, stats: bool, charge: bool) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut delta = ChannelSnapshot::default();
+        let mut delta = std::mem::take(&mut state.pending);
         if let Some(pm) = self.postmaster {
             for (key, io) in self.processes(pm) {
                 let before = state.procs.insert(key, io);
@@ -270,7 +314,14 @@ impl ServerIo {
                 delta.write_ops += io.syscw.saturating_sub(b.syscw);
             }
         }
-        if stats {
+        if !stats {
+            if charge {
+                state.pending = delta;
+            }
+            return;
+        }
+        let mut temp_delta = ChannelSnapshot::default();
+        {
             let now = state
                 .stats_client
                 .as_mut()
@@ -288,6 +339,19 @@ impl ServerIo {
                     delta.write_blocked_ns += ms_to_ns(now.write_ms - before.write_ms);
                     delta.sync_blocked_ns += ms_to_ns(now.sync_ms - before.sync_ms);
                     delta.fsyncs += now.fsyncs.saturating_sub(before.fsyncs);
+                    let spilled = now.temp_bytes.saturating_sub(before.temp_bytes);
+                    if spilled > 0 && state.temp.is_some() && self.postmaster.is_some() {
+                        let ops = spilled.div_ceil(TEMP_BLOCK);
+                        temp_delta.bytes_written = spilled;
+                        temp_delta.bytes_read = spilled;
+                        temp_delta.write_ops = ops;
+                        temp_delta.read_ops = ops;
+                        delta.bytes_written = delta.bytes_written.saturating_sub(spilled);
+                        delta.bytes_read = delta.bytes_read.saturating_sub(spilled);
+                        delta.write_ops = delta.write_ops.saturating_sub(ops);
+                        delta.read_ops = delta.read_ops.saturating_sub(ops);
+                        state.temp_bytes += spilled;
+                    }
                     if self.postmaster.is_none() {
                         let bs = state.block_size;
                         let blocks = now.blocks_read.saturating_sub(before.blocks_read);
@@ -306,6 +370,9 @@ impl ServerIo {
         }
         if charge {
             self.channel.charge_foreign(&delta);
+            if let Some(t) = &state.temp {
+                t.charge_foreign(&temp_delta);
+            }
         }
     }
 

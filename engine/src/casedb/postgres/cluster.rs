@@ -170,12 +170,29 @@ fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
         };
         if !ok {
             return Err(cluster_error(format!(
-                "PostgreSQL runs as `{}` (it refuses root), which cannot reach `{}` (mode {:o}); put the database directory where that account can reach it, or run caseload as an unprivileged user",
+                "PostgreSQL runs as `{}` (it refuses root), which cannot reach `{}` (mode {:o}); put that directory where that account can reach it, or run caseload as an unprivileged user",
                 user.name,
                 a.display(),
                 mode & 0o7777
             )));
         }
+    }
+    Ok(())
+}
+
+/// Make `dir` for the server to keep files in (a tablespace): created
+/// mode 700, owned by `user` (the account the server runs as when caseload
+/// is root), every ancestor searchable by it.
+pub(crate) fn make_server_dir(dir: &Path, user: Option<&ServerUser>) -> Result<(), DbError> {
+    if let Some(u) = user {
+        check_reachable(dir, u)?;
+    }
+    std::fs::create_dir(dir)
+        .map_err(|e| cluster_error(format!("creating `{}`: {e}", dir.display())))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| cluster_error(format!("setting `{}` to mode 700: {e}", dir.display())))?;
+    if let Some(u) = user {
+        chown(dir, u)?;
     }
     Ok(())
 }

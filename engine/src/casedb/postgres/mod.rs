@@ -26,6 +26,8 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("max_wal_size", "1GB"),
     ("min_wal_size", "80MB"),
     ("autovacuum", "on"),
+    ("work_mem", "4MB"),
+    ("maintenance_work_mem", "64MB"),
 ];
 
 /// Settings caseload needs for its accounting (not I/O choices).
@@ -175,7 +177,13 @@ pub fn holds_case(client: &mut postgres::Client) -> Result<bool, DbError> {
 
 /// Drop a case's tables (`--force` on an external server).
 pub fn drop_case(client: &mut postgres::Client) -> Result<(), DbError> {
-    let sql = format!("DROP TABLE IF EXISTS {} CASCADE", TABLES.join(", "));
+    // The hash library loaded into the case (ftk4) goes with it.
+    let names: Vec<&str> = crate::casedb::hash_library::LIBRARY_TABLES
+        .iter()
+        .chain(TABLES)
+        .copied()
+        .collect();
+    let sql = format!("DROP TABLE IF EXISTS {} CASCADE", names.join(", "));
     client.batch_execute(&sql).map_err(|e| pg_error(&e, &sql))
 }
 

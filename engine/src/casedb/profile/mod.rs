@@ -59,6 +59,19 @@ impl Profile {
         self == Profile::Ftk4
     }
 
+    /// Whether the KFF hash library is looked up in the case database
+    /// rather than in caseload's library file: FTK 4 keeps its KFF in its
+    /// database, so every KFF lookup is a query on the database server.
+    pub fn keeps_kff_in_case_db(self) -> bool {
+        self == Profile::Ftk4
+    }
+
+    /// Whether the case's database server keeps its temporary files on
+    /// the temp channel (FTK 4's dbTemp) rather than in its data directory.
+    pub fn server_temp_on_temp_channel(self) -> bool {
+        self == Profile::Ftk4
+    }
+
     /// After `write` was applied (with `reply`): the rows the suite writes
     /// for the same record.
     pub(crate) fn after(
