@@ -80,6 +80,14 @@ fn every_run_json_follows_its_schema_and_documents_its_details() {
             work.path().join("pg"),
             vec!["--db-engine", "postgres"],
         ));
+        // The ftk4 profile: compound files expanded, the KFF library
+        // loaded into the case database first (`preparation`), the
+        // server's temporary files on the temp channel (`server_temp`).
+        runs.push((
+            "ftk4, every stage",
+            work.path().join("ftk4"),
+            vec!["--profile", "ftk4"],
+        ));
     }
     for (what, dir, extra) in &runs {
         let mut cmd = common::stage_run(all, &image, dir, &[]);
