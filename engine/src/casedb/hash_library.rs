@@ -12,7 +12,8 @@
 //! `kff_library_sha1`, `kff_library_sha256` (`hash bytea`, `set_id
 //! bigint`). Rows go in with `COPY ... (FORMAT binary)`, the way a bulk
 //! import fills a table; the primary key `(hash, set_id)` is built after
-//! them and the tables analysed, as a restore does.
+//! them, the tables vacuumed and analysed and a checkpoint taken, so that
+//! processing starts on a library at rest, as FTK's is.
 
 use super::conn::pg_error;
 use super::{CaseDb, DbError, Engine};
@@ -160,15 +161,25 @@ impl LibraryLoader {
         })
     }
 
-    /// Build the keys and statistics; the tables are ready for lookups.
-    pub fn finish(mut self) -> Result<(), DbError> {
-        let sql = "ALTER TABLE kff_library_md5 ADD PRIMARY KEY (hash, set_id);
+    /// Build the keys, vacuum and analyse, and checkpoint: the tables are
+    /// settled on disk, as a library installed long before the case would
+    /// be. (Left to itself, autovacuum would visit the freshly loaded
+    /// tables during the first stages and charge them its writes.)
+    /// Returns whether the checkpoint ran (it needs a superuser or
+    /// `pg_checkpoint` on an external server).
+    pub fn finish(mut self) -> Result<bool, DbError> {
+        let keys = "ALTER TABLE kff_library_md5 ADD PRIMARY KEY (hash, set_id);
             ALTER TABLE kff_library_sha1 ADD PRIMARY KEY (hash, set_id);
-            ALTER TABLE kff_library_sha256 ADD PRIMARY KEY (hash, set_id);
-            ANALYZE kff_library_sets, kff_library_md5, kff_library_sha1, kff_library_sha256";
+            ALTER TABLE kff_library_sha256 ADD PRIMARY KEY (hash, set_id)";
         self.client
-            .batch_execute(sql)
-            .map_err(|e| pg_error(&e, sql))
+            .batch_execute(keys)
+            .map_err(|e| pg_error(&e, keys))?;
+        // One statement: VACUUM refuses to run inside a transaction block.
+        let vacuum = "VACUUM (ANALYZE) kff_library_sets, kff_library_md5, kff_library_sha1, kff_library_sha256";
+        self.client
+            .batch_execute(vacuum)
+            .map_err(|e| pg_error(&e, vacuum))?;
+        Ok(self.client.batch_execute("CHECKPOINT").is_ok())
     }
 }
 

@@ -200,13 +200,14 @@ impl Kff {
         Ok((path, library, lookup))
     }
 
-    /// Copy the chosen sets into the case database's library tables.
+    /// Copy the chosen sets into the case database's library tables: rows
+    /// per kind, and whether the server took a checkpoint after them.
     fn load_into_case(
         &self,
         ctx: &StageContext<'_>,
         library: &Library,
         lookup: &Lookup,
-    ) -> Result<[u64; 3], StageError> {
+    ) -> Result<([u64; 3], bool), StageError> {
         let mut sets: Vec<&SetInfo> = lookup.sets().values().collect();
         sets.sort_by_key(|s| s.id);
         let ids: Vec<i64> = sets.iter().map(|s| s.id).collect();
@@ -253,8 +254,8 @@ impl Kff {
             }
             copy.finish()?;
         }
-        loader.finish()?;
-        Ok(rows)
+        let checkpointed = loader.finish()?;
+        Ok((rows, checkpointed))
     }
 
     fn pass<L: SetLookup>(
@@ -389,7 +390,7 @@ impl Stage for Kff {
             return Ok(None);
         }
         let (path, library, lookup) = self.open_library(ctx)?;
-        let rows = self.load_into_case(ctx, &library, &lookup)?;
+        let (rows, checkpointed) = self.load_into_case(ctx, &library, &lookup)?;
         let mut details = serde_json::Map::new();
         details.insert("library".into(), path.display().to_string().into());
         let mut names: Vec<&str> = lookup.sets().values().map(|s| s.name.as_str()).collect();
@@ -398,6 +399,7 @@ impl Stage for Kff {
         for kind in HashKind::ALL {
             details.insert(format!("{}_rows", kind.as_str()), rows[kind.index()].into());
         }
+        details.insert("checkpointed".into(), checkpointed.into());
         Ok(Some(Preparation {
             what: format!(
                 "loaded the hash library's sets into the case database (profile {}: the KFF library lives in the database)",
