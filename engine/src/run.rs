@@ -316,7 +316,7 @@ fn run_stages(
         db.attach_temp(ch.temp)?;
         Ok(db)
     });
-    let db = match created {
+    let mut db = match created {
         Ok(db) => db,
         Err(e) => {
             // Nothing that could pass for a case is left behind (the
@@ -349,7 +349,22 @@ fn run_stages(
         stage: "",
         recorded: &no_records,
     };
-    let preparation = prepare_stages(stage_list, &base)?;
+    let preparation = match prepare_stages(stage_list, &base) {
+        Ok(p) => p,
+        Err(e) => {
+            // Before any stage: as when the database could not be made,
+            // nothing that could pass for a case is left behind.
+            let e = match db.server_problem() {
+                Some(_) => RunError::Db(DbError::Writer(with_server_problem(&db, &e))),
+                None => e,
+            };
+            let _ = db.close();
+            for entry in casedb::DB_DIR_ENTRIES {
+                let _ = ch.database.remove_all(entry);
+            }
+            return Err(e);
+        }
+    };
     let mut stage_reports = Vec::new();
     let mut cache_report = match spec.cache {
         CacheMode::Warm => cache::warm(),
@@ -487,8 +502,14 @@ fn run_stages(
     // Bookkeeping after the last stage, so its I/O is charged to no stage.
     // Neither it nor closing the database may lose the report of what the
     // stages did (a server killed mid-run): their failures are noted in it.
+    let released = db.release_temp();
     let mut database = db.info();
     let mut notes: Vec<String> = database.note.take().into_iter().collect();
+    if let Err(e) = released {
+        notes.push(format!(
+            "removing the server's temporary tablespace failed: {e}"
+        ));
+    }
     if let Err(e) = record_stage_runs(&db, run_id, &stage_reports, status, &finished_at) {
         notes.push(format!("recording the stage runs failed: {e}"));
     }

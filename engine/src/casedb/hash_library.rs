@@ -165,9 +165,9 @@ impl LibraryLoader {
     /// settled on disk, as a library installed long before the case would
     /// be. (Left to itself, autovacuum would visit the freshly loaded
     /// tables during the first stages and charge them its writes.)
-    /// Returns whether the checkpoint ran (it needs a superuser or
-    /// `pg_checkpoint` on an external server).
-    pub fn finish(mut self) -> Result<bool, DbError> {
+    /// The inner result says whether the checkpoint ran (it needs a
+    /// superuser or `pg_checkpoint` on an external server).
+    pub fn finish(mut self) -> Result<Result<(), String>, DbError> {
         let keys = "ALTER TABLE kff_library_md5 ADD PRIMARY KEY (hash, set_id);
             ALTER TABLE kff_library_sha1 ADD PRIMARY KEY (hash, set_id);
             ALTER TABLE kff_library_sha256 ADD PRIMARY KEY (hash, set_id)";
@@ -179,16 +179,21 @@ impl LibraryLoader {
         self.client
             .batch_execute(vacuum)
             .map_err(|e| pg_error(&e, vacuum))?;
-        Ok(self.client.batch_execute("CHECKPOINT").is_ok())
+        let checkpoint = self
+            .client
+            .batch_execute("CHECKPOINT")
+            .map_err(|e| pg_error(&e, "CHECKPOINT").to_string());
+        // Publish this session's statistics (its key builds' temporary
+        // files) now, not when its server process happens to exit.
+        let _ = self.client.batch_execute(
+            "DO $$ BEGIN IF current_setting('server_version_num')::int >= 150000 THEN PERFORM pg_stat_force_next_flush(); END IF; END $$",
+        );
+        let _ = self.client.batch_execute("SELECT 1");
+        Ok(checkpoint)
     }
 }
 
 impl CaseDb {
-    /// Whether this case can hold the hash library (PostgreSQL).
-    pub fn holds_hash_library(&self) -> bool {
-        matches!(self.engine, Engine::Postgres(_))
-    }
-
     /// Start loading the hash library into the case database, replacing
     /// any loaded before. PostgreSQL only.
     pub fn library_loader(&self) -> Result<LibraryLoader, DbError> {

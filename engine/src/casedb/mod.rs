@@ -382,9 +382,11 @@ struct PgCase {
     version: String,
     settings: BTreeMap<String, String>,
     bytes_at_start: Option<u64>,
-    /// The temp channel holding the server's temporary files, and the
-    /// tablespace directory there.
-    temp: Option<(Channel, PathBuf)>,
+    /// The temp channel holding the server's temporary files (in its
+    /// [`SERVER_TEMP_DIR`]), while they are there.
+    temp: Option<Channel>,
+    /// That directory, for the report (kept after it is removed).
+    temp_dir: Option<PathBuf>,
 }
 
 impl PgCase {
@@ -396,7 +398,7 @@ impl PgCase {
     /// dropped and its directory removed from the temp channel, so that
     /// the finished case needs nothing outside the database channel.
     fn detach_temp(&mut self) -> Result<(), DbError> {
-        let Some((temp, dir)) = self.temp.as_ref() else {
+        let Some(temp) = self.temp.take() else {
             return Ok(());
         };
         // Last figures of the temporary files first.
@@ -415,9 +417,7 @@ impl PgCase {
         });
         // The directory goes whatever the server said: the temp channel
         // is left as the run found it.
-        let name = dir.file_name().map(PathBuf::from).unwrap_or_default();
-        let removed = temp.remove_all(&name).map_err(DbError::from);
-        self.temp = None;
+        let removed = temp.remove_all(SERVER_TEMP_DIR).map_err(DbError::from);
         undone.and(removed)
     }
 }
@@ -586,6 +586,7 @@ impl CaseDb {
                     settings,
                     bytes_at_start,
                     temp: None,
+                    temp_dir: None,
                 };
                 let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
                 create_schema(&mut conn)?;
@@ -634,7 +635,8 @@ impl CaseDb {
             .map_err(|e| DbError::Cluster(format!("the temp channel's directory: {e}")))?;
         let user = data_dir_owner(cluster.data_dir());
         postgres::cluster::make_server_dir(&dir, user.as_ref())?;
-        pg.temp = Some((temp.clone(), dir.clone()));
+        pg.temp = Some(temp.clone());
+        pg.temp_dir = Some(dir.clone());
         let location = dir.to_str().ok_or_else(|| {
             DbError::Cluster(format!(
                 "`{}` is not UTF-8: PostgreSQL cannot take it as a tablespace",
@@ -642,13 +644,17 @@ impl CaseDb {
             ))
         })?;
         let mut client = pg.connect()?;
+        // The server quotes the path itself (whatever its string settings),
+        // as CREATE TABLESPACE takes no parameters.
+        let quote = "SELECT quote_literal($1::text)";
+        let literal: String = client
+            .query_one(quote, &[&location])
+            .and_then(|r| r.try_get(0))
+            .map_err(|e| conn::pg_error(&e, quote))?;
         // One statement each: CREATE TABLESPACE and ALTER SYSTEM refuse to
         // run inside a transaction block.
         for sql in [
-            format!(
-                "CREATE TABLESPACE {TEMP_TABLESPACE} LOCATION '{}'",
-                location.replace('\'', "''")
-            ),
+            format!("CREATE TABLESPACE {TEMP_TABLESPACE} LOCATION {literal}"),
             format!("ALTER SYSTEM SET temp_tablespaces = '{TEMP_TABLESPACE}'"),
             "SELECT pg_reload_conf()".to_string(),
         ] {
@@ -658,6 +664,17 @@ impl CaseDb {
         }
         pg.io.charge_temp_to(temp.clone());
         Ok(())
+    }
+
+    /// Take the server's temporary files off the temp channel again
+    /// (after the last stage; [`close`](Self::close) does it too): the
+    /// tablespace dropped, the setting reset, the directory removed, the
+    /// last of their figures sampled into [`info`](Self::info).
+    pub fn release_temp(&mut self) -> Result<(), DbError> {
+        match &mut self.engine {
+            Engine::Postgres(pg) => pg.detach_temp(),
+            Engine::Sqlite { .. } => Ok(()),
+        }
     }
 
     /// The options it runs with.
@@ -770,7 +787,7 @@ impl CaseDb {
                 bytes_at_start: pg.bytes_at_start,
                 bytes_at_end: None,
                 note: pg.io.note(),
-                server_temp: pg.temp.as_ref().map(|(_, dir)| ServerTemp {
+                server_temp: pg.temp_dir.as_ref().map(|dir| ServerTemp {
                     dir: dir.clone(),
                     bytes: pg.io.temp_bytes(),
                 }),
@@ -895,7 +912,14 @@ pub fn open_case(info: &DatabaseInfo, url: Option<&str>) -> Result<OpenCase, DbE
                     &info.options.postgres.server_settings(),
                     user.as_ref(),
                 )?;
-                let client = cluster.connect()?;
+                let mut client = cluster.connect()?;
+                // A run that died before its case closed leaves its dbTemp
+                // tablespace named in the server's settings, its directory
+                // possibly gone: reading keeps temporary files at home.
+                let sql = "SET temp_tablespaces = ''";
+                client
+                    .batch_execute(sql)
+                    .map_err(|e| conn::pg_error(&e, sql))?;
                 (
                     CaseReader::new(Conn::Postgres(Box::new(PgConn::new(client))), None),
                     Some(cluster),

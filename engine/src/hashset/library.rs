@@ -599,30 +599,25 @@ impl Library {
         Ok(Lookup::new(self.path.clone(), conn, chosen, has))
     }
 
-    /// Every entry of `kind` held by one of the sets `set_ids`, in hash
-    /// order, handed to `f` (binary digest, set id) until it says stop.
-    /// What a bulk copy of the library elsewhere (the case database of the
-    /// ftk4 profile) reads.
+    /// Every entry of `kind`, sets complete or not, in key order (hash,
+    /// then set id), handed to `f` (binary digest, set id) until it says
+    /// stop: what a bulk copy of the library elsewhere (the case database
+    /// of the ftk4 profile) reads, choosing its sets itself.
     pub fn for_each_entry(
         &self,
         kind: HashKind,
-        set_ids: &[i64],
         f: &mut dyn FnMut(&[u8], i64) -> std::ops::ControlFlow<()>,
     ) -> Result<(), HashSetError> {
         let sql = match kind {
-            HashKind::Md5 => "SELECT hash, set_id FROM kff_md5",
-            HashKind::Sha1 => "SELECT hash, set_id FROM kff_sha1",
-            HashKind::Sha256 => "SELECT hash, set_id FROM kff_sha256",
+            HashKind::Md5 => "SELECT hash, set_id FROM kff_md5 ORDER BY hash, set_id",
+            HashKind::Sha1 => "SELECT hash, set_id FROM kff_sha1 ORDER BY hash, set_id",
+            HashKind::Sha256 => "SELECT hash, set_id FROM kff_sha256 ORDER BY hash, set_id",
         };
         let mut st = self.conn.prepare(sql).map_err(self.sql())?;
         let mut rows = st.query([]).map_err(self.sql())?;
         while let Some(r) = rows.next().map_err(self.sql())? {
             let id: i64 = r.get(1).map_err(self.sql())?;
-            if !set_ids.contains(&id) {
-                continue;
-            }
-            let hash = r.get_ref(0).map_err(self.sql())?;
-            let rusqlite::types::ValueRef::Blob(hash) = hash else {
+            let rusqlite::types::ValueRef::Blob(hash) = r.get_ref(0).map_err(self.sql())? else {
                 return Err(HashSetError::NotALibrary {
                     path: self.path.clone(),
                     reason: format!("a {} entry that is not a blob", kind.label()),

@@ -201,13 +201,14 @@ impl Kff {
     }
 
     /// Copy the chosen sets into the case database's library tables: rows
-    /// per kind, and whether the server took a checkpoint after them.
+    /// per kind, and whether the server took a checkpoint after them (why
+    /// not, if not).
     fn load_into_case(
         &self,
         ctx: &StageContext<'_>,
         library: &Library,
         lookup: &Lookup,
-    ) -> Result<([u64; 3], bool), StageError> {
+    ) -> Result<([u64; 3], Result<(), String>), StageError> {
         let mut sets: Vec<&SetInfo> = lookup.sets().values().collect();
         sets.sort_by_key(|s| s.id);
         let ids: Vec<i64> = sets.iter().map(|s| s.id).collect();
@@ -227,19 +228,22 @@ impl Kff {
             }
             let mut copy = loader.copy(kind.index())?;
             let mut failed: Option<StageError> = None;
+            let mut scanned = 0u64;
             library
-                .for_each_entry(kind, &ids, &mut |hash, id| {
-                    let sent = copy
-                        .push(hash, id)
-                        .map_err(StageError::from)
-                        .and_then(|()| {
-                            rows[kind.index()] += 1;
-                            if rows[kind.index()] % LOAD_CHECK == 0 {
-                                ctx.check_cancel()
-                            } else {
-                                Ok(())
-                            }
-                        });
+                .for_each_entry(kind, &mut |hash, id| {
+                    scanned += 1;
+                    let checked = if scanned.is_multiple_of(LOAD_CHECK) {
+                        ctx.check_cancel()
+                    } else {
+                        Ok(())
+                    };
+                    let sent = checked.and_then(|()| {
+                        if ids.binary_search(&id).is_err() {
+                            return Ok(());
+                        }
+                        rows[kind.index()] += 1;
+                        copy.push(hash, id).map_err(StageError::from)
+                    });
                     match sent {
                         Ok(()) => std::ops::ControlFlow::Continue(()),
                         Err(e) => {
@@ -254,8 +258,8 @@ impl Kff {
             }
             copy.finish()?;
         }
-        let checkpointed = loader.finish()?;
-        Ok((rows, checkpointed))
+        let checkpoint = loader.finish()?;
+        Ok((rows, checkpoint))
     }
 
     fn pass<L: SetLookup>(
@@ -390,7 +394,7 @@ impl Stage for Kff {
             return Ok(None);
         }
         let (path, library, lookup) = self.open_library(ctx)?;
-        let (rows, checkpointed) = self.load_into_case(ctx, &library, &lookup)?;
+        let (rows, checkpoint) = self.load_into_case(ctx, &library, &lookup)?;
         let mut details = serde_json::Map::new();
         details.insert("library".into(), path.display().to_string().into());
         let mut names: Vec<&str> = lookup.sets().values().map(|s| s.name.as_str()).collect();
@@ -399,7 +403,10 @@ impl Stage for Kff {
         for kind in HashKind::ALL {
             details.insert(format!("{}_rows", kind.as_str()), rows[kind.index()].into());
         }
-        details.insert("checkpointed".into(), checkpointed.into());
+        details.insert("checkpointed".into(), checkpoint.is_ok().into());
+        if let Err(why) = checkpoint {
+            details.insert("checkpoint_error".into(), why.into());
+        }
         Ok(Some(Preparation {
             what: format!(
                 "loaded the hash library's sets into the case database (profile {}: the KFF library lives in the database)",
@@ -417,18 +424,22 @@ impl Stage for Kff {
         let threads = ctx.threads.max(1);
         if in_case {
             // The sets the preparation loaded must be the chosen ones.
-            let mut want: Vec<i64> = chosen.sets().keys().copied().collect();
+            let mut want: Vec<(i64, [u64; 3])> = chosen
+                .sets()
+                .values()
+                .map(|s| (s.id, HashKind::ALL.map(|k| s.entries(k))))
+                .collect();
             want.sort_unstable();
-            let loaded: Vec<i64> = ctx
+            let loaded: Vec<(i64, [u64; 3])> = ctx
                 .db
                 .reader()?
                 .library_sets()?
                 .iter()
-                .map(|s| s.id)
+                .map(|s| (s.id, s.hashes))
                 .collect();
             if loaded != want {
                 return Err(StageError::Other(format!(
-                    "the case database's hash library holds sets {loaded:?}, not the chosen {want:?} (was the stage prepared?)"
+                    "the case database's hash library holds sets {loaded:?} (id, hashes per kind), not the chosen {want:?} (was the stage prepared?)"
                 )));
             }
             let has = HashKind::ALL.map(|k| chosen.has(k));

@@ -31,8 +31,10 @@
 //! PostgreSQL reports writing to temporary files (`pg_stat_database.
 //! temp_bytes`) are moved from the database channel to the temp channel,
 //! counted as written once and read back once (a spill is) in 8 KiB
-//! operations (BufFile's block). Temporary files are reported when a query
-//! ends, so process I/O is charged at stage boundaries, split then.
+//! operations (BufFile's block). Temporary files are reported when a
+//! session publishes its statistics (after the query), so process I/O is
+//! charged at stage boundaries and split then; a spill published after
+//! the boundary of the interval holding its I/O comes off the next one.
 //!
 //! An external server (`--db-url`) runs elsewhere: only its statistics are
 //! known, server-wide (other sessions' work included): bytes read = blocks
@@ -50,7 +52,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How the figures are obtained, for run.json.
-pub const PRIVATE_ACCOUNTING: &str = "private PostgreSQL cluster: bytes and operations are the server processes' own read/write system calls (/proc/PID/io rchar/wchar/syscr/syscw of the postmaster and its children, sampled every 100 ms and at stage boundaries); blocked time from pg_stat_database blk_read_time/blk_write_time, pg_stat_wal wal_write_time/wal_sync_time and pg_stat_bgwriter checkpoint_sync_time; fsyncs from pg_stat_wal wal_sync, buffers_backend_fsync and checkpoint log lines (sync files=N); the KFF hash library, a SQLite file, through the counting VFS";
+pub const PRIVATE_ACCOUNTING: &str = "private PostgreSQL cluster: bytes and operations are the server processes' own read/write system calls (/proc/PID/io rchar/wchar/syscr/syscw of the postmaster and its children, sampled every 100 ms and at stage boundaries); blocked time from pg_stat_database blk_read_time/blk_write_time, pg_stat_wal wal_write_time/wal_sync_time and pg_stat_bgwriter checkpoint_sync_time; fsyncs from pg_stat_wal wal_sync, buffers_backend_fsync and checkpoint log lines (sync files=N); process I/O charged at stage boundaries; with a profile that keeps the server's temporary files on the temp channel (ftk4's dbTemp), pg_stat_database temp_bytes is moved from the database channel to the temp channel (written once, read back once, 8 KiB operations); the KFF hash library through the counting VFS when it is read as a SQLite file, through the server when the profile keeps it in the case database (ftk4)";
 /// The same for an external server.
 pub const EXTERNAL_ACCOUNTING: &str = "external PostgreSQL server: only its statistics views are known, server-wide (other sessions' work included): bytes read = pg_stat_database blks_read x block_size (read_ops = blks_read), bytes written = pg_stat_wal wal_bytes + (buffers_checkpoint + buffers_clean + buffers_backend) x block_size (write_ops = wal_write + those buffers), fsyncs = wal_sync + buffers_backend_fsync, blocked time as for a private cluster; system-call counts, the checkpointer's synced files and the server's own file I/O are unavailable";
 
@@ -151,6 +153,10 @@ struct State {
     temp: Option<Channel>,
     /// Temporary-file bytes moved to it so far.
     temp_bytes: u64,
+    /// Temporary-file bytes charged to the temp channel but not yet taken
+    /// off the database channel (written, read): a session can publish its
+    /// spill after the interval whose process I/O holds it.
+    temp_owed: (u64, u64),
 }
 
 /// PostgreSQL's temporary-file block (BufFile), the size of its reads and
@@ -210,6 +216,7 @@ impl ServerIo {
                 pending: ChannelSnapshot::default(),
                 temp: None,
                 temp_bytes: 0,
+                temp_owed: (0, 0),
             }),
             stop: Arc::new(AtomicBool::new(false)),
             thread: Mutex::new(None),
@@ -287,11 +294,13 @@ impl ServerIo {
     /// Stop sampling after a last sample, and close the statistics
     /// connection (before the server stops).
     pub fn finish(&self) {
-        self.sample();
+        // The sampling thread first: a sample it took after the last one
+        // would stay pending, never charged.
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
         }
+        self.sample();
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.stats_client = None;
     }
@@ -346,11 +355,9 @@ impl ServerIo {
                         temp_delta.bytes_read = spilled;
                         temp_delta.write_ops = ops;
                         temp_delta.read_ops = ops;
-                        delta.bytes_written = delta.bytes_written.saturating_sub(spilled);
-                        delta.bytes_read = delta.bytes_read.saturating_sub(spilled);
-                        delta.write_ops = delta.write_ops.saturating_sub(ops);
-                        delta.read_ops = delta.read_ops.saturating_sub(ops);
                         state.temp_bytes += spilled;
+                        state.temp_owed.0 += spilled;
+                        state.temp_owed.1 += spilled;
                     }
                     if self.postmaster.is_none() {
                         let bs = state.block_size;
@@ -367,6 +374,15 @@ impl ServerIo {
                 state.stats = Some(now);
             }
             delta.fsyncs += self.checkpoint_syncs(&mut state);
+            // Take the spill off the database channel's process I/O, as
+            // far as this interval holds it; the rest comes off the next.
+            let (w, r) = state.temp_owed;
+            let (tw, tr) = (w.min(delta.bytes_written), r.min(delta.bytes_read));
+            delta.bytes_written -= tw;
+            delta.bytes_read -= tr;
+            delta.write_ops = delta.write_ops.saturating_sub(tw.div_ceil(TEMP_BLOCK));
+            delta.read_ops = delta.read_ops.saturating_sub(tr.div_ceil(TEMP_BLOCK));
+            state.temp_owed = (w - tw, r - tr);
         }
         if charge {
             self.channel.charge_foreign(&delta);
