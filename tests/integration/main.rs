@@ -31,6 +31,7 @@ mod engine_preprocess_real;
 mod evidence_reads;
 mod ewf_convert;
 mod ewf_real_images;
+mod fuzz_replay;
 mod index_corpus;
 mod index_formats;
 mod index_real;

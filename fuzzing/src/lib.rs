@@ -1,0 +1,196 @@
+//! caseload's fuzz targets, one function per parser of untrusted input.
+//!
+//! Each target takes arbitrary bytes and drives a parser the way caseload
+//! drives it on evidence: it must return, whatever the bytes, without a
+//! panic, a hang or unbounded memory. Errors are the expected outcome for
+//! most inputs and are ignored here; a panic is the bug.
+//!
+//! The same functions serve two callers: the cargo-fuzz binaries in `fuzz/`
+//! (nightly, libFuzzer; `benches/scripts/fuzz.sh` runs them), and the
+//! regression replay in the normal test suite (`tests/integration/
+//! fuzz_replay.rs`), which feeds every file kept under
+//! `tests/fuzz-regressions/<target>/` to its target on stable, so CI keeps
+//! every crash that was found and fixed from coming back.
+//!
+//! Adding a target touches this file (one function and one row of
+//! [`TARGETS`]) and adds one binary in `fuzz/`.
+
+use std::io::Write as _;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+/// Every target by name, for the replay and the fuzz script.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("volume", volume),
+    ("filesystem", filesystem),
+    ("e01", e01),
+    ("extract", extract),
+    ("hashset", hashset),
+    ("workload", workload),
+    ("layout", layout),
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<fn(&[u8])> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// Content bytes read per file at most: enough to reach every run kind
+/// (resident, sparse, compressed units) without making each input slow.
+const CONTENT_CAP: u64 = 1 << 20;
+/// Records walked per file system at most (a hostile MFT can claim
+/// millions; the walk itself must stay bounded, which the cap does not
+/// hide: it only stops the target early).
+const RECORD_CAP: usize = 4096;
+
+/// Walk a file system in `src` at `offset`/`len` and read each record's
+/// content (capped), as the filesystem and file-hash stages do.
+fn walk_filesystem<R: caseload_fs::ReadAt>(src: &R, offset: u64, len: u64) {
+    let Ok(fs) = caseload_fs::open_filesystem(src, offset, len) else {
+        return;
+    };
+    let mut seen = 0usize;
+    let mut buf = vec![0u8; 64 << 10];
+    let _ = fs.walk(|rec| {
+        seen += 1;
+        let reader = caseload_fs::ContentReader::new(src, &rec.content);
+        let mut at = 0u64;
+        while at < reader.len().min(CONTENT_CAP) {
+            match reader.read_at(&mut buf, at) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => at += n as u64,
+            }
+        }
+        if seen >= RECORD_CAP {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    let _ = fs.unallocated_runs(|_| {});
+}
+
+/// A disk: the volume system (MBR with extended partitions, GPT), then
+/// every partition's file system walked and read.
+pub fn volume(data: &[u8]) {
+    let Ok(vs) = caseload_fs::open_volume_system(data) else {
+        return;
+    };
+    let _ = vs.unallocated();
+    for p in vs.partitions.iter().take(16) {
+        walk_filesystem(&data, p.offset, p.length);
+    }
+}
+
+/// A volume on its own (FAT12/16/32 or NTFS boot sector at byte 0): its
+/// tables, directories, MFT records with fixups, attribute lists,
+/// runlists, indexes and compressed (LZNT1) content.
+pub fn filesystem(data: &[u8]) {
+    walk_filesystem(&data, 0, data.len() as u64);
+}
+
+/// Scratch files for the targets whose parser opens a path.
+fn scratch(name: &str, data: &[u8]) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir().ok()?;
+    let path = dir.path().join(name);
+    let mut f = std::fs::File::create(&path).ok()?;
+    f.write_all(data).ok()?;
+    Some((dir, path))
+}
+
+/// An E01 (EWF v1) or Ex01 segment: sections, tables, chunk decoding, the
+/// stored hashes; the whole media read through (capped).
+pub fn e01(data: &[u8]) {
+    use caseload_engine::channel::{Channel, ChannelKind};
+    use caseload_engine::source::ReadOptions;
+    let Some((dir, path)) = scratch("image.E01", data) else {
+        return;
+    };
+    let channel = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+    let Ok(source) =
+        caseload_engine::source::open_evidence(&path, &channel, ReadOptions::default())
+    else {
+        return;
+    };
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    while at < source.size().min(16 << 20) {
+        match source.read_at(&mut buf, at) {
+            Ok(0) => break,
+            Ok(n) => at += n as u64,
+            // A damaged chunk: the next one may be readable.
+            Err(_) => at += buf.len() as u64,
+        }
+    }
+    let _ = source.info();
+}
+
+/// Text extraction as the index stage and compound-file expansion run it:
+/// the format sniffed from the bytes (HTML, MIME mail and mbox, PDF
+/// streams, OOXML, ZIP, gzip, SQLite, UTF-16 text, media, binary strings).
+pub fn extract(data: &[u8]) {
+    let limits = caseload_engine::extract::Limits::default();
+    let mut text = String::new();
+    let mut ex = caseload_engine::extract::Extraction::new(&limits, &mut text);
+    let _ = ex.extract(data, 0);
+}
+
+/// A hash-set file in whatever format detection makes of it (NSRL RDS
+/// 2.x, RDS v3 SQLite, hashdeep, md5sum/sha1sum/sha256sum), imported into
+/// a scratch library.
+pub fn hashset(data: &[u8]) {
+    use caseload_engine::channel::{Channel, ChannelKind};
+    use caseload_engine::hashset::{Category, ImportRequest, Library, NoImportProgress};
+    let Some((dir, path)) = scratch("set.txt", data) else {
+        return;
+    };
+    let Ok(library) = Library::open_or_create(&dir.path().join("kff.sqlite"), None) else {
+        return;
+    };
+    let temp = Channel::new(ChannelKind::Temp, dir.path(), Vec::new());
+    let req = ImportRequest {
+        name: "fuzz".into(),
+        category: Category::Known,
+        sources: vec![path],
+        format: None,
+        strict: false,
+        replace: false,
+        kinds: Vec::new(),
+        memory: 1 << 20,
+    };
+    let _ = library.import(
+        &req,
+        &temp,
+        &NoImportProgress,
+        &std::sync::atomic::AtomicBool::new(false),
+    );
+}
+
+/// A workload file (TOML).
+pub fn workload(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = caseload_workloads::workload::Workload::parse(text, "fuzz", "fuzz");
+    }
+}
+
+/// A layout file (TOML).
+pub fn layout(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = caseload_engine::layout::Layout::parse(text, Path::new("fuzz.toml"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_takes_empty_and_junk_input() {
+        for (name, f) in TARGETS {
+            f(&[]);
+            f(&[0xff; 4096]);
+            assert!(target(name).is_some());
+        }
+        assert!(target("nope").is_none());
+    }
+}
