@@ -19,8 +19,11 @@ use std::io::Write as _;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+/// A fuzz target: takes any bytes, must return.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the replay and the fuzz script.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("volume", volume),
     ("filesystem", filesystem),
     ("e01", e01),
@@ -31,7 +34,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The target called `name`.
-pub fn target(name: &str) -> Option<fn(&[u8])> {
+pub fn target(name: &str) -> Option<Target> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
