@@ -75,9 +75,27 @@ fn mode_string(kind: &str, attributes: Option<i64>) -> &'static str {
     }
 }
 
-/// Keep a bodyfile line one line of 11 fields: `|` would split a field.
+/// `\xNN` for each character `escaped` picks, and for `\` itself, so that
+/// the escape is lossless: the name is read back by undoing `\xNN`.
+fn escape_hex(s: &str, escaped: impl Fn(char) -> bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c == '\\' || escaped(c) {
+            for b in c.to_string().bytes() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Keep a bodyfile line one line of 11 fields: `|` would split a field,
+/// a line break or other control character would split or garble the line
+/// (names come from the evidence and may hold anything).
 fn bodyfile_field(s: &str) -> String {
-    s.replace('|', "\\x7c")
+    escape_hex(s, |c| c == '|' || c.is_control())
 }
 
 fn bodyfile_line(r: &Row, out: &mut dyn Write) -> Result<(), ExportError> {
@@ -99,11 +117,21 @@ fn bodyfile_line(r: &Row, out: &mut dyn Write) -> Result<(), ExportError> {
     Ok(())
 }
 
+/// A CSV field. A field a spreadsheet would run as a formula (starting
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return: a hostile file
+/// name) gets a leading `'`, which spreadsheets show as text (OWASP's CSV
+/// injection advice); strip one leading `'` before such a character to
+/// get the name back.
 fn csv_field(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -149,8 +177,9 @@ fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '\'' => out.push_str("&apos;"),
             '"' => out.push_str("&quot;"),
-            // XML 1.0 cannot carry most control characters even escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {
+            // XML 1.0 cannot carry most control characters even escaped;
+            // `\` is escaped too so that the `\xNN` form is lossless.
+            c if c == '\\' || ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r')) => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
             c => out.push(c),
@@ -290,6 +319,21 @@ mod tests {
         assert_eq!(bodyfile_field("a|b"), "a\\x7cb");
         assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
         assert_eq!(xml("<a&'\u{1}>"), "&lt;a&amp;&apos;\\x01&gt;");
+        // Hostile names: a line break, a pipe, a backslash (escaped so the
+        // \xNN form stays lossless), formulas.
+        assert_eq!(
+            bodyfile_field("a\nb|c\\x7c\u{7f}"),
+            "a\\x0ab\\x7cc\\x5cx7c\\x7f"
+        );
+        assert_eq!(xml("a\\x01"), "a\\x5cx01");
+        assert_eq!(
+            csv_field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        for f in ["+1", "-1", "@SUM(A1)", "\tx"] {
+            assert_eq!(csv_field(f), format!("'{f}"));
+        }
+        assert_eq!(csv_field("a-b=c"), "a-b=c");
         assert_eq!(mode_string("directory", Some(0x10)), "d/drwxrwxrwx");
         assert_eq!(mode_string("file", Some(0x21)), "r/rr-xr-xr-x");
     }
