@@ -15,8 +15,9 @@
 # the mutant's MD5 the same after the run as before (evidence is opened
 # read-only). Other failures (a clear error, a stage failed on bad
 # structures) are what bad evidence should give and are counted as
-# "refused". The table at the end: mutants, completed, completed with
-# recorded errors, refused, panics, hangs, evidence changed.
+# "refused" (their messages are summarised). The table at the end:
+# mutants, completed, completed with recorded processing errors (or a
+# failed stage), refused, panics, hangs, evidence changed.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -104,7 +105,7 @@ for ((n = 0; n < count; n++)); do
         panics+=1
         status="panic"
     elif [ "$rc" = 0 ]; then
-        if grep -q '"completed-with-errors"' "$case/run.json" 2>/dev/null; then
+        if python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['status'] != 'completed' or r['totals']['recorded']['errors'] > 0 else 1)" "$case/run.json" 2>/dev/null; then
             errors+=1
             status="recorded-errors"
         else
@@ -113,6 +114,8 @@ for ((n = 0; n < count; n++)); do
         fi
     else
         refused+=1
+        # What the refusal said (its first error line), for the summary.
+        grep -m1 -i "error" "$work/err.txt" | cut -c1-100 >>"$work/refusals.txt" || true
     fi
     if [ "$before" != "$after" ]; then
         changed+=1
@@ -127,6 +130,10 @@ for ((n = 0; n < count; n++)); do
         ;;
     esac
 done
+if [ -s "$work/refusals.txt" ]; then
+    echo "most frequent refusals:"
+    sed -E 's/[0-9]+/N/g' "$work/refusals.txt" | sort | uniq -c | sort -rn | head -8
+fi
 printf '\n| mutants | completed | completed, errors recorded | refused | panics | hangs | evidence changed |\n|---|---|---|---|---|---|---|\n'
 printf '| %d | %d | %d | %d | %d | %d | %d |\n' "$done" "$ok" "$errors" "$refused" "$panics" "$hangs" "$changed"
 [ "$panics" = 0 ] && [ "$hangs" = 0 ] && [ "$changed" = 0 ]
