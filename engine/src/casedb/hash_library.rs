@@ -15,7 +15,7 @@
 //! them, the tables vacuumed and analysed and a checkpoint taken, so that
 //! processing starts on a library at rest, as FTK's is.
 
-use super::conn::pg_error;
+use super::conn::{PgConn, pg_error};
 use super::{CaseDb, DbError, Engine};
 use std::io::Write as _;
 
@@ -54,15 +54,12 @@ fn per_kind(kind: usize, statements: [&'static str; 3]) -> Result<&'static str, 
 
 /// Loads sets into the case database's library tables.
 pub struct LibraryLoader {
-    client: ::postgres::Client,
-    rows: u64,
+    conn: PgConn,
 }
 
 impl std::fmt::Debug for LibraryLoader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LibraryLoader")
-            .field("rows", &self.rows)
-            .finish_non_exhaustive()
+        f.debug_struct("LibraryLoader").finish_non_exhaustive()
     }
 }
 
@@ -131,7 +128,8 @@ impl LibraryLoader {
     pub fn add_set(&mut self, set: &LibrarySet) -> Result<(), DbError> {
         let sql = "INSERT INTO kff_library_sets (id, name, category, md5, sha1, sha256) VALUES ($1, $2, $3, $4, $5, $6)";
         let n = |i: usize| i64::try_from(set.hashes[i]).unwrap_or(i64::MAX);
-        self.client
+        self.conn
+            .client
             .execute(
                 sql,
                 &[&set.id, &set.name, &set.category, &n(0), &n(1), &n(2)],
@@ -150,7 +148,11 @@ impl LibraryLoader {
                 "COPY kff_library_sha256 (hash, set_id) FROM STDIN (FORMAT binary)",
             ],
         )?;
-        let writer = self.client.copy_in(sql).map_err(|e| pg_error(&e, sql))?;
+        let writer = self
+            .conn
+            .client
+            .copy_in(sql)
+            .map_err(|e| pg_error(&e, sql))?;
         let mut buf = Vec::with_capacity(1 << 17);
         buf.extend_from_slice(COPY_HEADER);
         Ok(HashCopy {
@@ -171,24 +173,24 @@ impl LibraryLoader {
         let keys = "ALTER TABLE kff_library_md5 ADD PRIMARY KEY (hash, set_id);
             ALTER TABLE kff_library_sha1 ADD PRIMARY KEY (hash, set_id);
             ALTER TABLE kff_library_sha256 ADD PRIMARY KEY (hash, set_id)";
-        self.client
+        self.conn
+            .client
             .batch_execute(keys)
             .map_err(|e| pg_error(&e, keys))?;
         // One statement: VACUUM refuses to run inside a transaction block.
         let vacuum = "VACUUM (ANALYZE) kff_library_sets, kff_library_md5, kff_library_sha1, kff_library_sha256";
-        self.client
+        self.conn
+            .client
             .batch_execute(vacuum)
             .map_err(|e| pg_error(&e, vacuum))?;
         let checkpoint = self
+            .conn
             .client
             .batch_execute("CHECKPOINT")
             .map_err(|e| pg_error(&e, "CHECKPOINT").to_string());
         // Publish this session's statistics (its key builds' temporary
         // files) now, not when its server process happens to exit.
-        let _ = self.client.batch_execute(
-            "DO $$ BEGIN IF current_setting('server_version_num')::int >= 150000 THEN PERFORM pg_stat_force_next_flush(); END IF; END $$",
-        );
-        let _ = self.client.batch_execute("SELECT 1");
+        self.conn.publish_stats();
         Ok(checkpoint)
     }
 }
@@ -219,7 +221,9 @@ impl CaseDb {
             LIBRARY_TABLES.join(", ")
         );
         client.batch_execute(&sql).map_err(|e| pg_error(&e, &sql))?;
-        Ok(LibraryLoader { client, rows: 0 })
+        Ok(LibraryLoader {
+            conn: PgConn::new(client),
+        })
     }
 }
 
@@ -237,11 +241,10 @@ impl super::CaseReader {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for r in conn.query(
+        for mut r in conn.query(
             "SELECT id, name, category, md5, sha1, sha256 FROM kff_library_sets ORDER BY id",
             &[],
         )? {
-            let mut r = r;
             let mut hashes = [0u64; 3];
             for (i, h) in hashes.iter_mut().enumerate() {
                 *h = u64::try_from(r.get::<i64>(3 + i)?).unwrap_or(0);

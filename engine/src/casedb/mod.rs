@@ -404,16 +404,14 @@ impl PgCase {
         // Last figures of the temporary files first.
         self.io.sample();
         let undone = self.connect().and_then(|mut client| {
-            for sql in [
-                "ALTER SYSTEM RESET temp_tablespaces".to_string(),
-                "SELECT pg_reload_conf()".to_string(),
-                format!("DROP TABLESPACE IF EXISTS {TEMP_TABLESPACE}"),
-            ] {
-                client
-                    .batch_execute(&sql)
-                    .map_err(|e| conn::pg_error(&e, &sql))?;
-            }
-            Ok(())
+            postgres::each_alone(
+                &mut client,
+                &[
+                    "ALTER SYSTEM RESET temp_tablespaces".to_string(),
+                    "SELECT pg_reload_conf()".to_string(),
+                    format!("DROP TABLESPACE IF EXISTS {TEMP_TABLESPACE}"),
+                ],
+            )
         });
         // The directory goes whatever the server said: the temp channel
         // is left as the run found it.
@@ -651,17 +649,14 @@ impl CaseDb {
             .query_one(quote, &[&location])
             .and_then(|r| r.try_get(0))
             .map_err(|e| conn::pg_error(&e, quote))?;
-        // One statement each: CREATE TABLESPACE and ALTER SYSTEM refuse to
-        // run inside a transaction block.
-        for sql in [
-            format!("CREATE TABLESPACE {TEMP_TABLESPACE} LOCATION {literal}"),
-            format!("ALTER SYSTEM SET temp_tablespaces = '{TEMP_TABLESPACE}'"),
-            "SELECT pg_reload_conf()".to_string(),
-        ] {
-            client
-                .batch_execute(&sql)
-                .map_err(|e| conn::pg_error(&e, &sql))?;
-        }
+        postgres::each_alone(
+            &mut client,
+            &[
+                format!("CREATE TABLESPACE {TEMP_TABLESPACE} LOCATION {literal}"),
+                format!("ALTER SYSTEM SET temp_tablespaces = '{TEMP_TABLESPACE}'"),
+                "SELECT pg_reload_conf()".to_string(),
+            ],
+        )?;
         pg.io.charge_temp_to(temp.clone());
         Ok(())
     }

@@ -241,7 +241,6 @@ impl Kff {
                         if ids.binary_search(&id).is_err() {
                             return Ok(());
                         }
-                        rows[kind.index()] += 1;
                         copy.push(hash, id).map_err(StageError::from)
                     });
                     match sent {
@@ -256,7 +255,7 @@ impl Kff {
             if let Some(e) = failed {
                 return Err(e);
             }
-            copy.finish()?;
+            rows[kind.index()] = copy.finish()?;
         }
         let checkpoint = loader.finish()?;
         Ok((rows, checkpoint))

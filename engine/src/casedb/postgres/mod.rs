@@ -168,6 +168,19 @@ pub const TABLES: &[&str] = &[
     "meta",
 ];
 
+/// Run `statements` one by one, each its own implicit transaction (CREATE
+/// TABLESPACE, ALTER SYSTEM and VACUUM refuse to run inside a transaction
+/// block, which several statements in one simple query would be).
+pub(crate) fn each_alone(
+    client: &mut postgres::Client,
+    statements: &[String],
+) -> Result<(), DbError> {
+    for sql in statements {
+        client.batch_execute(sql).map_err(|e| pg_error(&e, sql))?;
+    }
+    Ok(())
+}
+
 /// Whether the connected database already holds a case.
 pub fn holds_case(client: &mut postgres::Client) -> Result<bool, DbError> {
     let sql = "SELECT to_regclass('meta') IS NOT NULL";
