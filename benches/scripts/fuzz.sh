@@ -23,7 +23,7 @@ secs="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(volume filesystem e01 extract hashset workload layout)
+    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split)
 fi
 jobs="${JOBS:-1}"
 work="${FUZZ_WORK:-$root/target/fuzz-work}"
@@ -105,6 +105,38 @@ if [ -d "$seeds/hashset" ]; then
     printf '"SHA-1","MD5","CRC32","FileName","FileSize","ProductCode","OpSystemCode","SpecialCode"\r\n"0000000F8527DCCAB6642252BBCFA1B8072D33EE","68CE322D8A896B6E4E7E3F18339EC85C","E39149E4","Blended_Coolers_Vanilla_NL.png","30439","31155","358",""\r\n' > "$seeds/hashset/NSRLFile.txt"
     printf 'd41d8cd98f00b204e9800998ecf8427e  empty\n68ce322d8a896b6e4e7e3f18339ec85c *bin\n' > "$seeds/hashset/list.md5"
     printf '%%%%%%%% HASHDEEP-1.0\n%%%%%%%% size,md5,sha256,filename\n## Invoked from: /\n0,d41d8cd98f00b204e9800998ecf8427e,e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855,/empty\n' > "$seeds/hashset/hashdeep.txt"
+fi
+if [ -d "$seeds/carve" ]; then
+    # Byte 0 picks the format (in the carve stage's table order), byte 1
+    # the block size; the format's header is put in front of the rest.
+    i=0
+    for f in "$scratch/b.htm" "$seeds/extract/doc.pdf" "$scratch/z.zip" "$seeds/extract/mail.eml"; do
+        [ -f "$f" ] || continue
+        for pick in 0 1 2 3 4 5 6 7 8 9; do
+            { printf "\\x$(printf %02x $pick)\\x07"; cat "$f"; } > "$seeds/carve/seed-$i-$pick"
+        done
+        i=$((i + 1))
+    done
+    python3 -c "
+import struct,zlib,sys
+png=b'\\x89PNG\\r\\n\\x1a\\n'
+def chunk(t,d): return struct.pack('>I',len(d))+t+d+struct.pack('>I',zlib.crc32(t+d))
+open(sys.argv[1],'wb').write(png+chunk(b'IHDR',struct.pack('>IIBBBBB',1,1,8,0,0,0,0))+chunk(b'IDAT',zlib.compress(b'\\0\\0'))+chunk(b'IEND',b''))
+" "$scratch/p.png"
+    cp "$scratch/p.png" "$seeds/carve/png"
+fi
+if [ -d "$seeds/scalpel" ]; then
+    printf 'jpg\ty\t200000\t\\xff\\xd8\\xff\\xe0\\x00\\x10\t\\xff\\xd9\nhtm\tn\t50000\t<html\t</html>\tREVERSE\nNONE\ty\t1000\tab??cd\t\tNEXT\n\0<html>x</html>y</html>' > "$seeds/scalpel/conf"
+fi
+if [ -d "$seeds/meta" ]; then
+    for img in "$scratch"/fat12.img "$scratch"/ntfs.img; do
+        [ -f "$img" ] && head -c 262144 "$img" > "$seeds/meta/$(basename "$img")"
+    done
+fi
+if [ -d "$seeds/split" ]; then
+    printf 'image.001\nimage.002\nimage.003' > "$seeds/split/three"
+    printf 'disk.0001\ndisk.0002\ndisk.0004' > "$seeds/split/gap"
+    printf 'image.dd' > "$seeds/split/single"
 fi
 [ -d "$seeds/workload" ] && cp "$root"/workloads/*.toml "$seeds/workload/"
 [ -d "$seeds/layout" ] && cp "$root"/workloads/layouts/*.toml "$seeds/layout/"

@@ -20,6 +20,7 @@
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.
 
+use crate::fault::{FaultState, InjectedFault};
 use crate::latency::{LatencyCounters, LatencyHistogram};
 use crate::trace::{Trace, TraceOp};
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,8 @@ pub struct ChannelCounters {
     sync_latency: LatencyCounters,
     /// The run's trace, when it records one (`run --trace`).
     trace: OnceLock<Arc<Trace>>,
+    /// An injected fault and the first write-side error.
+    fault: FaultState,
 }
 
 impl Default for ChannelCounters {
@@ -120,6 +123,7 @@ impl Default for ChannelCounters {
             write_latency: LatencyCounters::default(),
             sync_latency: LatencyCounters::default(),
             trace: OnceLock::new(),
+            fault: FaultState::default(),
         }
     }
 }
@@ -269,6 +273,34 @@ impl ChannelCounters {
         self.read_latency.record(took);
         self.read_blocked_ns
             .fetch_add(duration_ns(took), Ordering::Relaxed);
+    }
+
+    /// Before a write of `len` bytes: the injected fault's error, if it
+    /// trips (or has); the error is noted as the channel's.
+    pub(crate) fn check_write(&self, kind: ChannelKind, path: &Path, len: u64) -> io::Result<()> {
+        let written = self.bytes_written.load(Ordering::Relaxed);
+        self.fault
+            .before_write(written, len)
+            .inspect_err(|e| self.note_error(kind, "write", path, e))
+    }
+
+    /// Before a sync: the injected fault's error, if any (noted).
+    pub(crate) fn check_sync(&self, kind: ChannelKind, path: &Path) -> io::Result<()> {
+        self.fault
+            .before_sync()
+            .inspect_err(|e| self.note_error(kind, "sync", path, e))
+    }
+
+    /// Note a write-side error of the channel (the first one is kept).
+    pub(crate) fn note_error(
+        &self,
+        kind: ChannelKind,
+        op: &str,
+        path: &Path,
+        e: &dyn std::fmt::Display,
+    ) {
+        self.fault
+            .note(format!("{kind} channel: {op} `{}`: {e}", path.display()));
     }
 
     /// Count one write of `bytes` that took `took`.
@@ -596,6 +628,55 @@ impl Channel {
         self.counters.snapshot()
     }
 
+    /// Inject `fault` into this channel (and the channels sharing its
+    /// counters): it trips after `fault.after_bytes` more bytes written; a
+    /// `gone` fault removes this channel's directory.
+    pub fn arm_fault(&self, fault: &InjectedFault) {
+        let written = self.counters.bytes_written.load(Ordering::Relaxed);
+        self.counters.fault.arm(
+            fault.error,
+            written.saturating_add(fault.after_bytes),
+            self.root.clone(),
+        );
+    }
+
+    /// Why this channel can no longer be trusted with the case: its first
+    /// write-side error, or its directory gone. `None` when healthy.
+    pub fn fault(&self) -> Option<String> {
+        if !self.root.is_dir() {
+            return Some(format!(
+                "{} channel: the directory `{}` is gone (removed or unmounted during the run)",
+                self.kind,
+                self.root.display()
+            ));
+        }
+        self.counters.fault.first()
+    }
+
+    /// Make the channel's directory again after it vanished during a run,
+    /// to hold the report that says so.
+    pub fn recreate_dir(&self) -> Result<(), ChannelError> {
+        self.meta(MetaOp::Create, &self.root);
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| self.io_err("create directory", &self.root, e))
+    }
+
+    /// A create or write-side operation on `path` is about to happen: the
+    /// injected error if the fault has tripped, and never a new channel
+    /// directory in place of one that vanished (what was written in the old
+    /// one would silently be missing).
+    fn before_create(&self, op: &'static str, path: &Path) -> Result<(), ChannelError> {
+        let refused = if self.root.is_dir() {
+            self.counters.fault.before_create()
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the channel's directory is gone",
+            ))
+        };
+        refused.map_err(|e| self.io_err(op, path, e))
+    }
+
     /// Record every later operation on this channel (and channels sharing
     /// its counters) in `trace`. A channel is traced at most once: a second
     /// call is refused.
@@ -622,6 +703,7 @@ impl Channel {
         if let Some(parent) = path.parent()
             && !parent.is_dir()
         {
+            self.before_create("create directory", parent)?;
             if counted {
                 self.meta(MetaOp::Create, parent);
             }
@@ -679,7 +761,13 @@ impl Channel {
         Ok(self.root.join(relative))
     }
 
+    /// An I/O error on this channel; noted as the channel's fault when it
+    /// is on the write side (a failed open or listing is the caller's to
+    /// judge).
     fn io_err(&self, op: &'static str, path: &Path, source: io::Error) -> ChannelError {
+        if !matches!(op, "open" | "list" | "remove") {
+            self.counters.note_error(self.kind, op, path, &source);
+        }
         ChannelError::Io {
             channel: self.kind,
             op,
@@ -693,6 +781,7 @@ impl Channel {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
         self.create_parent(&path, true)?;
+        self.before_create("create", &path)?;
         self.counters.record_op(MetaOp::Create);
         let file = OpenOptions::new()
             .read(true)
@@ -707,6 +796,7 @@ impl Channel {
     /// Create a directory (and its parents) inside the channel.
     pub fn create_dir(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
         let path = self.path(relative)?;
+        self.before_create("create directory", &path)?;
         self.meta(MetaOp::Create, &path);
         std::fs::create_dir_all(&path).map_err(|e| self.io_err("create directory", &path, e))
     }
@@ -928,8 +1018,13 @@ impl ChannelFile {
 
     /// Positioned write of the whole buffer; counted.
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.counters
+            .check_write(self.kind, &self.path, buf.len() as u64)?;
         let start = Instant::now();
-        let result = self.file.write_all_at(buf, offset);
+        let result = self
+            .file
+            .write_all_at(buf, offset)
+            .inspect_err(|e| self.counters.note_error(self.kind, "write", &self.path, e));
         self.counters
             .record_write(buf.len() as u64, start.elapsed());
         self.trace(TraceOp::Write, offset, buf.len() as u64);
@@ -938,8 +1033,12 @@ impl ChannelFile {
 
     /// fsync the file; counted.
     pub fn sync_all(&self) -> io::Result<()> {
+        self.counters.check_sync(self.kind, &self.path)?;
         let start = Instant::now();
-        let result = self.file.sync_all();
+        let result = self
+            .file
+            .sync_all()
+            .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
         self.counters.record_sync(start.elapsed());
         self.trace(TraceOp::Sync, 0, 0);
         result
@@ -947,8 +1046,12 @@ impl ChannelFile {
 
     /// fdatasync the file; counted as an fsync.
     pub fn sync_data(&self) -> io::Result<()> {
+        self.counters.check_sync(self.kind, &self.path)?;
         let start = Instant::now();
-        let result = self.file.sync_data();
+        let result = self
+            .file
+            .sync_data()
+            .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
         self.counters.record_sync(start.elapsed());
         self.trace(TraceOp::Sync, 0, 0);
         result
@@ -972,8 +1075,13 @@ impl ChannelFile {
 
 impl Write for ChannelFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.counters
+            .check_write(self.kind, &self.path, buf.len() as u64)?;
         let start = Instant::now();
-        let result = self.file.write_at(buf, self.position);
+        let result = self
+            .file
+            .write_at(buf, self.position)
+            .inspect_err(|e| self.counters.note_error(self.kind, "write", &self.path, e));
         let written = *result.as_ref().unwrap_or(&0);
         self.counters.record_write(written as u64, start.elapsed());
         self.trace(TraceOp::Write, self.position, written as u64);

@@ -12,6 +12,7 @@ pub mod channel;
 pub mod digest;
 pub mod export;
 pub mod extract;
+pub mod fault;
 pub mod hashset;
 pub mod iolog;
 pub mod latency;

@@ -32,7 +32,9 @@ pub struct RunReport {
     pub started_at: String,
     /// End time.
     pub finished_at: String,
-    /// `completed`, `completed-with-errors` (a stage failed) or `interrupted`.
+    /// `completed`, `completed-with-errors` (a stage failed), `failed` (a
+    /// writable channel failed: the run stopped after that stage; see
+    /// `channel_fault`) or `interrupted`.
     pub status: String,
     /// Workload name, when run from a workload file.
     pub workload: Option<String>,
@@ -64,6 +66,21 @@ pub struct RunReport {
     /// anything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preparation: Vec<PreparationReport>,
+    /// The writable channel that failed (full, failing, read-only or its
+    /// directory gone) and stopped the run; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_fault: Option<ChannelFault>,
+}
+
+/// A writable channel's failure, which ends a run (`status: failed`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ChannelFault {
+    /// The channel.
+    pub channel: ChannelKind,
+    /// The stage during which it was found.
+    pub stage: String,
+    /// Its first error, naming the channel and the file.
+    pub error: String,
 }
 
 /// One stage's preparation ([`crate::stage::Stage::prepare`]).

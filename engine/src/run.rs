@@ -5,11 +5,12 @@
 use crate::cache::{self, CacheMode, CacheReport};
 use crate::casedb::{self, CaseDb, DbError, DbOptions, NewEvidence, NewRun, StageRunRow, Write};
 use crate::channel::{Channel, ChannelError, ChannelKind};
+use crate::fault::InjectedFault;
 use crate::layout::{Layout, LayoutError};
 use crate::metrics::{self, CpuTimes, PeakScope};
 use crate::report::{
-    self, ChannelFigures, ChannelInfo, PreparationReport, Recorded, RunReport, StageReport, Totals,
-    TraceReport,
+    self, ChannelFault, ChannelFigures, ChannelInfo, PreparationReport, Recorded, RunReport,
+    StageReport, Totals, TraceReport,
 };
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
@@ -29,7 +30,24 @@ pub const RUN_JSON: &str = "run.json";
 
 /// Entries a run may create in the case directory; `--force` removes these
 /// (and only these) before a new run.
-pub const CASE_DIR_ENTRIES: &[&str] = &[RUN_JSON, TRACE_FILE, "carved", "index", "export"];
+pub const CASE_DIR_ENTRIES: &[&str] = &[
+    RUN_JSON,
+    RUN_JSON_PARTIAL,
+    TRACE_FILE,
+    "carved",
+    "index",
+    "export",
+];
+
+/// The run report's space, reserved when a run starts and renamed to
+/// [`RUN_JSON`] when it ends: a case directory that holds it and no
+/// `run.json` is a run that never finished (killed, or the machine lost).
+pub const RUN_JSON_PARTIAL: &str = "run.json.partial";
+
+/// Bytes reserved for the run report when the run starts, so that it can
+/// be written even when the case channel fills up (a report of the full
+/// workload is about 60 KiB).
+const REPORT_RESERVE: u64 = 256 << 10;
 
 /// Name of the operation trace in the case directory (`run --trace`).
 pub const TRACE_FILE: &str = "trace.csv";
@@ -55,6 +73,9 @@ pub enum RunError {
     /// The case directory already holds a case.
     #[error("`{}` already holds a case; use --force to replace it", .0.display())]
     CaseExists(PathBuf),
+    /// The case directory holds a case whose run never finished.
+    #[error("`{}` holds the case of a run that never finished (killed or lost); use --force to replace it", .0.display())]
+    CaseIncomplete(PathBuf),
     /// Writing the report failed.
     #[error("writing {what} `{}`: {source}", path.display())]
     Report {
@@ -93,6 +114,9 @@ pub struct RunSpec {
     pub read_run: u64,
     /// Record every channel operation in `trace.csv` (`--trace`).
     pub trace: bool,
+    /// Faults to inject into the channels (reliability tests; see
+    /// [`crate::fault`]).
+    pub faults: Vec<InjectedFault>,
 }
 
 /// Receives progress and results while a run goes on (the command line draws
@@ -167,6 +191,7 @@ pub fn run(
     let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
     let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
     prepare_case_dirs(&database, &case, spec.force)?;
+    let reserved = reserve_report(&case)?;
     let trace = if spec.trace {
         let file = case.create_instrument(TRACE_FILE)?;
         let trace = Arc::new(Trace::start(file).map_err(|source| RunError::Report {
@@ -220,7 +245,10 @@ pub fn run(
             error: s.error,
         }
     });
-    let mut report = result?;
+    // A run that could not start leaves no sign of a case.
+    let mut report = result.inspect_err(|_| {
+        let _ = case.remove_file(RUN_JSON_PARTIAL);
+    })?;
     // An incomplete trace (a full case channel) is the run's error: the
     // results stand, the observation does not. The partial file goes: it
     // would replay a different workload, and it holds the space run.json
@@ -265,7 +293,7 @@ pub fn run(
         );
     }
     report.channels = channels;
-    write_run_json(&case, &report)?;
+    write_run_json(&case, reserved, &report)?;
     Ok(report)
 }
 
@@ -288,6 +316,9 @@ fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<
     if !force {
         if case.exists(RUN_JSON) {
             return Err(RunError::CaseExists(case.dir().to_path_buf()));
+        }
+        if case.exists(RUN_JSON_PARTIAL) {
+            return Err(RunError::CaseIncomplete(case.dir().to_path_buf()));
         }
         if casedb::DB_DIR_ENTRIES.iter().any(|e| database.exists(e)) {
             return Err(RunError::CaseExists(database.dir().to_path_buf()));
@@ -365,6 +396,16 @@ fn run_stages(
             return Err(e);
         }
     };
+    // Injected faults count from the first stage, so that they land where
+    // a test means them to whatever the set-up wrote.
+    for f in &spec.faults {
+        match f.channel {
+            ChannelKind::Database => ch.database.arm_fault(f),
+            ChannelKind::Case => ch.case.arm_fault(f),
+            ChannelKind::Temp => ch.temp.arm_fault(f),
+            ChannelKind::Evidence => {}
+        }
+    }
     let mut stage_reports = Vec::new();
     let mut cache_report = match spec.cache {
         CacheMode::Warm => cache::warm(),
@@ -377,6 +418,7 @@ fn run_stages(
     };
     let mut interrupted = false;
     let mut failed = false;
+    let mut channel_fault = None;
     for (seq, stage) in stage_list.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             interrupted = true;
@@ -455,6 +497,27 @@ fn run_stages(
                 )
             }
         };
+        // A writable channel that failed during the stage (even under a
+        // stage that swallowed the error, or whose files went with a
+        // removed directory) fails the stage and ends the run: later
+        // stages would measure a broken device and build on lost output.
+        let (status, error) = match writable_fault(&ch) {
+            Some((kind, fault)) if !interrupted => {
+                failed = true;
+                let error = match error {
+                    Some(e) if e.contains(&fault) => e,
+                    Some(e) => format!("{e} ({fault})"),
+                    None => fault.clone(),
+                };
+                channel_fault = Some(ChannelFault {
+                    channel: kind,
+                    stage: stage.name().to_string(),
+                    error: fault,
+                });
+                ("failed", Some(error))
+            }
+            _ => (status, error),
+        };
         let bound_by = report::bound_by(&channels);
         let stage_report = StageReport {
             name: stage.name().to_string(),
@@ -483,7 +546,7 @@ fn run_stages(
         };
         observer.stage_finished(&stage_report);
         stage_reports.push((seq, stage_started, stage_report));
-        if interrupted {
+        if interrupted || channel_fault.is_some() {
             break;
         }
     }
@@ -493,6 +556,8 @@ fn run_stages(
 
     let status = if interrupted {
         "interrupted"
+    } else if channel_fault.is_some() {
+        "failed"
     } else if failed {
         "completed-with-errors"
     } else {
@@ -569,6 +634,7 @@ fn run_stages(
         totals,
         trace: None,
         preparation,
+        channel_fault,
     })
 }
 
@@ -714,7 +780,7 @@ fn record_stage_runs(
     db.writer().exec(Write::FinishRun {
         run_id,
         stages,
-        status: if status == "interrupted" {
+        status: if matches!(status, "interrupted" | "failed") {
             "failed"
         } else {
             "completed"
@@ -725,7 +791,42 @@ fn record_stage_runs(
     Ok(())
 }
 
-fn write_run_json(case: &Channel, report: &RunReport) -> Result<(), RunError> {
+/// The first writable channel that failed, with its error.
+fn writable_fault(ch: &RunChannels<'_>) -> Option<(ChannelKind, String)> {
+    [ch.database, ch.case, ch.temp]
+        .iter()
+        .find_map(|c| c.fault().map(|f| (c.kind(), f)))
+}
+
+/// Reserve the run report's space in the case directory: the report is
+/// the record of what was written, so a case channel that fills up during
+/// the run must still have room for it. Its I/O is caseload's own (an
+/// instrument), not the workload's.
+fn reserve_report(case: &Channel) -> Result<std::fs::File, RunError> {
+    use std::os::fd::AsRawFd;
+    let file = case.create_instrument(RUN_JSON_PARTIAL)?;
+    let len = libc::off_t::try_from(REPORT_RESERVE).unwrap_or(libc::off_t::MAX);
+    // SAFETY: a valid descriptor we own; posix_fallocate only allocates.
+    // A channel too small for the reservation still runs (the report may
+    // then not fit at the end, which the run's error will say).
+    let _ = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    file.sync_all().map_err(|source| RunError::Report {
+        what: "run report (reserving its space)",
+        path: case.dir().join(RUN_JSON_PARTIAL),
+        source,
+    })?;
+    Ok(file)
+}
+
+/// Write the report into its reserved space and rename it `run.json`, so
+/// that a failure never leaves a half-written report that looks complete.
+/// When the case directory itself is gone, it is made again to hold the
+/// report (which says what happened).
+fn write_run_json(
+    case: &Channel,
+    reserved: std::fs::File,
+    report: &RunReport,
+) -> Result<(), RunError> {
     use std::io::Write;
     let path = case.dir().join(RUN_JSON);
     let err = |source: std::io::Error| RunError::Report {
@@ -733,16 +834,24 @@ fn write_run_json(case: &Channel, report: &RunReport) -> Result<(), RunError> {
         path: path.clone(),
         source,
     };
-    let json = serde_json::to_vec_pretty(report).map_err(|e| err(std::io::Error::other(e)))?;
-    // Written under a temporary name and renamed, so a full disk never
-    // leaves a half-written report that looks complete.
-    let tmp_name = format!("{RUN_JSON}.partial");
-    let mut file = case.create(&tmp_name)?;
+    let mut json = serde_json::to_vec_pretty(report).map_err(|e| err(std::io::Error::other(e)))?;
+    json.push(b'\n');
+    let mut file = if case.dir().is_dir() && case.exists(RUN_JSON_PARTIAL) {
+        reserved
+    } else {
+        drop(reserved);
+        case.recreate_dir()?;
+        case.create_instrument(RUN_JSON_PARTIAL)?
+    };
+    {
+        use std::io::Seek;
+        file.seek(std::io::SeekFrom::Start(0)).map_err(err)?;
+    }
     file.write_all(&json).map_err(err)?;
-    file.write_all(b"\n").map_err(err)?;
+    file.set_len(json.len() as u64).map_err(err)?;
     file.sync_all().map_err(err)?;
     drop(file);
-    case.rename(&tmp_name, RUN_JSON)?;
+    case.rename(RUN_JSON_PARTIAL, RUN_JSON)?;
     case.sync_dir("")?;
     Ok(())
 }

@@ -31,6 +31,10 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("hashset", hashset),
     ("workload", workload),
     ("layout", layout),
+    ("carve", carve),
+    ("scalpel", scalpel),
+    ("meta", meta),
+    ("split", split),
 ];
 
 /// The target called `name`.
@@ -180,6 +184,70 @@ pub fn workload(data: &[u8]) {
 pub fn layout(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = caseload_engine::layout::Layout::parse(text, Path::new("fuzz.toml"));
+    }
+}
+
+/// Every built-in carve format's delimiter (where an item ends) and
+/// verifier (whether it is whole), fed in blocks as the scan feeds them;
+/// the first two bytes pick the format and the block size.
+pub fn carve(data: &[u8]) {
+    caseload_engine::stages::carve::exercise::builtin_item(data);
+}
+
+/// A scalpel/foremost signature file (bytes before the first NUL), and
+/// its signatures' delimiters over the bytes after it.
+pub fn scalpel(data: &[u8]) {
+    caseload_engine::stages::carve::exercise::signature_file(data);
+}
+
+/// Meta carving: FAT directory entries and NTFS `FILE` records found in
+/// sectors of unallocated space.
+pub fn meta(data: &[u8]) {
+    caseload_engine::stages::carve::exercise::meta_records(data);
+}
+
+/// Raw split-set discovery: the input's lines name files in one
+/// directory (the first is the one opened; each file holds 512 bytes per
+/// line before it), then the set is opened as evidence and read through.
+pub fn split(data: &[u8]) {
+    use caseload_engine::channel::{Channel, ChannelKind};
+    use caseload_engine::source::ReadOptions;
+    let Ok(dir) = tempfile::tempdir() else {
+        return;
+    };
+    let mut first = None;
+    for (i, line) in data.split(|&b| b == b'\n').take(16).enumerate() {
+        // Names a file system can hold, inside the scratch directory.
+        let name: String = String::from_utf8_lossy(line)
+            .chars()
+            .filter(|c| *c != '/' && *c != '\0')
+            .take(120)
+            .collect();
+        if name.is_empty() || name == "." || name == ".." {
+            continue;
+        }
+        let path = dir.path().join(&name);
+        if std::fs::write(&path, vec![i as u8; 512 * (i + 1)]).is_err() {
+            continue;
+        }
+        first.get_or_insert(path);
+    }
+    let Some(first) = first else {
+        return;
+    };
+    let channel = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
+    let Ok(source) =
+        caseload_engine::source::open_evidence(&first, &channel, ReadOptions::default())
+    else {
+        return;
+    };
+    let mut buf = vec![0u8; 4096];
+    let mut at = 0u64;
+    while at < source.size().min(1 << 20) {
+        match source.read_at(&mut buf, at) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => at += n as u64,
+        }
     }
 }
 

@@ -111,6 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         instance: None,
         read_run: caseload_engine::source::DEFAULT_RUN_BYTES,
         trace: false,
+        faults: Vec::new(),
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

@@ -125,6 +125,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         instance: args.instance,
         read_run: args.read_run,
         trace: args.trace,
+        faults: caseload_engine::fault::parse_faults(
+            &std::env::var(caseload_engine::fault::INJECT_ENV).unwrap_or_default(),
+        )?,
     };
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

@@ -114,6 +114,12 @@ pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
             t.dropped
         );
     }
+    if let Some(f) = &report.channel_fault {
+        eprintln!(
+            "caseload: the {} channel failed during stage {}: {}; the run stopped there, and what was written before stands (run.json records it)",
+            f.channel, f.stage, f.error
+        );
+    }
     Ok(if report.status == "completed" {
         ExitCode::SUCCESS
     } else {

@@ -8,6 +8,7 @@ mod carve_nested;
 mod carve_real;
 mod carve_signatures;
 mod casedb_postgres;
+mod channel_faults;
 mod cli_checks;
 mod common;
 mod compare_bad_input;

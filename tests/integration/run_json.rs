@@ -38,7 +38,8 @@ fn documented_details() -> BTreeMap<String, BTreeSet<String>> {
     out
 }
 
-fn check(run: &Value, what: &str) {
+/// Validate `run` against the schema and the documented details.
+pub(crate) fn check(run: &Value, what: &str) {
     let v = validator();
     let errors: Vec<String> = v
         .iter_errors(run)

@@ -213,34 +213,15 @@ fn export_fails(case: &Path, out_dir: Option<&Path>) -> String {
 /// for a small tmpfs of the test's own.
 #[test]
 fn a_trace_on_a_full_case_channel_fails_cleanly_and_keeps_the_results() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED full-channel trace: needs root to mount a small tmpfs");
-        return;
-    }
     let work = tempfile::tempdir().unwrap();
+    let small = work.path().join("small");
+    let Some(_mounted) = common::small_tmpfs("full-channel trace", &small, "64k") else {
+        return;
+    };
     let (image, _) = common::corpus(
         &work.path().join("corpus"),
         &["--size", "32MiB", "--seed", "4"],
     );
-    let small = work.path().join("small");
-    std::fs::create_dir_all(&small).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "caseload-test-trace"])
-        .arg(&small)
-        .status()
-        .unwrap();
-    if !mounted.success() {
-        eprintln!("SKIPPED full-channel trace: cannot mount tmpfs here");
-        return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _guard = Unmount(&small);
     // file-hash in 512-byte runs: a trace of about 250 KB.
     let out = traced_cmd(&image, work.path(), &small, "filesystem,file-hash")
         .args(["--read-run", "512"])

@@ -20,6 +20,7 @@ use crate::channel::{ChannelCounters, ChannelKind};
 use crate::trace::TraceOp;
 use rusqlite::ffi;
 use std::ffi::{CString, c_int, c_void};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -231,6 +232,28 @@ unsafe extern "C" fn shim_read(
     }
 }
 
+/// How the database's files are named in a channel error (SQLite does not
+/// say which of the database, journal or WAL a call is for).
+const SQLITE_FILES: &str = "case database (SQLite)";
+
+/// The SQLite result for an injected I/O error: a full disk is
+/// `SQLITE_FULL`, as SQLite's own VFS reports ENOSPC; anything else is
+/// `otherwise`.
+fn sqlite_code(e: &std::io::Error, otherwise: c_int) -> c_int {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        ffi::SQLITE_FULL
+    } else {
+        otherwise
+    }
+}
+
+/// SQLite's words for a result code.
+fn rc_text(rc: c_int) -> String {
+    // SAFETY: sqlite3_errstr returns a static string for any code.
+    let text = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errstr(rc)) };
+    format!("{} (SQLite code {rc})", text.to_string_lossy())
+}
+
 unsafe extern "C" fn shim_write(
     file: *mut ffi::sqlite3_file,
     buf: *const c_void,
@@ -243,15 +266,22 @@ unsafe extern "C" fn shim_write(
         let Some(write) = methods.xWrite else {
             return ffi::SQLITE_IOERR_WRITE;
         };
+        let bytes = u64::try_from(amount).unwrap_or(0);
+        let kind = (*file.cast::<ShimFile>()).kind;
+        if let Err(e) = counters.check_write(kind, Path::new(SQLITE_FILES), bytes) {
+            return sqlite_code(&e, ffi::SQLITE_IOERR_WRITE);
+        }
         let start = Instant::now();
         let rc = write(real, buf, amount, offset);
-        let amount = u64::try_from(amount).unwrap_or(0);
-        counters.record_write(amount, start.elapsed());
+        if rc != ffi::SQLITE_OK {
+            counters.note_error(kind, "write", Path::new(SQLITE_FILES), &rc_text(rc));
+        }
+        counters.record_write(bytes, start.elapsed());
         trace(
             file,
             TraceOp::Write,
             u64::try_from(offset).unwrap_or(0),
-            amount,
+            bytes,
         );
         rc
     }
@@ -264,8 +294,15 @@ unsafe extern "C" fn shim_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_
         let Some(sync) = methods.xSync else {
             return ffi::SQLITE_IOERR_FSYNC;
         };
+        let kind = (*file.cast::<ShimFile>()).kind;
+        if let Err(e) = counters.check_sync(kind, Path::new(SQLITE_FILES)) {
+            return sqlite_code(&e, ffi::SQLITE_IOERR_FSYNC);
+        }
         let start = Instant::now();
         let rc = sync(real, flags);
+        if rc != ffi::SQLITE_OK {
+            counters.note_error(kind, "sync", Path::new(SQLITE_FILES), &rc_text(rc));
+        }
         counters.record_sync(start.elapsed());
         trace(file, TraceOp::Sync, 0, 0);
         rc

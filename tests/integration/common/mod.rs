@@ -260,3 +260,41 @@ pub fn lab_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// A tmpfs of `size` (mount's syntax: `64k`, `2m`) mounted on `dir` for
+/// the test, unmounted when the guard drops; `None` (with a skip notice
+/// naming `test`) without root or where mounting is not allowed.
+pub fn small_tmpfs(test: &str, dir: &Path, size: &str) -> Option<Tmpfs> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED {test}: needs root to mount a small tmpfs");
+        return None;
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    let mounted = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size}"),
+            "caseload-test",
+        ])
+        .arg(dir)
+        .status()
+        .unwrap();
+    if !mounted.success() {
+        eprintln!("SKIPPED {test}: cannot mount tmpfs here");
+        return None;
+    }
+    Some(Tmpfs(dir.to_path_buf()))
+}
+
+/// A tmpfs mounted by [`small_tmpfs`]; unmounted on drop, also when the
+/// test fails.
+pub struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}

@@ -27,6 +27,7 @@
 //! `sink`): bounded whatever the image size.
 
 mod conf;
+pub mod exercise;
 mod follow;
 mod formats;
 mod meta;
