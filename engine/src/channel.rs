@@ -697,6 +697,51 @@ impl Channel {
         File::create(&path).map_err(|e| self.io_err("create", &path, e))
     }
 
+    /// Replace an instrument file whole (a run's progress record): written
+    /// under `NAME.tmp`, synced, renamed over `NAME`, so that a process
+    /// killed at any point leaves the old content or the new; not counted.
+    pub fn replace_instrument(
+        &self,
+        relative: impl AsRef<Path>,
+        content: &[u8],
+    ) -> Result<(), ChannelError> {
+        use std::io::Write as _;
+        let path = self.path(relative)?;
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        self.refuse_evidence(&path)?;
+        self.refuse_evidence(&tmp)?;
+        let mut file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
+        file.write_all(content)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| self.io_err("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| self.io_err("rename", &tmp, e))
+    }
+
+    /// Read an instrument file whole (`None` when absent); not counted.
+    pub fn read_instrument(
+        &self,
+        relative: impl AsRef<Path>,
+    ) -> Result<Option<Vec<u8>>, ChannelError> {
+        let path = self.path(relative)?;
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_err("open", &path, e)),
+        }
+    }
+
+    /// Remove an instrument file if it is there; not counted.
+    pub fn remove_instrument(&self, relative: impl AsRef<Path>) -> Result<(), ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(self.io_err("remove", &path, e)),
+            _ => Ok(()),
+        }
+    }
+
     /// Create the directory `path` goes in when it is missing; counted
     /// and traced unless it is for an instrument.
     fn create_parent(&self, path: &Path, counted: bool) -> Result<(), ChannelError> {
@@ -1132,6 +1177,10 @@ mod tests {
     /// [`Channel`].
     const OWN_FILE_ACCESS: &[(&str, &str)] = &[
         ("channel.rs", "the door itself"),
+        (
+            "fault.rs",
+            "an injected `gone` fault removes a channel's directory, as an unmount would",
+        ),
         ("noise.rs", "unit-test support, compiled only for tests"),
         (
             "cache.rs",

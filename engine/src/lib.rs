@@ -22,6 +22,7 @@ pub mod metrics;
 mod noise;
 pub mod probe;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod sampler;
 pub mod search;

@@ -70,6 +70,19 @@ pub struct RunReport {
     /// directory gone) and stopped the run; absent when none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_fault: Option<ChannelFault>,
+    /// Present when the run was resumed after it was cut short (`run
+    /// --resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<Resumed>,
+}
+
+/// How a run was resumed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Resumed {
+    /// The stage it went on from (run again from its start).
+    pub from_stage: String,
+    /// How many times it was resumed.
+    pub times: u32,
 }
 
 /// A writable channel's failure, which ends a run (`status: failed`).

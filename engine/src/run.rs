@@ -9,8 +9,12 @@ use crate::fault::InjectedFault;
 use crate::layout::{Layout, LayoutError};
 use crate::metrics::{self, CpuTimes, PeakScope};
 use crate::report::{
-    self, ChannelFault, ChannelFigures, ChannelInfo, PreparationReport, Recorded, RunReport,
-    StageReport, Totals, TraceReport,
+    self, ChannelFault, ChannelFigures, ChannelInfo, PreparationReport, Recorded, Resumed,
+    RunReport, StageReport, Totals, TraceReport,
+};
+use crate::resume::{
+    FinishedStage, PROGRESS_FILE, PROGRESS_TMP, ProgressFile, ProgressRecord, ResumeError,
+    StageStart, TEMP_PREFIX,
 };
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
@@ -33,6 +37,8 @@ pub const RUN_JSON: &str = "run.json";
 pub const CASE_DIR_ENTRIES: &[&str] = &[
     RUN_JSON,
     RUN_JSON_PARTIAL,
+    PROGRESS_FILE,
+    PROGRESS_TMP,
     TRACE_FILE,
     "carved",
     "index",
@@ -74,8 +80,11 @@ pub enum RunError {
     #[error("`{}` already holds a case; use --force to replace it", .0.display())]
     CaseExists(PathBuf),
     /// The case directory holds a case whose run never finished.
-    #[error("`{}` holds the case of a run that never finished (killed or lost); use --force to replace it", .0.display())]
+    #[error("`{}` holds the case of a run that never finished (killed or lost); use --resume with the same arguments to continue it, or --force to replace it", .0.display())]
     CaseIncomplete(PathBuf),
+    /// The run cannot be resumed.
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
     /// Writing the report failed.
     #[error("writing {what} `{}`: {source}", path.display())]
     Report {
@@ -117,6 +126,9 @@ pub struct RunSpec {
     /// Faults to inject into the channels (reliability tests; see
     /// [`crate::fault`]).
     pub faults: Vec<InjectedFault>,
+    /// Continue the unfinished run in the case directory (`--resume`; see
+    /// [`crate::resume`]).
+    pub resume: bool,
 }
 
 /// Receives progress and results while a run goes on (the command line draws
@@ -190,8 +202,14 @@ pub fn run(
     let database = Channel::new(ChannelKind::Database, &db_dir, protected.clone());
     let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
     let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
-    prepare_case_dirs(&database, &case, spec.force)?;
-    let reserved = reserve_report(&case)?;
+    let stage_names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
+    let (reserved, progress) = if spec.resume {
+        resume_case(spec, &database, &case, source.as_ref(), &stage_names)?
+    } else {
+        prepare_case_dirs(&database, &case, spec.force)?;
+        (reserve_report(&case)?, None)
+    };
+    let progress_file = ProgressFile::new(&case);
     let trace = if spec.trace {
         let file = case.create_instrument(TRACE_FILE)?;
         let trace = Arc::new(Trace::start(file).map_err(|source| RunError::Report {
@@ -206,8 +224,11 @@ pub fn run(
     } else {
         None
     };
+    if spec.resume {
+        crate::resume::remove_dead_temp_dirs(&temp_root_channel);
+    }
     let private = format!(
-        "caseload-tmp-{}-{}",
+        "{TEMP_PREFIX}{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -229,7 +250,12 @@ pub fn run(
             case: &case,
             temp: &temp,
         },
-        &started_at,
+        RunProgress {
+            started_at: started_at.clone(),
+            file: &progress_file,
+            resumed: progress,
+            evidence: protected.first().cloned().unwrap_or_default(),
+        },
     );
     let _ = temp_root_channel.remove_all(&private);
     // Every operation of the run is in the trace before the report says so.
@@ -294,7 +320,74 @@ pub fn run(
     }
     report.channels = channels;
     write_run_json(&case, reserved, &report)?;
+    progress_file.remove();
     Ok(report)
+}
+
+/// Where a run records its progress, and the record of the unfinished
+/// run it resumes.
+struct RunProgress<'a> {
+    /// When this process started the run.
+    started_at: String,
+    file: &'a ProgressFile<'a>,
+    resumed: Option<ProgressRecord>,
+    /// The evidence's first file, canonical.
+    evidence: PathBuf,
+}
+
+/// `--resume`: the unfinished run's reserved report file and progress,
+/// checked against this run's arguments. A run killed before it recorded
+/// any progress is started again from nothing.
+fn resume_case(
+    spec: &RunSpec,
+    database: &Channel,
+    case: &Channel,
+    source: &dyn EvidenceSource,
+    stages: &[&str],
+) -> Result<(std::fs::File, Option<ProgressRecord>), RunError> {
+    let nothing = |reason| {
+        RunError::Resume(ResumeError::Nothing {
+            dir: case.dir().to_path_buf(),
+            reason,
+        })
+    };
+    if spec.trace {
+        return Err(RunError::Resume(ResumeError::Different {
+            dir: case.dir().to_path_buf(),
+            what: "cannot be resumed with --trace (the trace of the killed attempt is incomplete)"
+                .into(),
+        }));
+    }
+    if case.exists(RUN_JSON) {
+        return Err(nothing("its run finished: run.json is there"));
+    }
+    if !case.exists(RUN_JSON_PARTIAL) && !case.exists(PROGRESS_FILE) {
+        return Err(nothing("no run.json.partial or run.progress"));
+    }
+    match ProgressFile::new(case).read()? {
+        Some(p) => {
+            let evidence = source
+                .files()
+                .first()
+                .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+                .unwrap_or_default();
+            p.check(
+                case.dir(),
+                &evidence,
+                source.size(),
+                stages,
+                spec.db.engine.as_str(),
+            )?;
+            // The report's space again (the killed run's may be gone
+            // with a report half-written into it).
+            case.remove_instrument(RUN_JSON_PARTIAL)?;
+            Ok((reserve_report(case)?, Some(p)))
+        }
+        None => {
+            prepare_case_dirs(database, case, true)?;
+            Ok((reserve_report(case)?, None))
+        }
+    }
 }
 
 struct RunChannels<'a> {
@@ -317,7 +410,7 @@ fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<
         if case.exists(RUN_JSON) {
             return Err(RunError::CaseExists(case.dir().to_path_buf()));
         }
-        if case.exists(RUN_JSON_PARTIAL) {
+        if case.exists(RUN_JSON_PARTIAL) || case.exists(PROGRESS_FILE) {
             return Err(RunError::CaseIncomplete(case.dir().to_path_buf()));
         }
         if casedb::DB_DIR_ENTRIES.iter().any(|e| database.exists(e)) {
@@ -340,10 +433,21 @@ fn run_stages(
     stage_list: &[Box<dyn Stage>],
     source: &Arc<dyn EvidenceSource>,
     ch: RunChannels<'_>,
-    started_at: &str,
+    mut record: RunProgress<'_>,
 ) -> Result<RunReport, RunError> {
     let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
-    let created = CaseDb::create(ch.database, &spec.db, spec.force).and_then(|mut db| {
+    let resumed = record.resumed.take();
+    // A resumed run started when its first attempt did.
+    let started_at = resumed
+        .as_ref()
+        .map_or(record.started_at.as_str(), |p| p.started_at.as_str())
+        .to_string();
+    let started_at = started_at.as_str();
+    let created = match &resumed {
+        Some(_) => CaseDb::reopen(ch.database, &spec.db),
+        None => CaseDb::create(ch.database, &spec.db, spec.force),
+    }
+    .and_then(|mut db| {
         db.attach_temp(ch.temp)?;
         Ok(db)
     });
@@ -351,17 +455,41 @@ fn run_stages(
         Ok(db) => db,
         Err(e) => {
             // Nothing that could pass for a case is left behind (the
-            // directory held none: prepare_case_dirs saw to that).
-            for entry in casedb::DB_DIR_ENTRIES {
-                let _ = ch.database.remove_all(entry);
+            // directory held none: prepare_case_dirs saw to that); a case
+            // being resumed is left as it was.
+            if resumed.is_none() {
+                for entry in casedb::DB_DIR_ENTRIES {
+                    let _ = ch.database.remove_all(entry);
+                }
             }
             return Err(e.into());
         }
     };
     let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
-    let run_id = insert_run(&db, spec, &names, started_at)?;
-    let evidence_id = insert_evidence(&db, source.as_ref())?;
+    let (run_id, evidence_id) = match &resumed {
+        Some(p) => (p.run_id, p.evidence_id),
+        None => (
+            insert_run(&db, spec, &names, started_at)?,
+            insert_evidence(&db, source.as_ref())?,
+        ),
+    };
     db.writer().flush()?;
+    // A resumed run first undoes the stage that was cut short: its rows,
+    // its case directory entries.
+    if let Some(StageStart {
+        rowids: Some(rowids),
+        case_entries,
+        ..
+    }) = resumed.as_ref().and_then(|p| p.running.as_ref())
+    {
+        db.writer().call(Write::DiscardAfter(rowids.clone()))?;
+        db.writer().flush()?;
+        crate::resume::remove_new_case_entries(
+            ch.case,
+            case_entries.as_slice(),
+            &[RUN_JSON_PARTIAL, PROGRESS_FILE, PROGRESS_TMP, TRACE_FILE],
+        )?;
+    }
 
     let threads = spec.threads.max(1);
     let no_records = RecordCounts::default();
@@ -380,7 +508,8 @@ fn run_stages(
         stage: "",
         recorded: &no_records,
     };
-    let preparation = match prepare_stages(stage_list, &base) {
+    let first = resumed.as_ref().map_or(0, |p| p.finished.len());
+    let preparation = match prepare_stages(&stage_list[first..], &base) {
         Ok(p) => p,
         Err(e) => {
             // Before any stage: as when the database could not be made,
@@ -390,12 +519,49 @@ fn run_stages(
                 None => e,
             };
             let _ = db.close();
-            for entry in casedb::DB_DIR_ENTRIES {
-                let _ = ch.database.remove_all(entry);
+            if resumed.is_none() {
+                for entry in casedb::DB_DIR_ENTRIES {
+                    let _ = ch.database.remove_all(entry);
+                }
             }
             return Err(e);
         }
     };
+    let mut state = match resumed {
+        Some(mut p) => {
+            p.resumed += 1;
+            p.running = None;
+            p
+        }
+        None => ProgressRecord {
+            schema: crate::resume::PROGRESS_SCHEMA.into(),
+            version: crate::resume::PROGRESS_VERSION,
+            caseload_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: started_at.to_string(),
+            run_id,
+            evidence_id,
+            evidence: record.evidence.clone(),
+            media_size: source.size(),
+            stages: names.iter().map(|n| n.to_string()).collect(),
+            db_engine: spec.db.engine.as_str().to_string(),
+            finished: Vec::new(),
+            running: None,
+            resumed: 0,
+        },
+    };
+    let resumed_from = (state.resumed > 0).then(|| Resumed {
+        from_stage: stage_list
+            .get(first)
+            .map(|s| s.name().to_string())
+            .unwrap_or_default(),
+        times: state.resumed,
+    });
+    // The killed attempts' stages are reported as they finished.
+    let mut stage_reports: Vec<(usize, String, StageReport)> = state
+        .finished
+        .iter()
+        .map(|f| (f.seq, f.started_at.clone(), f.report.clone()))
+        .collect();
     // Injected faults count from the first stage, so that they land where
     // a test means them to whatever the set-up wrote.
     for f in &spec.faults {
@@ -406,7 +572,6 @@ fn run_stages(
             ChannelKind::Evidence => {}
         }
     }
-    let mut stage_reports = Vec::new();
     let mut cache_report = match spec.cache {
         CacheMode::Warm => cache::warm(),
         CacheMode::Cold => CacheReport {
@@ -419,11 +584,24 @@ fn run_stages(
     let mut interrupted = false;
     let mut failed = false;
     let mut channel_fault = None;
-    for (seq, stage) in stage_list.iter().enumerate() {
+    for (seq, stage) in stage_list.iter().enumerate().skip(first) {
         if cancel.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
+        // What the case looks like before the stage writes anything, so
+        // that a resumed run can undo it. A failure to record it costs
+        // only the ability to resume.
+        state.running = Some(StageStart {
+            seq,
+            stage: stage.name().to_string(),
+            rowids: match spec.db.engine {
+                casedb::DbEngine::Sqlite => db.reader().and_then(|mut r| r.rowid_watermarks()).ok(),
+                casedb::DbEngine::Postgres => None,
+            },
+            case_entries: ch.case.list("").unwrap_or_default(),
+        });
+        let _ = record.file.write(&state);
         if spec.cache == CacheMode::Cold {
             let dirs: Vec<PathBuf> = [ch.database, ch.case, ch.temp]
                 .iter()
@@ -545,6 +723,15 @@ fn run_stages(
             database_work,
         };
         observer.stage_finished(&stage_report);
+        if !interrupted {
+            state.running = None;
+            state.finished.push(FinishedStage {
+                seq,
+                started_at: stage_started.clone(),
+                report: stage_report.clone(),
+            });
+            let _ = record.file.write(&state);
+        }
         stage_reports.push((seq, stage_started, stage_report));
         if interrupted || channel_fault.is_some() {
             break;
@@ -589,12 +776,20 @@ fn run_stages(
             status
         };
     database.note = (!notes.is_empty()).then(|| notes.join("; "));
-    let run_totals: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = ch
+    let mut run_totals: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = ch
         .all()
         .iter()
         .zip(&run_start)
         .map(|(c, start)| (c.kind(), c.snapshot().since(start)))
         .collect();
+    // A resumed run's totals hold the stages its killed attempts finished
+    // (what those attempts did outside stages is lost with them).
+    for (_, _, r) in stage_reports.iter().take(first) {
+        for (k, f) in &r.channels {
+            let e = run_totals.entry(*k).or_default();
+            *e = e.plus(&f.counters);
+        }
+    }
 
     let stages: Vec<StageReport> = stage_reports.into_iter().map(|(_, _, r)| r).collect();
     let mut totals = Totals::default();
@@ -635,6 +830,7 @@ fn run_stages(
         trace: None,
         preparation,
         channel_fault,
+        resumed: resumed_from,
     })
 }
 

@@ -112,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         read_run: caseload_engine::source::DEFAULT_RUN_BYTES,
         trace: false,
         faults: Vec::new(),
+        resume: false,
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

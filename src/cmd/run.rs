@@ -51,8 +51,13 @@ pub struct Args {
     #[arg(long)]
     pub trace: bool,
     /// Replace a case already in the case/database directories.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub force: bool,
+    /// Continue the run that was cut short (killed, machine lost) in the
+    /// case directory, from the start of the stage it was in: give the
+    /// same arguments as that run. SQLite case databases.
+    #[arg(long)]
+    pub resume: bool,
     /// The case database.
     #[command(flatten)]
     pub db: DbArgs,
@@ -107,6 +112,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     );
     let instances = args.instances.or(resolved.instances).unwrap_or(1);
     anyhow::ensure!(instances >= 1, "--instances must be at least 1");
+    anyhow::ensure!(
+        !(args.resume && instances > 1),
+        "--resume continues one run; resume each instance's case on its own"
+    );
     if instances > 1 && args.instance.is_none() {
         // Configuration errors surface here, once, not in every child.
         caseload_engine::run::build_stages(&stage_specs)?;
@@ -125,6 +134,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         instance: args.instance,
         read_run: args.read_run,
         trace: args.trace,
+        resume: args.resume,
         faults: caseload_engine::fault::parse_faults(
             &std::env::var(caseload_engine::fault::INJECT_ENV).unwrap_or_default(),
         )?,

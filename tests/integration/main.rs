@@ -43,6 +43,7 @@ mod kff_real_images;
 mod lab;
 mod predict;
 mod profiles;
+mod resume;
 mod run_json;
 #[path = "../../ewf-writer/tests/support/shared.rs"]
 #[allow(dead_code)]

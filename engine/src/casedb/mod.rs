@@ -511,36 +511,7 @@ impl CaseDb {
         // on the database channel whichever engine holds the case.
         let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
         match options.engine {
-            DbEngine::Sqlite => {
-                let path = channel.sqlite_path(DB_FILE_NAME)?;
-                let conn = Connection::open_with_flags_and_vfs(
-                    &path,
-                    OpenFlags::SQLITE_OPEN_READ_WRITE
-                        | OpenFlags::SQLITE_OPEN_CREATE
-                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                    vfs.as_str(),
-                )
-                .map_err(sqlite(&path))?;
-                configure(&conn, options).map_err(sqlite(&path))?;
-                let mut conn = Conn::Sqlite(conn);
-                create_schema(&mut conn)?;
-                if let Some(sql) = options.profile.schema() {
-                    conn.batch(sql)?;
-                }
-                let writer = DbWriter::spawn(
-                    conn,
-                    format!("`{}`", path.display()),
-                    options.batch_size,
-                    options.profile,
-                )?;
-                Ok(CaseDb {
-                    engine: Engine::Sqlite { path },
-                    channel: channel.clone(),
-                    vfs,
-                    writer: Some(writer),
-                    options: options.clone(),
-                })
-            }
+            DbEngine::Sqlite => Self::open_sqlite(channel, options, vfs, true),
             DbEngine::Postgres => {
                 let (cluster, url) = match &options.postgres.url {
                     None => {
@@ -611,6 +582,71 @@ impl CaseDb {
                 })
             }
         }
+    }
+
+    /// The SQLite case database on `channel`: created with its schema, or
+    /// (`create` false) the existing one of a run being resumed.
+    fn open_sqlite(
+        channel: &Channel,
+        options: &DbOptions,
+        vfs: String,
+        create: bool,
+    ) -> Result<Self, DbError> {
+        let path = channel.sqlite_path(DB_FILE_NAME)?;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags_and_vfs(&path, flags, vfs.as_str())
+            .map_err(sqlite(&path))?;
+        configure(&conn, options).map_err(sqlite(&path))?;
+        let mut conn = Conn::Sqlite(conn);
+        if create {
+            create_schema(&mut conn)?;
+            if let Some(sql) = options.profile.schema() {
+                conn.batch(sql)?;
+            }
+        } else {
+            let version: Option<String> = conn
+                .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+                .and_then(|mut r| r.get(0))
+                .ok();
+            if version.as_deref() != Some(SCHEMA_VERSION.to_string().as_str()) {
+                return Err(DbError::Writer(format!(
+                    "`{}` is not a case database of this caseload (schema version {SCHEMA_VERSION}); it cannot be resumed",
+                    path.display()
+                )));
+            }
+        }
+        let writer = DbWriter::spawn(
+            conn,
+            format!("`{}`", path.display()),
+            options.batch_size,
+            options.profile,
+        )?;
+        Ok(CaseDb {
+            engine: Engine::Sqlite { path },
+            channel: channel.clone(),
+            vfs,
+            writer: Some(writer),
+            options: options.clone(),
+        })
+    }
+
+    /// Open the case database of a run that never finished, to resume it
+    /// (`run --resume`). SQLite only: a row's `rowid` says when it was
+    /// written, which is what lets a resumed run remove the rows of the
+    /// stage that was cut short (see `crate::resume`).
+    pub fn reopen(channel: &Channel, options: &DbOptions) -> Result<Self, DbError> {
+        let options = &options.effective();
+        if options.engine != DbEngine::Sqlite {
+            return Err(DbError::Writer(
+                "--resume needs a SQLite case database; a PostgreSQL case is run again with --force"
+                    .into(),
+            ));
+        }
+        let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
+        Self::open_sqlite(channel, options, vfs, false)
     }
 
     /// Send the server's temporary files (sorts, hashes and index builds

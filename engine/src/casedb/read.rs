@@ -165,6 +165,32 @@ impl CaseReader {
             .get(0)
     }
 
+    /// Every table's largest rowid now (SQLite), so that what is written
+    /// after can be told apart (`run --resume`); empty tables give 0.
+    pub fn rowid_watermarks(&mut self) -> Result<std::collections::BTreeMap<String, i64>, DbError> {
+        let conn = self.conn()?;
+        let tables: Vec<String> = conn
+            .query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                &[],
+            )?
+            .into_iter()
+            .map(|mut r| r.get(0))
+            .collect::<Result<_, _>>()?;
+        let mut out = std::collections::BTreeMap::new();
+        for t in tables {
+            let quoted = t.replace('"', "\"\"");
+            let max: i64 = conn
+                .query_one(
+                    &format!("SELECT coalesce(max(rowid), 0) FROM \"{quoted}\""),
+                    &[],
+                )?
+                .get(0)?;
+            out.insert(t, max);
+        }
+        Ok(out)
+    }
+
     /// Files file-hash reads (every record with locatable content,
     /// directories and labels too, as TSK's bodyfile hashes them): count
     /// and bytes.

@@ -62,6 +62,10 @@ pub enum Write {
     },
     /// A processing error, warning or finding.
     Problem(ProcessingError),
+    /// Remove every row written after `rowid` watermarks taken at a
+    /// stage's start (SQLite; `run --resume` undoing a stage cut short):
+    /// table name to the largest rowid it held then.
+    DiscardAfter(std::collections::BTreeMap<String, i64>),
     /// Finish a run: its stage rows and final status.
     FinishRun {
         /// The run.
@@ -134,6 +138,7 @@ impl Write {
                 | Write::Volume(_)
                 | Write::Duplicates(_)
                 | Write::ClearKff
+                | Write::DiscardAfter(_)
         )
     }
 
@@ -417,12 +422,33 @@ impl Write {
                 Ok(Reply::Done)
             }
             Write::Problem(p) => problem(conn, p).map(|()| Reply::Done),
+            Write::DiscardAfter(marks) => {
+                for (table, rowid) in marks {
+                    // The names come from the database's own catalogue.
+                    let table = table.replace('"', "\"\"");
+                    conn.execute(
+                        &format!("DELETE FROM \"{table}\" WHERE rowid > ?1"),
+                        &[(*rowid).into()],
+                    )?;
+                }
+                Ok(Reply::Done)
+            }
             Write::FinishRun {
                 run_id,
                 stages,
                 status,
                 finished_at,
             } => {
+                // A run resumed after it was killed in its final
+                // bookkeeping finishes again: its rows replace the first.
+                conn.execute(
+                    "DELETE FROM channel_figures WHERE stage_run_id IN (SELECT id FROM stage_runs WHERE run_id = ?1)",
+                    &[(*run_id).into()],
+                )?;
+                conn.execute(
+                    "DELETE FROM stage_runs WHERE run_id = ?1",
+                    &[(*run_id).into()],
+                )?;
                 for s in stages {
                     let stage_run_id = returning_id(
                         conn,
