@@ -19,6 +19,7 @@ use std::process::Output;
 const STAGES: &str = "filesystem,file-hash,index,carve";
 
 struct Dirs {
+    root: PathBuf,
     database: PathBuf,
     case: PathBuf,
     temp: PathBuf,
@@ -26,10 +27,12 @@ struct Dirs {
 
 impl Dirs {
     fn new(root: &Path, tag: &str) -> Dirs {
+        let root = root.join(tag);
         let d = Dirs {
-            database: root.join(tag).join("db"),
-            case: root.join(tag).join("case"),
-            temp: root.join(tag).join("temp"),
+            database: root.join("db"),
+            case: root.join("case"),
+            temp: root.join("temp"),
+            root,
         };
         for p in [&d.database, &d.case, &d.temp] {
             std::fs::create_dir_all(p).unwrap();
@@ -39,24 +42,7 @@ impl Dirs {
 }
 
 fn run(image: &Path, dirs: &Dirs, fault: Option<&str>) -> (Output, Value) {
-    let mut cmd = common::caseload();
-    cmd.args([
-        "run",
-        "--stages",
-        STAGES,
-        "--cache",
-        "warm",
-        "--threads",
-        "2",
-    ])
-    .arg("--evidence")
-    .arg(image)
-    .arg("--database")
-    .arg(&dirs.database)
-    .arg("--case")
-    .arg(&dirs.case)
-    .arg("--temp")
-    .arg(&dirs.temp);
+    let mut cmd = common::channels_run(STAGES, image, &dirs.root);
     match fault {
         Some(f) => cmd.env("CASELOAD_INJECT_FAULT", f),
         None => cmd.env_remove("CASELOAD_INJECT_FAULT"),

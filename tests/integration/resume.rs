@@ -19,27 +19,11 @@ use std::time::{Duration, Instant};
 const STAGES: &str = "image-hash,filesystem,file-hash,index,carve,kff";
 
 fn run_cmd(corpus: &Path, root: &Path) -> Command {
-    let mut cmd = common::caseload();
-    cmd.args([
-        "run",
-        "--stages",
-        STAGES,
-        "--cache",
-        "warm",
-        "--threads",
-        "2",
-    ])
-    .arg("--evidence")
-    .arg(corpus.join("image.dd"))
-    .arg("--hashset")
-    .arg(format!("known={}", corpus.join("NSRLFile.txt").display()))
-    .arg("--hashset")
-    .arg(format!("notable={}", corpus.join("notable.md5").display()));
-    for (flag, sub) in [("--database", "db"), ("--case", "case"), ("--temp", "temp")] {
-        let d = root.join(sub);
-        std::fs::create_dir_all(&d).unwrap();
-        cmd.arg(flag).arg(d);
-    }
+    let mut cmd = common::channels_run(STAGES, &corpus.join("image.dd"), root);
+    cmd.arg("--hashset")
+        .arg(format!("known={}", corpus.join("NSRLFile.txt").display()))
+        .arg("--hashset")
+        .arg(format!("notable={}", corpus.join("notable.md5").display()));
     cmd
 }
 

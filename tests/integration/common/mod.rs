@@ -298,3 +298,27 @@ impl Drop for Tmpfs {
         let _ = Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// `caseload run --stages STAGES` over `image` with the database, case
+/// and temp channels in `root/db`, `root/case` and `root/temp` (made
+/// here), warm cache, two threads.
+pub fn channels_run(stages: &str, image: &Path, root: &Path) -> Command {
+    let mut cmd = caseload();
+    cmd.args([
+        "run",
+        "--stages",
+        stages,
+        "--cache",
+        "warm",
+        "--threads",
+        "2",
+    ])
+    .arg("--evidence")
+    .arg(image);
+    for (flag, sub) in [("--database", "db"), ("--case", "case"), ("--temp", "temp")] {
+        let d = root.join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        cmd.arg(flag).arg(d);
+    }
+    cmd
+}
