@@ -292,3 +292,87 @@ fn missing_evidence_and_bad_layouts_are_clear_errors() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
 }
+
+/// A damaged chunk under the partition table (the MBR's chunk fails its
+/// Adler-32): the filesystem stage cannot find a volume, records the
+/// damage with its sectors and completes; the run goes on to carve the
+/// readable rest. Built from a generated corpus (uncompressed E01, so the
+/// MBR's bytes can be found in the segment and one flipped).
+#[test]
+fn a_damaged_chunk_under_the_partition_table_is_recorded_and_the_run_goes_on() {
+    let work = tempfile::tempdir().unwrap();
+    let ev = work.path().join("ev");
+    common::run_ok(
+        common::caseload()
+            .args([
+                "corpus",
+                "--size",
+                "32MiB",
+                "--seed",
+                "8",
+                "--format",
+                "dd,e01",
+                "--e01-compression",
+                "none",
+                "--decoys",
+                "10",
+                "--out",
+            ])
+            .arg(&ev),
+    );
+    let raw = std::fs::read(ev.join("image.dd")).unwrap();
+    let e01 = ev.join("image.E01");
+    let bytes = std::fs::read(&e01).unwrap();
+    let mbr = &raw[..512];
+    let at = bytes
+        .windows(512)
+        .position(|w| w == mbr)
+        .expect("the MBR's bytes stored uncompressed in the E01");
+    // The partition table's first entry.
+    flip(&e01, at + 446 + 8);
+    let out_dir = work.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = common::caseload()
+        .args(["run", "--stages", "filesystem,carve", "--cache", "warm"])
+        .arg("--evidence")
+        .arg(&e01)
+        .args(
+            ["--database", "--case", "--temp"]
+                .iter()
+                .flat_map(|f| [f.to_string(), out_dir.display().to_string()]),
+        )
+        .output()
+        .unwrap();
+    no_panic(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        run["stages"][0]["status"], "completed",
+        "{}",
+        run["stages"][0]
+    );
+    assert_eq!(
+        run["stages"][1]["status"], "completed",
+        "{}",
+        run["stages"][1]
+    );
+    let db = rusqlite::Connection::open(out_dir.join("case.sqlite")).unwrap();
+    let (first, message): (i64, String) = db
+        .query_row(
+            "SELECT first_sector, message FROM processing_errors WHERE stage = 'filesystem' AND severity = 'error' ORDER BY id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(first, 0, "{message}");
+    assert!(message.contains("volume system"), "{message}");
+    let carved: i64 = db
+        .query_row("SELECT count(*) FROM carved_items", [], |r| r.get(0))
+        .unwrap();
+    assert!(carved > 0, "the readable rest is still carved");
+}

@@ -221,8 +221,41 @@ impl Stage for Filesystem {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
         ctx.progress.set_total(0, ProgressUnit::Items);
-        let vs = caseload_fs::open_volume_system(&reader)
-            .map_err(|e| StageError::Other(format!("volume system: {e}")))?;
+        let vs = match caseload_fs::open_volume_system(&reader) {
+            Ok(vs) => vs,
+            Err(e) => {
+                // Damaged evidence under the partition tables (an E01 chunk
+                // that fails its checksum): no volume can be found, but the
+                // run goes on (image hash, carving and the index over raw
+                // bytes need no file system); the damage is recorded.
+                let sectors = match &e {
+                    caseload_fs::FsError::Io { offset, len, .. } => {
+                        Some((offset / 512, (offset + (*len as u64).max(1) - 1) / 512))
+                    }
+                    _ => None,
+                };
+                ctx.record(
+                    Severity::Error,
+                    Problem {
+                        item_kind: Some(ItemKind::Evidence),
+                        item_id: Some(ctx.evidence_id),
+                        sectors,
+                        message: format!(
+                            "volume system: {e}; no volume or file system could be read"
+                        ),
+                        ..Problem::default()
+                    },
+                )?;
+                caseload_fs::VolumeSystem {
+                    scheme: Scheme::None,
+                    sector_size: 512,
+                    disk_length: ctx.evidence.size(),
+                    partitions: Vec::new(),
+                    tables: Vec::new(),
+                    errors: Vec::new(),
+                }
+            }
+        };
         let scheme = match vs.scheme {
             Scheme::Mbr => "mbr",
             Scheme::Gpt => "gpt",
