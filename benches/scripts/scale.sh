@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Scale run (reliability issue): generate corpora of growing size and run
+# the ftk4-default workload end to end on each (PostgreSQL private
+# cluster, cold cache), then compare every stage's peak RSS and seconds
+# per GiB with the smallest size's.
+#
+#   benches/scripts/scale.sh [SIZE ...]        default: 1GiB 64GiB
+#
+# Goals: peak RSS under 1 GiB in every stage whatever the size (flat from
+# the smallest to the largest), and cost linear in size: each stage's
+# seconds per GiB within 15% of the smallest size's. The table prints
+# both, per stage and size, with the ratios; the script exits non-zero
+# when a goal is missed. Run it on a quiet machine (it prints the load)
+# with the disk space it asks for (about 1.3 x the largest size: the
+# image, the case database, carved files and the index). Corpora and
+# cases go to SCALE_WORK (default target/scale-work) and are removed after
+# each size unless KEEP=1. Needs PostgreSQL's server binaries (installed
+# with apt-get as root if missing).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+sizes=("$@")
+[ ${#sizes[@]} -eq 0 ] && sizes=(1GiB 64GiB)
+work="${SCALE_WORK:-$root/target/scale-work}"
+bin="${CASELOAD:-$root/target/release/caseload}"
+seed="${SEED:-42}"
+[ -x "$bin" ] || (cd "$root" && cargo build --release --quiet)
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1 ||
+            { apt-get update >/dev/null && apt-get install -y --no-install-recommends postgresql >/dev/null; }
+    fi
+    ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 ||
+        { echo "scale.sh: PostgreSQL's server binaries are missing" >&2; exit 2; }
+fi
+
+bytes_of() { python3 -c "
+import re,sys
+m=re.fullmatch(r'(\d+)\s*([KMGT]i?B?)?',sys.argv[1].strip(),re.I)
+u={'':1,'K':1<<10,'M':1<<20,'G':1<<30,'T':1<<40}
+print(int(m.group(1))*u[(m.group(2) or '')[:1].upper()])" "$1"; }
+
+largest=0
+for s in "${sizes[@]}"; do
+    b="$(bytes_of "$s")"
+    [ "$b" -gt "$largest" ] && largest="$b"
+done
+mkdir -p "$work"
+free="$(df --output=avail -B1 "$work" | tail -1)"
+need=$((largest * 13 / 10))
+if [ "$free" -lt "$need" ]; then
+    echo "scale.sh: $work has $((free >> 30)) GiB free; the largest size needs about $((need >> 30)) GiB" >&2
+    exit 2
+fi
+echo "scale.sh: sizes ${sizes[*]}; load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+
+reports=()
+for s in "${sizes[@]}"; do
+    d="$work/$s"
+    rm -rf "$d"
+    mkdir -p "$d/db" "$d/case" "$d/temp"
+    start=$(date +%s)
+    "$bin" corpus --size "$s" --seed "$seed" --format dd --out "$d/corpus" >/dev/null
+    echo "scale.sh: $s corpus in $(( $(date +%s) - start )) s"
+    start=$(date +%s)
+    "$bin" run --workload ftk4-default --evidence "$d/corpus/image.dd" \
+        --hashset "known=$d/corpus/NSRLFile.txt" --hashset "notable=$d/corpus/notable.md5" \
+        --database "$d/db" --case "$d/case" --temp "$d/temp" --cache cold \
+        >"$d/run.log" 2>&1 || { echo "scale.sh: the $s run failed; see $d/run.log" >&2; tail -5 "$d/run.log" >&2; exit 1; }
+    echo "scale.sh: $s run in $(( $(date +%s) - start )) s"
+    cp "$d/case/run.json" "$work/run-$s.json"
+    reports+=("$work/run-$s.json")
+    if [ "${KEEP:-0}" != 1 ]; then
+        rm -rf "$d"
+    fi
+done
+
+python3 - "${reports[@]}" <<'EOF'
+import json, sys
+runs = [json.load(open(p)) for p in sys.argv[1:]]
+base = runs[0]
+gib = lambda r: r["evidence"]["media_size"] / (1 << 30)
+def stages(r):
+    return {s["name"]: s for s in r["stages"]}
+ok = True
+names = [s["name"] for s in base["stages"]]
+print(f"{'stage':<11} {'size GiB':>9} {'wall s':>9} {'s/GiB':>8} {'x base':>7} {'peak RSS MiB':>13} {'scope':>8}")
+for name in names:
+    b = stages(base)[name]
+    b_per = b["wall_seconds"] / gib(base)
+    for r in runs:
+        s = stages(r).get(name)
+        if s is None:
+            continue
+        per = s["wall_seconds"] / gib(r)
+        ratio = per / b_per if b_per > 0 else float("nan")
+        rss = s["peak_rss_bytes"] / (1 << 20)
+        print(f"{name:<11} {gib(r):>9.1f} {s['wall_seconds']:>9.1f} {per:>8.2f} {ratio:>7.2f} {rss:>13.0f} {s['peak_rss_scope']:>8}")
+        if rss >= 1024:
+            ok = False
+            print(f"  goal missed: {name} peaked at {rss:.0f} MiB (>= 1 GiB)")
+        if r is not base and b["wall_seconds"] >= 1.0 and not (0.85 <= ratio <= 1.15):
+            ok = False
+            print(f"  goal missed: {name} costs {ratio:.2f}x the base size's per GiB")
+for r in runs:
+    t = sum(s["wall_seconds"] for s in r["stages"])
+    print(f"total {gib(r):.1f} GiB: {t:.1f} s in stages, {t / gib(r):.2f} s/GiB, status {r['status']}")
+sys.exit(0 if ok else 1)
+EOF
