@@ -679,7 +679,20 @@ fn run_stages(
         // stage that swallowed the error, or whose files went with a
         // removed directory) fails the stage and ends the run: later
         // stages would measure a broken device and build on lost output.
-        let (status, error) = match writable_fault(&ch) {
+        // A case-database server that stopped (killed, or it failed on a
+        // full or failing disk) is the database channel failing too.
+        let fault = writable_fault(&ch).or_else(|| {
+            (status == "failed")
+                .then(|| db.server_problem())
+                .flatten()
+                .map(|p| {
+                    (
+                        ChannelKind::Database,
+                        format!("database channel: the case database's server stopped: {p}"),
+                    )
+                })
+        });
+        let (status, error) = match fault {
             Some((kind, fault)) if !interrupted => {
                 failed = true;
                 let error = match error {

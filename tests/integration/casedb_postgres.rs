@@ -338,8 +338,12 @@ fn killing_the_server_mid_run_fails_the_stage_and_loses_nothing_committed() {
     assert!(!status.success(), "a run whose server died cannot succeed");
     common::assert_no_server_left(work.path());
     let run = run_json(&dir);
-    assert_eq!(run["status"], "completed-with-errors", "{err}");
+    // The database channel failed: the run stopped at that stage.
+    assert_eq!(run["status"], "failed", "{err}");
+    assert_eq!(run["channel_fault"]["channel"], "database", "{run}");
+    assert!(err.contains("the database channel failed"), "{err}");
     let stages = run["stages"].as_array().unwrap();
+    assert_eq!(stages.last().unwrap()["status"], "failed", "{run}");
     assert_eq!(stages[0]["name"], "filesystem");
     assert_eq!(stages[0]["status"], "completed");
     let failed: Vec<&Value> = stages.iter().filter(|s| s["status"] == "failed").collect();
