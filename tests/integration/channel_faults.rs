@@ -1,6 +1,6 @@
 //! Channel faults (reliability issue): a database, case or temp channel
-//! that fills up (ENOSPC), fails (EIO) or whose directory vanishes in the
-//! middle of a stage. Each must end the run with an error naming the
+//! that fills up (ENOSPC), fails (EIO), goes read-only (EROFS) or whose
+//! directory vanishes in the middle of a stage. Each must end the run with an error naming the
 //! channel, run.json recording the run as failed at that stage, and
 //! everything written before the fault present and consistent: the case
 //! database passes `PRAGMA integrity_check`, the file-system walk's rows
@@ -208,18 +208,18 @@ fn faults_on(channel: &str, errors: &[&str]) {
 }
 
 #[test]
-fn a_database_channel_that_fills_fails_or_vanishes_stops_the_run_with_the_case_intact() {
-    faults_on("database", &["enospc", "eio", "gone"]);
+fn a_database_channel_that_fills_fails_goes_read_only_or_vanishes_stops_the_run_intact() {
+    faults_on("database", &["enospc", "eio", "erofs", "gone"]);
 }
 
 #[test]
-fn a_case_channel_that_fills_fails_or_vanishes_stops_the_run_with_the_case_intact() {
-    faults_on("case", &["enospc", "eio", "gone"]);
+fn a_case_channel_that_fills_fails_goes_read_only_or_vanishes_stops_the_run_intact() {
+    faults_on("case", &["enospc", "eio", "erofs", "gone"]);
 }
 
 #[test]
-fn a_temp_channel_that_fills_fails_or_vanishes_stops_the_run_with_the_case_intact() {
-    faults_on("temp", &["enospc", "eio", "gone"]);
+fn a_temp_channel_that_fills_fails_goes_read_only_or_vanishes_stops_the_run_intact() {
+    faults_on("temp", &["enospc", "eio", "erofs", "gone"]);
 }
 
 #[test]
