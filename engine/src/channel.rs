@@ -633,10 +633,13 @@ impl Channel {
     /// `gone` fault removes this channel's directory.
     pub fn arm_fault(&self, fault: &InjectedFault) {
         let written = self.counters.bytes_written.load(Ordering::Relaxed);
+        let removable = !self.protected.iter().any(|p| p.starts_with(&self.root));
         self.counters.fault.arm(
+            self.kind,
             fault.error,
             written.saturating_add(fault.after_bytes),
             self.root.clone(),
+            removable,
         );
     }
 
@@ -694,7 +697,7 @@ impl Channel {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
         self.create_parent(&path, false)?;
-        File::create(&path).map_err(|e| self.io_err("create", &path, e))
+        File::create(&path).map_err(|e| self.instrument_err("create", &path, e))
     }
 
     /// Replace an instrument file whole (a run's progress record): written
@@ -712,11 +715,27 @@ impl Channel {
         let tmp = PathBuf::from(tmp);
         self.refuse_evidence(&path)?;
         self.refuse_evidence(&tmp)?;
-        let mut file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
+        let mut file = File::create(&tmp).map_err(|e| self.instrument_err("create", &tmp, e))?;
         file.write_all(content)
             .and_then(|()| file.sync_data())
-            .map_err(|e| self.io_err("write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| self.io_err("rename", &tmp, e))
+            .map_err(|e| self.instrument_err("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| self.instrument_err("rename", &tmp, e))?;
+        // The new name is durable only once its directory is synced.
+        let dir = path.parent().unwrap_or(&self.root);
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| self.instrument_err("sync directory", dir, e))
+    }
+
+    /// An error on one of caseload's own files: not the workload's, so not
+    /// noted as the channel's fault.
+    fn instrument_err(&self, op: &'static str, path: &Path, source: io::Error) -> ChannelError {
+        ChannelError::Io {
+            channel: self.kind,
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     /// Read an instrument file whole (`None` when absent); not counted.
@@ -728,7 +747,7 @@ impl Channel {
         match std::fs::read(&path) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io_err("open", &path, e)),
+            Err(e) => Err(self.instrument_err("open", &path, e)),
         }
     }
 
@@ -737,7 +756,9 @@ impl Channel {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(self.io_err("remove", &path, e)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(self.instrument_err("remove", &path, e))
+            }
             _ => Ok(()),
         }
     }

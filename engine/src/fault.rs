@@ -133,6 +133,10 @@ pub fn parse_faults(specs: &str) -> Result<Vec<InjectedFault>, FaultSpecError> {
 #[derive(Debug)]
 struct Armed {
     error: FaultError,
+    /// The channel, for the noted error.
+    channel: ChannelKind,
+    /// Whether the directory may be removed (it holds no evidence).
+    removable: bool,
     /// The channel's bytes written when it trips.
     trip_at: u64,
     /// The directory `gone` removes.
@@ -153,9 +157,18 @@ pub(crate) struct FaultState {
 impl FaultState {
     /// Arm `error` to trip when the channel has written `trip_at` bytes.
     /// A channel takes one fault; a second is ignored.
-    pub(crate) fn arm(&self, error: FaultError, trip_at: u64, root: PathBuf) {
+    pub(crate) fn arm(
+        &self,
+        channel: ChannelKind,
+        error: FaultError,
+        trip_at: u64,
+        root: PathBuf,
+        removable: bool,
+    ) {
         let _ = self.armed.set(Armed {
             error,
+            channel,
+            removable,
             trip_at,
             root,
         });
@@ -200,13 +213,20 @@ impl FaultState {
                 if first {
                     // The directory goes at once, as an unmount would (a
                     // tree removed in place races with files being made
-                    // in it): renamed away, then removed. The write that
-                    // tripped it goes on to its unlinked file.
+                    // in it): renamed away, then removed unless it holds
+                    // evidence. The write that tripped it goes on to its
+                    // unlinked file. Noted here, so that a directory made
+                    // again by a racing create cannot hide it.
                     let mut away = a.root.clone().into_os_string();
                     away.push(format!(".gone-{}", std::process::id()));
-                    if std::fs::rename(&a.root, &away).is_ok() {
+                    if std::fs::rename(&a.root, &away).is_ok() && a.removable {
                         let _ = std::fs::remove_dir_all(&away);
                     }
+                    self.note(format!(
+                        "{} channel: the directory `{}` is gone (removed or unmounted during the run)",
+                        a.channel,
+                        a.root.display()
+                    ));
                 }
                 Ok(())
             }
@@ -261,7 +281,13 @@ mod tests {
     #[test]
     fn a_fault_trips_at_its_byte_and_stays_tripped() {
         let s = FaultState::default();
-        s.arm(FaultError::Enospc, 100, PathBuf::from("/nonexistent"));
+        s.arm(
+            ChannelKind::Case,
+            FaultError::Enospc,
+            100,
+            PathBuf::from("/nonexistent"),
+            false,
+        );
         assert!(s.before_write(0, 100).is_ok());
         assert!(s.before_create().is_ok());
         assert!(s.before_sync().is_ok());

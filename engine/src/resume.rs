@@ -64,6 +64,10 @@ pub struct ProgressRecord {
     pub stages: Vec<String>,
     /// The case database's engine.
     pub db_engine: String,
+    /// The database channel's directory (canonical).
+    pub database: PathBuf,
+    /// The case-database profile.
+    pub profile: String,
     /// Stages that ran to their end, in order.
     pub finished: Vec<FinishedStage>,
     /// The stage running, if any.
@@ -137,6 +141,9 @@ pub enum ResumeError {
 
 impl ProgressRecord {
     /// Whether the arguments of a resuming run are the unfinished run's.
+    // One parameter per thing the two runs must share, each checked and
+    // named in the refusal.
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
         dir: &std::path::Path,
@@ -144,6 +151,8 @@ impl ProgressRecord {
         media_size: u64,
         stages: &[&str],
         db_engine: &str,
+        database: &std::path::Path,
+        profile: &str,
     ) -> Result<(), ResumeError> {
         let differ = |what: String| {
             Err(ResumeError::Different {
@@ -177,6 +186,19 @@ impl ProgressRecord {
                 "kept its case in {}, not {db_engine}",
                 self.db_engine
             ));
+        }
+        if self.database != database || self.profile != profile {
+            return differ(format!(
+                "kept its case database in `{}` with profile {}, not `{}` with {profile}",
+                self.database.display(),
+                self.profile,
+                database.display()
+            ));
+        }
+        if self.finished.len() > self.stages.len()
+            || self.finished.iter().enumerate().any(|(i, f)| f.seq != i)
+        {
+            return differ("left a progress record that does not add up".into());
         }
         if let Some(r) = &self.running
             && r.rowids.is_none()
@@ -249,20 +271,22 @@ impl<'a> ProgressFile<'a> {
     }
 }
 
-/// Remove the case directory entries a cut-short stage created (those not
-/// there when it started), but never the progress record or the trace.
+/// Remove what a cut-short stage created in the case directory: the
+/// entries a run owns (`owned`: carved files, the index, exports) that
+/// were not there when it started. Nothing else is touched: a case
+/// directory may be shared with other channels and other programs.
 pub fn remove_new_case_entries(
     case: &Channel,
     before: &[String],
-    keep: &[&str],
+    owned: &[&str],
 ) -> Result<Vec<String>, crate::channel::ChannelError> {
     let mut removed = Vec::new();
-    for name in case.list("")? {
-        if before.contains(&name) || keep.contains(&name.as_str()) {
+    for name in owned {
+        if before.iter().any(|b| b == name) || !case.exists(name) {
             continue;
         }
-        case.remove_all(&name)?;
-        removed.push(name);
+        case.remove_all(name)?;
+        removed.push((*name).to_string());
     }
     Ok(removed)
 }
@@ -273,8 +297,10 @@ pub fn remove_dead_temp_dirs(temp_root: &Channel) -> Vec<String> {
     debug_assert_eq!(temp_root.kind(), ChannelKind::Temp);
     let mut removed = Vec::new();
     for name in temp_root.list("").unwrap_or_default() {
+        // Its private directory, or a layout check's probe file.
         let Some(pid) = name
             .strip_prefix(TEMP_PREFIX)
+            .or_else(|| name.strip_prefix(".caseload-probe-"))
             .and_then(|rest| rest.split('-').next())
             .and_then(|p| p.parse::<i32>().ok())
         else {
@@ -312,6 +338,8 @@ mod tests {
             media_size: 100,
             stages: vec!["filesystem".into(), "carve".into()],
             db_engine: "sqlite".into(),
+            database: PathBuf::from("/d"),
+            profile: "native".into(),
             finished: Vec::new(),
             running: None,
             resumed: 0,
@@ -344,28 +372,70 @@ mod tests {
 
     #[test]
     fn other_arguments_are_refused_and_say_what_differs() {
+        use std::path::Path;
         let p = progress();
         let dir = std::path::Path::new("/c");
         let e = std::path::Path::new("/e/image.dd");
         assert!(
-            p.check(dir, e, 100, &["filesystem", "carve"], "sqlite")
-                .is_ok()
+            p.check(
+                dir,
+                e,
+                100,
+                &["filesystem", "carve"],
+                "sqlite",
+                Path::new("/d"),
+                "native"
+            )
+            .is_ok()
         );
         let msg = |r: Result<(), ResumeError>| r.unwrap_err().to_string();
-        assert!(msg(p.check(dir, e, 100, &["filesystem"], "sqlite")).contains("ran the stages"));
+        assert!(
+            msg(p.check(
+                dir,
+                e,
+                100,
+                &["filesystem"],
+                "sqlite",
+                Path::new("/d"),
+                "native"
+            ))
+            .contains("ran the stages")
+        );
         assert!(
             msg(p.check(
                 dir,
                 std::path::Path::new("/x"),
                 100,
                 &["filesystem", "carve"],
-                "sqlite"
+                "sqlite",
+                Path::new("/d"),
+                "native"
             ))
             .contains("processed")
         );
         assert!(
-            msg(p.check(dir, e, 100, &["filesystem", "carve"], "postgres"))
-                .contains("kept its case")
+            msg(p.check(
+                dir,
+                e,
+                100,
+                &["filesystem", "carve"],
+                "postgres",
+                Path::new("/d"),
+                "native"
+            ))
+            .contains("kept its case")
+        );
+        assert!(
+            msg(p.check(
+                dir,
+                e,
+                100,
+                &["filesystem", "carve"],
+                "sqlite",
+                Path::new("/other"),
+                "native"
+            ))
+            .contains("kept its case database")
         );
     }
 }

@@ -45,6 +45,10 @@ pub const CASE_DIR_ENTRIES: &[&str] = &[
     "export",
 ];
 
+/// The case-directory entries stages write (what `--resume` removes when
+/// the stage that made them was cut short).
+const STAGE_CASE_ENTRIES: &[&str] = &["carved", "index", "export"];
+
 /// The run report's space, reserved when a run starts and renamed to
 /// [`RUN_JSON`] when it ends: a case directory that holds it and no
 /// `run.json` is a run that never finished (killed, or the machine lost).
@@ -210,15 +214,28 @@ pub fn run(
         (reserve_report(&case)?, None)
     };
     let progress_file = ProgressFile::new(&case);
+    // Until the stages start, an error leaves no sign of a run (a
+    // resumed one keeps its case as it was).
+    let unreserve = |e: RunError| {
+        if !spec.resume {
+            let _ = case.remove_instrument(RUN_JSON_PARTIAL);
+        }
+        e
+    };
     let trace = if spec.trace {
-        let file = case.create_instrument(TRACE_FILE)?;
-        let trace = Arc::new(Trace::start(file).map_err(|source| RunError::Report {
-            what: "trace",
-            path: case.dir().join(TRACE_FILE),
-            source,
+        let file = case
+            .create_instrument(TRACE_FILE)
+            .map_err(|e| unreserve(e.into()))?;
+        let trace = Arc::new(Trace::start(file).map_err(|source| {
+            unreserve(RunError::Report {
+                what: "trace",
+                path: case.dir().join(TRACE_FILE),
+                source,
+            })
         })?);
         for c in [&evidence_channel, &database, &case, &temp_root_channel] {
-            c.set_trace(Arc::clone(&trace))?;
+            c.set_trace(Arc::clone(&trace))
+                .map_err(|e| unreserve(e.into()))?;
         }
         Some(trace)
     } else {
@@ -236,7 +253,9 @@ pub fn run(
     );
     // Stages see only the run's private directory, so concurrent runs on
     // one temp directory never collide.
-    let temp = temp_root_channel.sub(&private)?;
+    let temp = temp_root_channel
+        .sub(&private)
+        .map_err(|e| unreserve(e.into()))?;
 
     let result = run_stages(
         spec,
@@ -324,6 +343,36 @@ pub fn run(
     Ok(report)
 }
 
+/// A directory's canonical path (itself when that fails).
+fn canonical(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// What the case looks like before stage `seq` writes anything, so that
+/// a resumed run can undo it; `rowids: None` (not resumable) when it
+/// cannot be told.
+fn stage_start(
+    db: &CaseDb,
+    case: &Channel,
+    engine: casedb::DbEngine,
+    seq: usize,
+    stage: &str,
+) -> StageStart {
+    let entries = case.list("");
+    let rowids = match (engine, &entries) {
+        (casedb::DbEngine::Sqlite, Ok(_)) => {
+            db.reader().and_then(|mut r| r.rowid_watermarks()).ok()
+        }
+        _ => None,
+    };
+    StageStart {
+        seq,
+        stage: stage.to_string(),
+        rowids,
+        case_entries: entries.unwrap_or_default(),
+    }
+}
+
 /// Where a run records its progress, and the record of the unfinished
 /// run it resumes.
 struct RunProgress<'a> {
@@ -377,6 +426,8 @@ fn resume_case(
                 source.size(),
                 stages,
                 spec.db.engine.as_str(),
+                &canonical(database.dir()),
+                spec.db.profile.as_str(),
             )?;
             // The report's space again (the killed run's may be gone
             // with a report half-written into it).
@@ -487,7 +538,7 @@ fn run_stages(
         crate::resume::remove_new_case_entries(
             ch.case,
             case_entries.as_slice(),
-            &[RUN_JSON_PARTIAL, PROGRESS_FILE, PROGRESS_TMP, TRACE_FILE],
+            STAGE_CASE_ENTRIES,
         )?;
     }
 
@@ -544,6 +595,8 @@ fn run_stages(
             media_size: source.size(),
             stages: names.iter().map(|n| n.to_string()).collect(),
             db_engine: spec.db.engine.as_str().to_string(),
+            database: canonical(ch.database.dir()),
+            profile: spec.db.profile.as_str().to_string(),
             finished: Vec::new(),
             running: None,
             resumed: 0,
@@ -582,7 +635,11 @@ fn run_stages(
         },
     };
     let mut interrupted = false;
-    let mut failed = false;
+    // A resumed run's earlier stages may have failed.
+    let mut failed = state
+        .finished
+        .iter()
+        .any(|f| f.report.status != "completed");
     let mut channel_fault = None;
     for (seq, stage) in stage_list.iter().enumerate().skip(first) {
         if cancel.load(Ordering::Relaxed) {
@@ -590,18 +647,13 @@ fn run_stages(
             break;
         }
         // What the case looks like before the stage writes anything, so
-        // that a resumed run can undo it. A failure to record it costs
-        // only the ability to resume.
-        state.running = Some(StageStart {
-            seq,
-            stage: stage.name().to_string(),
-            rowids: match spec.db.engine {
-                casedb::DbEngine::Sqlite => db.reader().and_then(|mut r| r.rowid_watermarks()).ok(),
-                casedb::DbEngine::Postgres => None,
-            },
-            case_entries: ch.case.list("").unwrap_or_default(),
-        });
-        let _ = record.file.write(&state);
+        // that a resumed run can undo it (recorded with the previous
+        // stage's end, or here for the first). A record that fails to be
+        // written leaves an older one, which undoes more: still right.
+        if state.running.as_ref().map(|r| r.seq) != Some(seq) {
+            state.running = Some(stage_start(&db, ch.case, spec.db.engine, seq, stage.name()));
+            let _ = record.file.write(&state);
+        }
         if spec.cache == CacheMode::Cold {
             let dirs: Vec<PathBuf> = [ch.database, ch.case, ch.temp]
                 .iter()
@@ -736,13 +788,19 @@ fn run_stages(
             database_work,
         };
         observer.stage_finished(&stage_report);
-        if !interrupted {
-            state.running = None;
+        // A stage cut short by a channel fault stays the running one, so
+        // that a resumed run (once the device is fixed) redoes it.
+        if !interrupted && channel_fault.is_none() {
             state.finished.push(FinishedStage {
                 seq,
                 started_at: stage_started.clone(),
                 report: stage_report.clone(),
             });
+            // The end of this stage and the start of the next in one
+            // record: no moment where the next one runs unrecorded.
+            state.running = stage_list
+                .get(seq + 1)
+                .map(|next| stage_start(&db, ch.case, spec.db.engine, seq + 1, next.name()));
             let _ = record.file.write(&state);
         }
         stage_reports.push((seq, stage_started, stage_report));

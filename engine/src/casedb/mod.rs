@@ -645,6 +645,12 @@ impl CaseDb {
                     .into(),
             ));
         }
+        if matches!(options.journal_mode.as_str(), "off" | "memory") {
+            return Err(DbError::Writer(format!(
+                "--resume needs a journal on disk to roll a cut-short transaction back; this case was run with journal_mode={}: use --force",
+                options.journal_mode.as_str()
+            )));
+        }
         let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
         Self::open_sqlite(channel, options, vfs, false)
     }

@@ -222,10 +222,21 @@ impl EwfSource {
     fn locate(&self, chunk: u64, logical: u64) -> Result<(usize, u64, usize, bool), SourceError> {
         let index =
             usize::try_from(chunk).map_err(|_| self.corrupt(chunk, "index overflow".into()))?;
-        let (offset, stored, compressed, segment) = self
-            .reader
-            .debug_chunk(index)
-            .map_err(|e| self.corrupt(chunk, format!("chunk table: {e}")))?;
+        // The `ewf` crate (0.4.10) indexes past a hostile table section's
+        // end when it reads its chunk table lazily (found by the e01 fuzz
+        // target): its panic is caught here and is this chunk's error. The
+        // reader stays usable: its cache lock recovers from poisoning.
+        let entry = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.reader.debug_chunk(index)
+        }))
+        .map_err(|_| {
+            self.corrupt(
+                chunk,
+                "chunk table: a table section is shorter than its header says".into(),
+            )
+        })?;
+        let (offset, stored, compressed, segment) =
+            entry.map_err(|e| self.corrupt(chunk, format!("chunk table: {e}")))?;
         // A stored chunk is at most the chunk plus its checksum; compressed
         // data a little larger than the chunk is legal zlib but nothing sane
         // writes it. Anything beyond that is a corrupt table entry.
