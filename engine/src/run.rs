@@ -190,11 +190,9 @@ pub fn run(
             cache_runs: 2 * spec.threads.max(1) + 4,
         },
     )?);
-    let protected: Vec<PathBuf> = source
-        .files()
-        .iter()
-        .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
-        .collect();
+    let protected: Vec<PathBuf> = source.files().iter().map(|f| canonical(f)).collect();
+    // The evidence as the progress record names it.
+    let evidence_file = protected.first().cloned().unwrap_or_default();
     let dirs = spec.layout.check_writable(&protected)?;
     let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
     let (db_dir, case_dir, temp_root) = (
@@ -208,7 +206,14 @@ pub fn run(
     let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
     let stage_names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let (reserved, progress) = if spec.resume {
-        resume_case(spec, &database, &case, source.as_ref(), &stage_names)?
+        resume_case(
+            spec,
+            &database,
+            &case,
+            source.as_ref(),
+            &evidence_file,
+            &stage_names,
+        )?
     } else {
         prepare_case_dirs(&database, &case, spec.force)?;
         (reserve_report(&case)?, None)
@@ -273,7 +278,7 @@ pub fn run(
             started_at: started_at.clone(),
             file: &progress_file,
             resumed: progress,
-            evidence: protected.first().cloned().unwrap_or_default(),
+            evidence: evidence_file,
         },
     );
     let _ = temp_root_channel.remove_all(&private);
@@ -343,7 +348,7 @@ pub fn run(
     Ok(report)
 }
 
-/// A directory's canonical path (itself when that fails).
+/// A path's canonical form (itself when that fails).
 fn canonical(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
@@ -392,6 +397,7 @@ fn resume_case(
     database: &Channel,
     case: &Channel,
     source: &dyn EvidenceSource,
+    evidence: &Path,
     stages: &[&str],
 ) -> Result<(std::fs::File, Option<ProgressRecord>), RunError> {
     let nothing = |reason| {
@@ -415,14 +421,9 @@ fn resume_case(
     }
     match ProgressFile::new(case).read()? {
         Some(p) => {
-            let evidence = source
-                .files()
-                .first()
-                .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
-                .unwrap_or_default();
             p.check(
                 case.dir(),
-                &evidence,
+                evidence,
                 source.size(),
                 stages,
                 spec.db.engine.as_str(),

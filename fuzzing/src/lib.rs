@@ -108,28 +108,11 @@ fn scratch(name: &str, data: &[u8]) -> Option<(tempfile::TempDir, std::path::Pat
 /// An E01 (EWF v1) or Ex01 segment: sections, tables, chunk decoding, the
 /// stored hashes; the whole media read through (capped).
 pub fn e01(data: &[u8]) {
-    use caseload_engine::channel::{Channel, ChannelKind};
-    use caseload_engine::source::ReadOptions;
     let Some((dir, path)) = scratch("image.E01", data) else {
         return;
     };
-    let channel = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-    let Ok(source) =
-        caseload_engine::source::open_evidence(&path, &channel, ReadOptions::default())
-    else {
-        return;
-    };
-    let mut buf = vec![0u8; 64 << 10];
-    let mut at = 0u64;
-    while at < source.size().min(16 << 20) {
-        match source.read_at(&mut buf, at) {
-            Ok(0) => break,
-            Ok(n) => at += n as u64,
-            // A damaged chunk: the next one may be readable.
-            Err(_) => at += buf.len() as u64,
-        }
-    }
-    let _ = source.info();
+    // A damaged chunk: the next one may be readable.
+    read_through(dir.path(), &path, 16 << 20, 64 << 10, true);
 }
 
 /// Text extraction as the index stage and compound-file expansion run it:
@@ -210,8 +193,6 @@ pub fn meta(data: &[u8]) {
 /// directory (the first is the one opened; each file holds 512 bytes per
 /// line before it), then the set is opened as evidence and read through.
 pub fn split(data: &[u8]) {
-    use caseload_engine::channel::{Channel, ChannelKind};
-    use caseload_engine::source::ReadOptions;
     let Ok(dir) = tempfile::tempdir() else {
         return;
     };
@@ -235,20 +216,31 @@ pub fn split(data: &[u8]) {
     let Some(first) = first else {
         return;
     };
-    let channel = Channel::new(ChannelKind::Evidence, dir.path(), Vec::new());
-    let Ok(source) =
-        caseload_engine::source::open_evidence(&first, &channel, ReadOptions::default())
+    read_through(dir.path(), &first, 1 << 20, 4096, false);
+}
+
+/// Open `path` as evidence (in `dir`) and read its media through in
+/// `step`-byte reads, up to `cap` bytes; past an unreadable read when
+/// `skip_errors`, else stop there.
+fn read_through(dir: &Path, path: &Path, cap: u64, step: usize, skip_errors: bool) {
+    use caseload_engine::channel::{Channel, ChannelKind};
+    use caseload_engine::source::ReadOptions;
+    let channel = Channel::new(ChannelKind::Evidence, dir, Vec::new());
+    let Ok(source) = caseload_engine::source::open_evidence(path, &channel, ReadOptions::default())
     else {
         return;
     };
-    let mut buf = vec![0u8; 4096];
+    let mut buf = vec![0u8; step];
     let mut at = 0u64;
-    while at < source.size().min(1 << 20) {
+    while at < source.size().min(cap) {
         match source.read_at(&mut buf, at) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => at += n as u64,
+            Err(_) if skip_errors => at += step as u64,
+            Err(_) => break,
         }
     }
+    let _ = source.info();
 }
 
 #[cfg(test)]
