@@ -14,8 +14,12 @@
 # with the disk space it asks for (about 1.3 x the largest size: the
 # image, the case database, carved files and the index). Corpora and
 # cases go to SCALE_WORK (default target/scale-work) and are removed after
-# each size unless KEEP=1. Needs PostgreSQL's server binaries (installed
-# with apt-get as root if missing).
+# each size unless KEEP=1. FORMAT=e01 writes and processes the corpora
+# as E01 (as the FTK study did) instead of raw: the image takes about two
+# thirds of the space, so a 64 GiB run fits in about 1.0 x the size. The
+# case grows with the size too (keyword index about 17%, carved files about
+# 10% of the image on the default profile). Needs PostgreSQL's server
+# binaries (installed with apt-get as root if missing).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -24,6 +28,12 @@ sizes=("$@")
 work="${SCALE_WORK:-$root/target/scale-work}"
 bin="${CASELOAD:-$root/target/release/caseload}"
 seed="${SEED:-42}"
+format="${FORMAT:-dd}"
+case "$format" in
+    dd) image=image.dd; need_per_10=13 ;;
+    e01) image=image.E01; need_per_10=10 ;;
+    *) echo "scale.sh: FORMAT must be dd or e01" >&2; exit 2 ;;
+esac
 [ -x "$bin" ] || (cd "$root" && cargo build --release --quiet)
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
@@ -47,12 +57,12 @@ for s in "${sizes[@]}"; do
 done
 mkdir -p "$work"
 free="$(df --output=avail -B1 "$work" | tail -1)"
-need=$((largest * 13 / 10))
+need=$((largest * need_per_10 / 10))
 if [ "$free" -lt "$need" ]; then
     echo "scale.sh: $work has $((free >> 30)) GiB free; the largest size needs about $((need >> 30)) GiB" >&2
     exit 2
 fi
-echo "scale.sh: sizes ${sizes[*]}; load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+echo "scale.sh: sizes ${sizes[*]} as $format; load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 
 reports=()
 for s in "${sizes[@]}"; do
@@ -60,10 +70,10 @@ for s in "${sizes[@]}"; do
     rm -rf "$d"
     mkdir -p "$d/db" "$d/case" "$d/temp"
     start=$(date +%s)
-    "$bin" corpus --size "$s" --seed "$seed" --format dd --out "$d/corpus" >/dev/null
+    "$bin" corpus --size "$s" --seed "$seed" --format "$format" --out "$d/corpus" >/dev/null
     echo "scale.sh: $s corpus in $(( $(date +%s) - start )) s"
     start=$(date +%s)
-    "$bin" run --workload ftk4-default --evidence "$d/corpus/image.dd" \
+    "$bin" run --workload ftk4-default --evidence "$d/corpus/$image" \
         --hashset "known=$d/corpus/NSRLFile.txt" --hashset "notable=$d/corpus/notable.md5" \
         --database "$d/db" --case "$d/case" --temp "$d/temp" --cache cold \
         >"$d/run.log" 2>&1 || { echo "scale.sh: the $s run failed; see $d/run.log" >&2; tail -5 "$d/run.log" >&2; exit 1; }

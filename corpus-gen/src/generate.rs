@@ -20,6 +20,7 @@ use crate::fat::FatType;
 use crate::geometry::{DISK_SECTOR, Geometry, TableKind};
 use crate::hashsets::{self, Planted};
 use crate::manifest::{self, *};
+use crate::ntfs;
 use crate::plan::{Fill, GroupPlan, ItemPlan, Parent, Volume};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
@@ -47,6 +48,8 @@ pub struct Options {
     pub partition_table: Option<TableKind>,
     /// FAT type (`None`: FAT32, or FAT16/12 where FAT32 cannot be used).
     pub fat: Option<FatType>,
+    /// Write NTFS instead of FAT (then `fat` must be `None`).
+    pub ntfs: bool,
     /// Decoys per hash set.
     pub decoys: u64,
     /// Compute everything but write no image bytes (for memory checks at
@@ -88,7 +91,7 @@ pub struct Report {
     /// Image MD5.
     pub md5: String,
     /// File-system type.
-    pub fat: FatType,
+    pub fs_type: FsType,
     /// Partition table kind.
     pub table: TableKind,
     /// Summary counts.
@@ -232,6 +235,15 @@ impl ImageSink<'_, '_> {
     }
 }
 
+impl ntfs::write::Out for ImageSink<'_, '_> {
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
+        self.write(b)
+    }
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
+        self.zeros(n)
+    }
+}
+
 /// Generated content and the facts only generation knows.
 struct GenItem {
     bytes: Arc<Vec<u8>>,
@@ -308,7 +320,16 @@ pub fn generate_with_tee(
             "--decoys is limited to 100 million".into(),
         ));
     }
-    let geo = Geometry::plan(opts.size, opts.partition_table, opts.fat)?;
+    let geo = if opts.ntfs {
+        if opts.fat.is_some() {
+            return Err(CorpusError::Invalid(
+                "a FAT type cannot be chosen for an NTFS volume".into(),
+            ));
+        }
+        Geometry::plan_ntfs(opts.size, opts.partition_table)?
+    } else {
+        Geometry::plan(opts.size, opts.partition_table, opts.fat)?
+    };
     std::fs::create_dir_all(&opts.out_dir).map_err(|source| CorpusError::OutputDir {
         path: opts.out_dir.clone(),
         source,
@@ -348,10 +369,24 @@ pub fn generate_with_tee(
     let mut used = skel_clusters;
     let mut next_free: Option<u32> = None;
     let mut planted: Vec<(bool, ItemPlan)> = Vec::new();
+    let mut ntfs_groups: Vec<ntfs::write::GroupFacts> = Vec::new();
+    if geo.ntfs {
+        used = 0;
+    }
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        used += plan.used_clusters(cluster);
-        if next_free.is_none() {
+        if geo.ntfs {
+            ntfs_groups.push(ntfs::write::GroupFacts {
+                mft_clusters: plan.mft as u64,
+            });
+            used += ntfs::write::used_clusters(&plan)
+                .iter()
+                .filter(|u| **u)
+                .count() as u64;
+        } else {
+            used += plan.used_clusters(cluster);
+        }
+        if !geo.ntfs && next_free.is_none() {
             let eoc = geo.fat.eoc();
             if let Some(p) = plan.fat_entries(eoc).iter().position(|&v| v == 0) {
                 next_free = Some(plan.base + p as u32);
@@ -368,7 +403,10 @@ pub fn generate_with_tee(
             }
         }
     }
-    let free = geo.clusters as u64 - used;
+    // NTFS: the head and skeleton region are wholly allocated; free
+    // clusters are counted over the groups.
+    let free =
+        geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used;
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
         planted
@@ -402,6 +440,23 @@ pub fn generate_with_tee(
         .map(|p| p.1.clone())
         .collect();
     drop(planted_hashes);
+
+    let ntfs_writer = if geo.ntfs {
+        let head = ntfs::Head::new(geo.total_sectors / (ntfs::CLUSTER as u64 / DISK_SECTOR));
+        let g0 = vol.plan_group(0);
+        let serial = Rng::derive(opts.seed, &[0x4E54_4653]).next_u64();
+        Some(ntfs::write::NtfsWriter::new(
+            &vol,
+            head,
+            &ntfs_groups,
+            &g0,
+            serial,
+            geo.part_start_lba.min(u32::MAX as u64) as u32,
+        )?)
+    } else {
+        None
+    };
+    drop(ntfs_groups);
 
     let image_tmp = outputs.tmp(IMAGE);
     let manifest_tmp = outputs.tmp(MANIFEST);
@@ -441,39 +496,46 @@ pub fn generate_with_tee(
             &vol,
             &ids,
             free,
-            known.len() as u64,
-            notable.len() as u64,
+            (known.len() as u64, notable.len() as u64),
+            ntfs_writer.as_ref(),
         )?;
         progress.phase("writing image");
         progress.start(geo.disk_bytes);
 
         let g0 = vol.plan_group(0);
         sink.write(&boot::disk_head(&geo, &ids))?;
-        sink.write(&boot::reserved_region(
-            &geo,
-            &ids,
-            free as u32,
-            next_free.unwrap_or(0xFFFF_FFFF),
-        ))?;
-        for _ in 0..2 {
-            write_fat(&vol, &mut sink)?;
-        }
-        let fat32 = geo.fat == FatType::Fat32;
-        if !fat32 {
-            let mut root = vol.skel_dir_bytes(0, &g0);
-            root.resize(geo.root_bytes() as usize, 0);
-            sink.write(&root)?;
-        }
         let mut skel_order: Vec<usize> = (0..vol.skel.len())
             .filter(|&i| vol.skel[i].clusters > 0)
             .collect();
         skel_order.sort_by_key(|&i| vol.skel[i].first);
-        for &i in &skel_order {
-            let mut b = vol.skel_dir_bytes(i, &g0);
-            b.resize((vol.skel[i].clusters as u64 * cluster) as usize, 0);
-            sink.write(&b)?;
+        if let Some(w) = &ntfs_writer {
+            w.write_head(&mut sink)?;
+            for &i in &skel_order {
+                sink.write(&w.skeleton_bytes(i))?;
+            }
+        } else {
+            sink.write(&boot::reserved_region(
+                &geo,
+                &ids,
+                free as u32,
+                next_free.unwrap_or(0xFFFF_FFFF),
+            ))?;
+            for _ in 0..2 {
+                write_fat(&vol, &mut sink)?;
+            }
+            let fat32 = geo.fat == FatType::Fat32;
+            if !fat32 {
+                let mut root = vol.skel_dir_bytes(0, &g0);
+                root.resize(geo.root_bytes() as usize, 0);
+                sink.write(&root)?;
+            }
+            for &i in &skel_order {
+                let mut b = vol.skel_dir_bytes(i, &g0);
+                b.resize((vol.skel[i].clusters as u64 * cluster) as usize, 0);
+                sink.write(&b)?;
+            }
         }
-        mf.skeleton(&vol)?;
+        mf.skeleton(&vol, ntfs_writer.as_ref())?;
         drop(g0);
 
         // Groups: a producer plans and generates; this thread writes.
@@ -517,16 +579,23 @@ pub fn generate_with_tee(
                     Ok(Msg::Plan(p)) => p,
                     _ => return Err(CorpusError::Worker("content producer stopped".into())),
                 };
-                write_group(&vol, &plan, &rx, &mut sink, &mut mf)?;
+                write_group(&vol, &plan, &rx, &mut sink, &mut mf, ntfs_writer.as_ref())?;
             }
             Ok(())
         })();
         drop(rx);
         let _ = producer.join();
         written?;
-        // Volume slack, then what follows the partition.
+        // Volume slack, then what follows the partition (NTFS keeps its
+        // backup boot sector in the partition's last sector).
         let end = geo.part_offset() + geo.part_bytes();
-        sink.zeros(end - geo.data_end())?;
+        if let Some(w) = &ntfs_writer {
+            let backup = w.backup_boot();
+            sink.zeros(end - geo.data_end() - backup.len() as u64)?;
+            sink.write(&backup)?;
+        } else {
+            sink.zeros(end - geo.data_end())?;
+        }
         sink.write(&boot::disk_tail(&geo, &ids))?;
         sink.flush()?;
         if let Some(f) = sink.out.take() {
@@ -581,7 +650,11 @@ pub fn generate_with_tee(
         .collect(),
         size: image.size,
         md5: image.md5,
-        fat: geo.fat,
+        fs_type: if geo.ntfs {
+            FsType::Ntfs
+        } else {
+            geo.fat.into()
+        },
         table: geo.table,
         summary,
     })
@@ -591,6 +664,14 @@ pub fn generate_with_tee(
 fn item_order(plan: &GroupPlan) -> Vec<usize> {
     let mut seen = vec![false; plan.items.len()];
     let mut order = Vec::new();
+    // Resident files first: they go into the group's MFT fragment, which
+    // opens the group.
+    for (i, it) in plan.items.iter().enumerate() {
+        if resident_content(it) {
+            seen[i] = true;
+            order.push(i);
+        }
+    }
     for e in &plan.extents {
         if let Fill::Item(i, _) = e.fill
             && !seen[i]
@@ -664,6 +745,11 @@ fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusErr
     Ok(())
 }
 
+/// Whether a file's content lives in its MFT record.
+fn resident_content(it: &ItemPlan) -> bool {
+    it.resident && !it.residue && it.spec.size > 0
+}
+
 /// Write one group's clusters in order, pulling generated content as it
 /// is needed, then its manifest records.
 fn write_group(
@@ -672,6 +758,7 @@ fn write_group(
     rx: &crossbeam_channel::Receiver<Msg>,
     sink: &mut ImageSink<'_, '_>,
     mf: &mut ManifestOut,
+    ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
     let mut left: Vec<u32> = vec![0; plan.items.len()];
@@ -686,6 +773,37 @@ fn write_group(
     let mut cursor = 0u32;
     let mut buf = vec![0u8; 1 << 20];
     let abs = |rel: u32| vol.geo.cluster_offset(plan.base + rel);
+    let receive = |store: &mut HashMap<usize, Arc<Vec<u8>>>,
+                   facts: &mut HashMap<usize, Facts>|
+     -> Result<(), CorpusError> {
+        match rx.recv() {
+            Ok(Msg::Batch(b)) => {
+                for (j, g) in b {
+                    let g = g?;
+                    store.insert(j, g.bytes);
+                    facts.insert(j, g.facts);
+                }
+                Ok(())
+            }
+            _ => Err(CorpusError::Worker("content producer stopped".into())),
+        }
+    };
+    if let Some(w) = ntfs {
+        // The group's $MFT fragment, with resident files' content inside.
+        let mut resident: HashMap<usize, Arc<Vec<u8>>> = HashMap::new();
+        for (i, it) in plan.items.iter().enumerate() {
+            if resident_content(it) {
+                while !store.contains_key(&i) {
+                    receive(&mut store, &mut facts)?;
+                }
+                if let Some(b) = store.remove(&i) {
+                    resident.insert(i, b);
+                }
+            }
+        }
+        sink.write(&w.group_records(plan, &resident)?)?;
+        cursor = plan.mft;
+    }
     for e in &plan.extents {
         if e.start > cursor {
             sink.zeros((e.start - cursor) as u64 * cs)?;
@@ -710,7 +828,13 @@ fn write_group(
                 mf.summary.random_free_bytes += len;
             }
             Fill::Dir(d, idx) => {
-                let bytes = dir_cache.entry(d).or_insert_with(|| plan.dir_bytes(vol, d));
+                if let std::collections::hash_map::Entry::Vacant(v) = dir_cache.entry(d) {
+                    v.insert(match ntfs {
+                        Some(w) => w.dir_bytes(plan, d)?,
+                        None => plan.dir_bytes(vol, d),
+                    });
+                }
+                let bytes = dir_cache.get(&d).map(|b| b.as_slice()).unwrap_or_default();
                 let from = (idx as u64 * cs) as usize;
                 let to = from + len as usize;
                 if to > bytes.len() {
@@ -722,16 +846,7 @@ fn write_group(
             }
             Fill::Item(i, idx) => {
                 while !store.contains_key(&i) {
-                    match rx.recv() {
-                        Ok(Msg::Batch(b)) => {
-                            for (j, g) in b {
-                                let g = g?;
-                                store.insert(j, g.bytes);
-                                facts.insert(j, g.facts);
-                            }
-                        }
-                        _ => return Err(CorpusError::Worker("content producer stopped".into())),
-                    }
+                    receive(&mut store, &mut facts)?;
                 }
                 let bytes = store.get(&i).cloned().unwrap_or_default();
                 let it = &plan.items[i];
@@ -767,7 +882,7 @@ fn write_group(
         sink.zeros((plan.n - cursor) as u64 * cs)?;
         mf.area(abs(cursor), (plan.n - cursor) as u64 * cs, "zero")?;
     }
-    mf.group(vol, plan, &facts)?;
+    mf.group(vol, plan, &facts, ntfs)?;
     Ok(())
 }
 
@@ -781,6 +896,8 @@ struct DirFacts<'a> {
     first_cluster: u32,
     deleted: bool,
     group: u32,
+    /// NTFS record number and sequence.
+    record: Option<(u64, u16)>,
 }
 
 /// The manifest record of a directory.
@@ -816,6 +933,10 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         slack_bytes: 0,
         attachments: Vec::new(),
         group: d.group,
+        mft_record: d.record.map(|r| r.0),
+        sequence: d.record.map(|r| r.1),
+        resident: false,
+        stream: None,
     }
 }
 
@@ -892,8 +1013,8 @@ impl ManifestOut {
         vol: &Volume,
         ids: &Ids,
         free: u64,
-        known: u64,
-        notable: u64,
+        (known, notable): (u64, u64),
+        ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
     ) -> Result<(), CorpusError> {
         let geo = &vol.geo;
         self.raw("{\n")?;
@@ -915,6 +1036,7 @@ impl ManifestOut {
                 profile: opts.profile.clone(),
                 partition_table: opts.partition_table,
                 fat: opts.fat,
+                filesystem: opts.ntfs.then_some(FsType::Ntfs),
                 decoys: opts.decoys,
             },
             true,
@@ -948,22 +1070,30 @@ impl ManifestOut {
         self.field(
             "filesystem",
             &FileSystem {
-                fat: geo.fat,
+                fs_type: if geo.ntfs {
+                    FsType::Ntfs
+                } else {
+                    geo.fat.into()
+                },
                 offset: geo.part_offset(),
                 bytes_per_sector: geo.bps,
                 sectors_per_cluster: geo.spc,
                 cluster_size: geo.cluster_bytes(),
                 reserved_sectors: geo.reserved,
                 fat_sectors: geo.fat_sectors,
-                fats: 2,
+                fats: if geo.ntfs { 0 } else { 2 },
                 root_entries: geo.root_entries,
                 total_sectors: geo.total_sectors,
                 clusters: geo.clusters,
                 data_offset: geo.data_offset(),
                 free_clusters: free,
-                volume_id: format!("{:08x}", ids.volume_id),
+                volume_id: match ntfs {
+                    Some(w) => w.facts().serial.clone(),
+                    None => format!("{:08x}", ids.volume_id),
+                },
                 group_clusters: vol.group_clusters,
                 groups: vol.groups,
+                ntfs: ntfs.map(|w| w.facts()),
             },
             true,
         )?;
@@ -1014,7 +1144,11 @@ impl ManifestOut {
         Ok(())
     }
 
-    fn skeleton(&mut self, vol: &Volume) -> Result<(), CorpusError> {
+    fn skeleton(
+        &mut self,
+        vol: &Volume,
+        ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
+    ) -> Result<(), CorpusError> {
         let cs = vol.geo.cluster_bytes();
         for (i, d) in vol.skel.iter().enumerate() {
             if i == 0 {
@@ -1028,14 +1162,23 @@ impl ManifestOut {
                     name: d.name.clone(),
                     form: &d.form,
                     times: d.times,
-                    first_cluster: d.first,
+                    first_cluster: match ntfs {
+                        Some(w) if d.clusters > 0 => w.lcn(d.first) as u32,
+                        Some(_) => 0,
+                        None => d.first,
+                    },
                     deleted: false,
                     group: 0,
+                    record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
                 },
-                vec![Extent {
-                    offset: vol.geo.cluster_offset(d.first),
-                    length: d.clusters as u64 * cs,
-                }],
+                if d.clusters > 0 {
+                    vec![Extent {
+                        offset: vol.geo.cluster_offset(d.first),
+                        length: d.clusters as u64 * cs,
+                    }]
+                } else {
+                    Vec::new()
+                },
             );
             self.entry(&e)?;
         }
@@ -1048,9 +1191,28 @@ impl ManifestOut {
         vol: &Volume,
         plan: &GroupPlan,
         facts: &HashMap<usize, Facts>,
+        ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
     ) -> Result<(), CorpusError> {
         let cs = vol.geo.cluster_bytes();
         let geo = &vol.geo;
+        let num = ntfs.map(|w| w.numbering(plan));
+        // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
+        let tsk_name = |name: &str, form: &crate::fat::NameForm, deleted: bool| -> String {
+            if ntfs.is_some() {
+                name.to_string()
+            } else {
+                crate::fat::tsk_name(form, deleted)
+            }
+        };
+        let first_lcn = |runs: &[crate::plan::Run]| -> u32 {
+            match ntfs {
+                Some(w) => runs
+                    .first()
+                    .map(|r| w.lcn(plan.base + r.start) as u32)
+                    .unwrap_or(0),
+                None => plan.first_cluster(runs),
+            }
+        };
         // Paths of the group's directories (real names, and as TSK shows).
         let mut paths: Vec<Option<(String, String)>> = vec![None; plan.dirs.len()];
         fn dir_path(
@@ -1058,15 +1220,20 @@ impl ManifestOut {
             plan: &GroupPlan,
             d: usize,
             memo: &mut Vec<Option<(String, String)>>,
+            ntfs: bool,
         ) -> (String, String) {
             if let Some(p) = &memo[d] {
                 return p.clone();
             }
             let dir = &plan.dirs[d];
-            let tsk = crate::fat::tsk_name(&dir.form, dir.deleted);
+            let tsk = if ntfs {
+                dir.name.clone()
+            } else {
+                crate::fat::tsk_name(&dir.form, dir.deleted)
+            };
             let (pp, pt) = match dir.parent {
                 Parent::Skel(s) => (vol.skel[s].path.clone(), vol.skel[s].path.clone()),
-                Parent::Dir(p) => dir_path(vol, plan, p, memo),
+                Parent::Dir(p) => dir_path(vol, plan, p, memo, ntfs),
             };
             let r = (format!("{pp}/{}", dir.name), format!("{pt}/{tsk}"));
             memo[d] = Some(r.clone());
@@ -1081,7 +1248,7 @@ impl ManifestOut {
                 .collect()
         };
         for d in 0..plan.dirs.len() {
-            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths);
+            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths, ntfs.is_some());
             let dir = &plan.dirs[d];
             if dir.deleted {
                 self.summary.deleted_directories += 1;
@@ -1095,9 +1262,12 @@ impl ManifestOut {
                     name: dir.name.clone(),
                     form: &dir.form,
                     times: dir.times,
-                    first_cluster: plan.first_cluster(&dir.runs),
+                    first_cluster: first_lcn(&dir.runs),
                     deleted: dir.deleted,
                     group: plan.k,
+                    record: num
+                        .as_ref()
+                        .map(|n| (n.dir[d], if dir.deleted { 2 } else { 1 })),
                 },
                 runs_extents(&dir.runs),
             );
@@ -1214,14 +1384,14 @@ impl ManifestOut {
                 continue;
             }
             let (path, tsk_path) = {
-                let name_tsk = crate::fat::tsk_name(&it.form, it.deleted);
+                let name_tsk = tsk_name(&it.name, &it.form, it.deleted);
                 match it.parent {
                     Some(Parent::Skel(s)) => (
                         format!("{}/{}", vol.skel[s].path, it.name),
                         format!("{}/{name_tsk}", vol.skel[s].path),
                     ),
                     Some(Parent::Dir(d)) => {
-                        let (p, t) = dir_path(vol, plan, d, &mut paths);
+                        let (p, t) = dir_path(vol, plan, d, &mut paths, ntfs.is_some());
                         (format!("{p}/{}", it.name), format!("{t}/{name_tsk}"))
                     }
                     None => continue,
@@ -1269,7 +1439,7 @@ impl ManifestOut {
                     },
                 })?;
             }
-            let slack = if it.spec.size % cs == 0 {
+            let slack = if it.spec.size % cs == 0 || (ntfs.is_some() && it.resident) {
                 0
             } else {
                 cs - it.spec.size % cs
@@ -1288,7 +1458,7 @@ impl ManifestOut {
                 created: it.times.created.iso(),
                 modified: it.times.modified.iso(),
                 accessed: it.times.accessed.iso_date(),
-                first_cluster: plan.first_cluster(&it.runs),
+                first_cluster: first_lcn(&it.runs),
                 extents,
                 content_type: Some(kind),
                 mime: Some(kind.mime().into()),
@@ -1305,8 +1475,46 @@ impl ManifestOut {
                 slack_bytes: slack,
                 attachments: f.attachments.clone(),
                 group: plan.k,
+                mft_record: num.as_ref().and_then(|n| n.item[i]),
+                sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
+                resident: ntfs.is_some() && it.resident,
+                stream: None,
             };
             self.entry(&e)?;
+            if ntfs.is_some()
+                && let Some(zone) = ntfs::write::zone_identifier(it)
+            {
+                // The downloaded file's Zone.Identifier stream, listed as
+                // TSK lists it: `file:stream`, same record.
+                let (md5, sha1, sha256, _) = hash_all(&zone);
+                let sname = ntfs::write::ZONE_IDENTIFIER;
+                self.summary.alternate_streams += 1;
+                self.entry(&FileEntry {
+                    path: format!("{}:{sname}", e.path),
+                    tsk_path: format!("{}:{sname}", e.tsk_path),
+                    name: format!("{}:{sname}", e.name),
+                    size: zone.len() as u64,
+                    first_cluster: 0,
+                    extents: Vec::new(),
+                    content_type: Some(crate::content::Kind::Text),
+                    mime: Some(crate::content::Kind::Text.mime().into()),
+                    md5: Some(md5),
+                    sha1: Some(sha1),
+                    sha256: Some(sha256),
+                    keywords: Vec::new(),
+                    known: false,
+                    notable: false,
+                    duplicate_group: None,
+                    fragmented: false,
+                    overwritten: false,
+                    intact: true,
+                    slack_bytes: 0,
+                    attachments: Vec::new(),
+                    resident: true,
+                    stream: Some(sname.to_string()),
+                    ..e.clone()
+                })?;
+            }
         }
         Ok(())
     }
@@ -1370,6 +1578,7 @@ mod tests {
             threads: 2,
             partition_table: None,
             fat: None,
+            ntfs: false,
             decoys: 10,
             discard_image: false,
         };

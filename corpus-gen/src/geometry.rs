@@ -54,6 +54,11 @@ pub struct Geometry {
     pub total_sectors: u64,
     /// Number of data clusters (cluster numbers 2..clusters+2).
     pub clusters: u32,
+    /// An NTFS volume: the planner's clusters are NTFS clusters from
+    /// [`crate::ntfs::Head::data`] on, `reserved` covers `$Boot` and the
+    /// head, `fat` is unused (FAT32, so the root folder gets clusters like
+    /// any other).
+    pub ntfs: bool,
 }
 
 fn fat32_cluster_bytes(vol: u64) -> u64 {
@@ -100,16 +105,7 @@ impl Geometry {
                 "size {disk_bytes} bytes is above the maximum of 8 TiB (FAT32's cluster limit)"
             )));
         }
-        let table = match table {
-            Some(TableKind::Mbr) if disk_bytes > MBR_LIMIT => {
-                return Err(CorpusError::Invalid(format!(
-                    "an MBR cannot address a {disk_bytes}-byte disk (limit 2 TiB); use --partition-table gpt"
-                )));
-            }
-            Some(t) => t,
-            None if disk_bytes > MBR_LIMIT => TableKind::Gpt,
-            None => TableKind::Mbr,
-        };
+        let table = Self::table_for(disk_bytes, table)?;
         let lbas = disk_bytes / DISK_SECTOR;
         let last_usable = match table {
             TableKind::Mbr => lbas - 1,
@@ -159,6 +155,7 @@ impl Geometry {
                 root_entries: root_entries as u32,
                 total_sectors: total,
                 clusters: clusters as u32,
+                ntfs: false,
             })
         };
         let smallest =
@@ -179,6 +176,67 @@ impl Geometry {
                 "no valid {} layout fits a {disk_bytes}-byte disk",
                 fat.map(|f| f.name()).unwrap_or("FAT")
             ))
+        })
+    }
+
+    /// Plan an NTFS disk of `disk_bytes`: 4 KiB clusters, the volume one
+    /// sector short of the partition (the backup boot sector's place).
+    pub fn plan_ntfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
+        use crate::ntfs::{CLUSTER, Head, MIN_VOLUME};
+        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
+        if disk_bytes < MIN_VOLUME + (4 << 20) {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is below NTFS's minimum here of {} MiB",
+                (MIN_VOLUME >> 20) + 4
+            )));
+        }
+        if disk_bytes > MAX_DISK {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is above the maximum of 8 TiB"
+            )));
+        }
+        let table = Self::table_for(disk_bytes, table)?;
+        let lbas = disk_bytes / DISK_SECTOR;
+        let last_usable = match table {
+            TableKind::Mbr => lbas - 1,
+            TableKind::Gpt => lbas - 34,
+        };
+        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        let part_sectors = vol_bytes / DISK_SECTOR;
+        let total_sectors = part_sectors - 1;
+        let total_clusters = total_sectors / (CLUSTER as u64 / DISK_SECTOR);
+        let head = Head::new(total_clusters);
+        let clusters = total_clusters
+            .checked_sub(head.data)
+            .filter(|c| *c > 1024 && *c <= u32::MAX as u64 - 2)
+            .ok_or_else(|| CorpusError::Invalid("volume too small for NTFS's own files".into()))?;
+        Ok(Geometry {
+            disk_bytes,
+            table,
+            part_start_lba: PART_START_LBA,
+            part_sectors,
+            fat: FatType::Fat32,
+            bps: DISK_SECTOR as u32,
+            spc: (CLUSTER as u64 / DISK_SECTOR) as u32,
+            reserved: (head.data * CLUSTER as u64 / DISK_SECTOR) as u32,
+            fat_sectors: 0,
+            root_entries: 0,
+            total_sectors,
+            clusters: clusters as u32,
+            ntfs: true,
+        })
+    }
+
+    fn table_for(disk_bytes: u64, table: Option<TableKind>) -> Result<TableKind, CorpusError> {
+        Ok(match table {
+            Some(TableKind::Mbr) if disk_bytes > MBR_LIMIT => {
+                return Err(CorpusError::Invalid(format!(
+                    "an MBR cannot address a {disk_bytes}-byte disk (limit 2 TiB); use --partition-table gpt"
+                )));
+            }
+            Some(t) => t,
+            None if disk_bytes > MBR_LIMIT => TableKind::Gpt,
+            None => TableKind::Mbr,
         })
     }
 
@@ -237,6 +295,9 @@ impl Geometry {
 
     /// Partition type byte as an MBR records it.
     pub fn mbr_type(&self) -> u8 {
+        if self.ntfs {
+            return 0x07;
+        }
         match self.fat {
             FatType::Fat32 => 0x0C,
             FatType::Fat16 => 0x0E,

@@ -1,8 +1,8 @@
 //! corpus-gen: deterministic synthetic evidence disks with exact ground
 //! truth.
 //!
-//! [`generate`] writes `image.dd` (an MBR or GPT disk holding one FAT
-//! partition shaped like a Windows user's disk), `manifest.json` (every
+//! [`generate`] writes `image.dd` (an MBR or GPT disk holding one FAT or
+//! NTFS partition shaped like a Windows user's disk), `manifest.json` (every
 //! file, deleted entry, carvable item and planted keyword, schema in
 //! `docs/manifest.md`, types in [`manifest`]) and the known/notable hash
 //! sets. The same seed and options always give byte-identical output,
@@ -16,6 +16,7 @@ pub mod generate;
 pub mod geometry;
 pub mod hashsets;
 pub mod manifest;
+pub mod ntfs;
 pub mod plan;
 pub mod profile;
 pub mod rng;

@@ -68,6 +68,9 @@ pub struct OptionsRecord {
     pub partition_table: Option<TableKind>,
     /// Requested FAT type (`null` = automatic).
     pub fat: Option<FatType>,
+    /// Requested file system when not FAT (`NTFS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<FsType>,
     /// Decoy entries per hash set.
     pub decoys: u64,
 }
@@ -102,12 +105,72 @@ pub struct Partition {
     pub guid: Option<String>,
 }
 
+/// File-system type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsType {
+    /// FAT12.
+    #[serde(rename = "FAT12")]
+    Fat12,
+    /// FAT16.
+    #[serde(rename = "FAT16")]
+    Fat16,
+    /// FAT32.
+    #[serde(rename = "FAT32")]
+    Fat32,
+    /// NTFS 3.1.
+    #[serde(rename = "NTFS")]
+    Ntfs,
+}
+
+impl FsType {
+    /// Name as `fsstat` and the manifest print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsType::Fat12 => "FAT12",
+            FsType::Fat16 => "FAT16",
+            FsType::Fat32 => "FAT32",
+            FsType::Ntfs => "NTFS",
+        }
+    }
+}
+
+impl From<FatType> for FsType {
+    fn from(f: FatType) -> Self {
+        match f {
+            FatType::Fat12 => FsType::Fat12,
+            FatType::Fat16 => FsType::Fat16,
+            FatType::Fat32 => FsType::Fat32,
+        }
+    }
+}
+
+/// NTFS facts (NTFS volumes only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NtfsFacts {
+    /// First cluster of `$MFT`.
+    pub mft_cluster: u64,
+    /// First cluster of `$MFTMirr`.
+    pub mft_mirror_cluster: u64,
+    /// Bytes per MFT record.
+    pub record_size: u64,
+    /// Bytes per index block.
+    pub index_block_size: u64,
+    /// Record slots in `$MFT` (in use or free).
+    pub mft_records: u64,
+    /// Runs (fragments) of `$MFT`'s data.
+    pub mft_fragments: u64,
+    /// Clusters in the volume (`$Boot` at cluster 0).
+    pub total_clusters: u64,
+    /// Volume serial number (hex, 64-bit).
+    pub serial: String,
+}
+
 /// File-system geometry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileSystem {
-    /// FAT12, FAT16 or FAT32.
+    /// FAT12, FAT16, FAT32 or NTFS.
     #[serde(rename = "type")]
-    pub fat: FatType,
+    pub fs_type: FsType,
     /// Byte offset of the boot sector on the disk.
     pub offset: u64,
     /// Logical bytes per sector.
@@ -139,6 +202,9 @@ pub struct FileSystem {
     pub group_clusters: u32,
     /// Number of allocation groups.
     pub groups: u32,
+    /// NTFS layout (NTFS only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntfs: Option<NtfsFacts>,
 }
 
 /// Hash-set files.
@@ -276,6 +342,19 @@ pub struct FileEntry {
     pub attachments: Vec<Attachment>,
     /// Allocation group.
     pub group: u32,
+    /// MFT record number (NTFS only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mft_record: Option<u64>,
+    /// MFT record sequence number (NTFS only; deleting bumps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u16>,
+    /// Content stored inside the MFT record (NTFS small files).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resident: bool,
+    /// NTFS alternate data stream: this entry is the named stream of the
+    /// file at `path` without the `:NAME` suffix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
 }
 
 /// Where a carvable item comes from.
@@ -383,4 +462,7 @@ pub struct Summary {
     pub incompressible_share: f64,
     /// Bytes of random free space.
     pub random_free_bytes: u64,
+    /// NTFS alternate data streams (entries with `stream`).
+    #[serde(default)]
+    pub alternate_streams: u64,
 }

@@ -63,11 +63,29 @@ pub enum Leaf {
     Cache,
     /// A program folder under `Program Files` (known files).
     Programs,
+    /// `Windows/System32` (NTFS system disks; known files).
+    System,
+    /// `Windows/WinSxS`, the component store updates grow (NTFS system
+    /// disks; known files).
+    WinSxS,
+}
+
+impl Leaf {
+    /// Leaves holding the operating system's files: all known (in NSRL),
+    /// small, never deleted by the user.
+    pub fn is_system(self) -> bool {
+        matches!(self, Leaf::System | Leaf::WinSxS)
+    }
 }
 
 /// Leaves where every group `k ≥ 1` owns a folder, with the folder-name
 /// stems for each.
-const GROUP_LEAVES: &[(Leaf, &[&str])] = &[
+const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
+
+/// The same on NTFS system disks, which add a component folder per update
+/// (group) under `Windows/WinSxS` (the last entry; FAT disks use the
+/// others).
+const NTFS_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
     (
         Leaf::Documents,
         &[
@@ -82,6 +100,15 @@ const GROUP_LEAVES: &[(Leaf, &[&str])] = &[
     (Leaf::Music, &["Album", "Mix"]),
     (Leaf::Mail, &["Archive", "Folder"]),
     (Leaf::Cache, &["Data"]),
+    (
+        Leaf::WinSxS,
+        &[
+            "amd64_microsoft-windows-servicingstack",
+            "amd64_microsoft-windows-shell32",
+            "wow64_microsoft-windows-ole-automation",
+            "x86_microsoft-windows-gdiplus",
+        ],
+    ),
 ];
 
 /// A skeleton directory.
@@ -193,11 +220,16 @@ pub struct ItemPlan {
     pub dup_group: Option<u64>,
     /// Slack filled with random bytes (else with leftover text).
     pub slack_random: bool,
+    /// Stored inside its MFT record (NTFS, small files): no clusters.
+    pub resident: bool,
 }
 
 impl ItemPlan {
     /// Number of clusters the content needs.
     pub fn clusters(&self, cluster: u64) -> u32 {
+        if self.resident && !self.residue {
+            return 0;
+        }
         self.spec.size.div_ceil(cluster) as u32
     }
 
@@ -249,6 +281,9 @@ pub struct GroupPlan {
     pub skel_children: Vec<(usize, Child)>,
     /// Non-overlapping, sorted runs with content (the rest is zero).
     pub extents: Vec<Extent>,
+    /// Clusters at the group's start holding its `$MFT` fragment (NTFS;
+    /// 0 on FAT).
+    pub mft: u32,
 }
 
 /// The whole volume's plan: geometry, skeleton and group arithmetic.
@@ -346,7 +381,14 @@ impl Volume {
         let user = format!("{}{}", &f[..1], l).to_ascii_lowercase();
         let cluster = geo.cluster_bytes();
         let data_bytes = geo.clusters as u64 * cluster;
-        let group_bytes = GROUP_BYTES.max(data_bytes.div_ceil(MAX_GROUPS));
+        // NTFS adds a run to $MFT per group, and $MFT's run list must fit
+        // its record: fewer, larger groups.
+        let max_groups = if geo.ntfs {
+            crate::ntfs::MAX_GROUPS
+        } else {
+            MAX_GROUPS
+        };
+        let group_bytes = GROUP_BYTES.max(data_bytes.div_ceil(max_groups));
         let group_clusters = (group_bytes / cluster).max(1) as u32;
 
         let start = days_to_secs(fat::days_from_civil(
@@ -399,6 +441,13 @@ impl Volume {
             ("Program Files".into(), 0, None),              // 18
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
+        let mut tree = tree;
+        if geo.ntfs {
+            // A Windows system disk: the operating system's own folders.
+            tree.push(("Windows".into(), 0, None)); // 20
+            tree.push(("System32".into(), 20, Some(Leaf::System))); // 21
+            tree.push(("WinSxS".into(), 20, Some(Leaf::WinSxS))); // 22
+        }
         let mut skel: Vec<SkelDir> = Vec::with_capacity(tree.len());
         for (i, (name, parent, leaf)) in tree.iter().enumerate() {
             let t = install + i as u64 * rng.range(5, 400);
@@ -473,8 +522,12 @@ impl Volume {
             if i == 0 && !fat32 {
                 continue;
             }
-            let slots = vol.skel_slots(i);
-            let clusters = (slots as u64 * 32).div_ceil(cluster).max(1) as u32;
+            let clusters = if vol.geo.ntfs {
+                vol.ntfs_skel_clusters(i)?
+            } else {
+                let slots = vol.skel_slots(i);
+                (slots as u64 * 32).div_ceil(cluster).max(1) as u32
+            };
             vol.skel[i].first = next;
             vol.skel[i].clusters = clusters;
             next += clusters;
@@ -514,6 +567,64 @@ impl Volume {
         slots
     }
 
+    /// Clusters reserved for skeleton folder `i`'s NTFS index: what its
+    /// known children, the largest possible group-0 share and every
+    /// group's folder need, with an eighth to spare (group 0's names are
+    /// not known yet).
+    fn ntfs_skel_clusters(&self, i: usize) -> Result<u32, CorpusError> {
+        use crate::ntfs::write::{dir_blocks, names_of};
+        let d = &self.skel[i];
+        let mut names: Vec<String> = Vec::new();
+        if i == 0 {
+            for n in [
+                "$MFT", "$MFTMirr", "$LogFile", "$Volume", "$AttrDef", ".", "$Bitmap", "$Boot",
+                "$BadClus", "$Secure", "$UpCase", "$Extend",
+            ] {
+                names.push(n.to_string());
+            }
+        }
+        for &c in &d.children {
+            let s = &self.skel[c];
+            names.extend(names_of(&s.name, &s.form).into_iter().map(|(n, _)| n));
+        }
+        if let Some(leaf) = d.leaf {
+            let longest = "x".repeat(52);
+            for _ in 0..LEAF_CAP {
+                names.push(longest.clone());
+                names.push("XXXXXX~1.XXX".to_string());
+            }
+            if self.group_leaf_index(leaf).is_some() {
+                for k in 1..self.groups {
+                    let (name, short) = self.group_folder_name(k, leaf);
+                    names.push(name);
+                    names.push(fat::short_display(&short));
+                }
+            }
+        }
+        let own = if i == 0 {
+            vec![(".".to_string(), crate::ntfs::record::NS_WIN32_AND_DOS)]
+        } else {
+            names_of(&d.name, &d.form)
+        };
+        let blocks = dir_blocks(&own, names.iter().map(|s| s.as_str()), true)
+            .map_err(|e| CorpusError::Invalid(format!("skeleton folder {}: {e}", d.path)))?;
+        Ok((blocks + blocks / 8 + 1) as u32)
+    }
+
+    /// Position of `leaf` among the leaves holding group folders.
+    pub fn group_leaf_index(&self, leaf: Leaf) -> Option<usize> {
+        self.group_leaves().position(|l| l == leaf)
+    }
+
+    /// The leaves holding group folders, with their folder-name stems.
+    fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
+        if self.geo.ntfs {
+            NTFS_GROUP_LEAVES
+        } else {
+            GROUP_LEAVES
+        }
+    }
+
     /// Absolute first cluster and cluster count of group `k`; the last group
     /// takes the remainder.
     pub fn group_range(&self, k: u32) -> (u32, u32) {
@@ -536,7 +647,8 @@ impl Volume {
 
     /// Name and short name of group `k`'s folder in `leaf` (k ≥ 1).
     fn group_folder_name(&self, k: u32, leaf: Leaf) -> (String, [u8; 11]) {
-        let stems = GROUP_LEAVES
+        let stems = self
+            .group_leaf_table()
             .iter()
             .find(|(l, _)| *l == leaf)
             .map(|(_, s)| *s)
@@ -560,13 +672,13 @@ impl Volume {
 
     /// Group leaves, in the order their group folders take the group's
     /// first clusters.
-    fn group_leaves() -> impl Iterator<Item = Leaf> {
-        GROUP_LEAVES.iter().map(|(l, _)| *l)
+    fn group_leaves(&self) -> impl Iterator<Item = Leaf> + use<> {
+        self.group_leaf_table().iter().map(|(l, _)| *l)
     }
 
     /// Group `k`'s folder in `leaf`: stored name, times, first cluster.
     pub fn group_folder(&self, k: u32, leaf: Leaf) -> Option<(NameForm, Times, u32)> {
-        let idx = Volume::group_leaves().position(|l| l == leaf)?;
+        let idx = self.group_leaves().position(|l| l == leaf)?;
         let (name, short) = self.group_folder_name(k, leaf);
         let (base, _) = self.group_range(k);
         let (w0, _) = self.window(k);
@@ -697,6 +809,8 @@ fn leaf_kinds(leaf: Leaf) -> &'static [(Kind, f64)] {
             (Kind::Html, 3.0),
         ],
         Leaf::Programs => &[(Kind::Exe, 4.0), (Kind::Text, 1.0), (Kind::Log, 1.0)],
+        Leaf::System => &[(Kind::Exe, 6.0), (Kind::Text, 1.0), (Kind::Log, 0.3)],
+        Leaf::WinSxS => &[(Kind::Exe, 5.0), (Kind::Text, 2.0)],
     }
 }
 
@@ -711,6 +825,14 @@ const LEAF_WEIGHTS: &[(Leaf, f64)] = &[
     (Leaf::Browser, 1.0),
     (Leaf::Cache, 22.0),
 ];
+
+/// How often a new file is the operating system's on an NTFS system disk
+/// (added to [`LEAF_WEIGHTS`]): a Windows volume holds more system files
+/// than user files, most of them small.
+const NTFS_SYSTEM_WEIGHTS: &[(Leaf, f64)] = &[(Leaf::System, 60.0), (Leaf::WinSxS, 60.0)];
+
+/// Size range of system files (DLLs, drivers, manifests, INFs).
+const SYSTEM_SIZES: (u64, u64) = (4 << 10, 600 << 10);
 
 /// Size range (bytes) of each kind before pool and budget limits.
 fn size_range(kind: Kind) -> (u64, u64) {
@@ -783,6 +905,19 @@ fn file_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> String {
         }
         (Leaf::Programs, Kind::Text) => "readme.txt".to_string(),
         (Leaf::Programs, _) => "install.log".to_string(),
+        (Leaf::System, Kind::Exe) | (Leaf::WinSxS, Kind::Exe) => {
+            let w = words::zipf_word(rng);
+            match rng.below(6) {
+                0 => format!("{w}.exe"),
+                1 => format!("{w}.sys"),
+                2 => format!("{w}.dll.mui"),
+                3 => format!("{w}svc.dll"),
+                _ => format!("{w}.dll"),
+            }
+        }
+        (Leaf::System, Kind::Text) => format!("{}.inf", words::zipf_word(rng)),
+        (Leaf::System, _) => format!("setupapi.{}.log", words::zipf_word(rng)),
+        (Leaf::WinSxS, _) => format!("{}.manifest", words::zipf_word(rng)),
         (_, Kind::Text) if rng.below(3) == 0 => {
             format!("{}.txt", words::zipf_word(rng))
         }
@@ -851,8 +986,11 @@ impl<'a> GroupBuilder<'a> {
     /// Groups after the first have folders only in the group leaves; their
     /// Desktop and browser-profile files go to Documents instead.
     fn leaf_for(&self, leaf: Leaf) -> Leaf {
-        if self.k == 0 || GROUP_LEAVES.iter().any(|(l, _)| *l == leaf) {
+        if self.k == 0 || self.vol.group_leaf_index(leaf).is_some() {
             leaf
+        } else if leaf == Leaf::System {
+            // Later system files arrive with updates, in the component store.
+            Leaf::WinSxS
         } else {
             Leaf::Documents
         }
@@ -1010,6 +1148,7 @@ impl<'a> GroupBuilder<'a> {
             self.compressible += size;
         }
         let slack_random = self.rng.below(2) == 0;
+        let resident = self.vol.geo.ntfs && size > 0 && size <= crate::ntfs::RESIDENT_MAX;
         self.items.push(ItemPlan {
             name,
             form: Self::blank(),
@@ -1035,6 +1174,7 @@ impl<'a> GroupBuilder<'a> {
             notable: false,
             dup_group: None,
             slack_random,
+            resident,
         });
         self.items.len() - 1
     }
@@ -1066,7 +1206,7 @@ impl<'a> GroupBuilder<'a> {
             self.homes
                 .retain(|(l, p)| !(*l == Leaf::Cache && matches!(p, Parent::Skel(_))));
         } else {
-            for leaf in Volume::group_leaves() {
+            for leaf in vol.group_leaves() {
                 let p = Parent::Skel(vol.leaf_index(leaf));
                 let d = self.add_dir(String::new(), p, leaf, false, true);
                 if let Some((form, times, _)) = vol.group_folder(k, leaf) {
@@ -1074,11 +1214,15 @@ impl<'a> GroupBuilder<'a> {
                     self.dirs[d].form = form;
                     self.dirs[d].times = times;
                 }
-                self.dirs[d].runs.push(Run {
-                    start: reserved,
-                    len: 1,
-                });
-                reserved += 1;
+                // On FAT the folder's first cluster is fixed (the skeleton
+                // points at it); on NTFS the skeleton points at its record.
+                if !vol.geo.ntfs {
+                    self.dirs[d].runs.push(Run {
+                        start: reserved,
+                        len: 1,
+                    });
+                    reserved += 1;
+                }
                 self.homes.push((leaf, Parent::Dir(d)));
                 if matches!(leaf, Leaf::Documents | Leaf::Pictures) && self.rng.below(2) == 0 {
                     let name = format!(
@@ -1092,7 +1236,10 @@ impl<'a> GroupBuilder<'a> {
             }
         }
         let prof = vol.profile.clone();
-        let avail = (self.n - reserved) as u64;
+        // NTFS: an estimate of the group's $MFT fragment, sized exactly
+        // once the files are known.
+        let mft_estimate = if vol.geo.ntfs { self.n / 64 } else { 0 };
+        let avail = self.n.saturating_sub(reserved + mft_estimate) as u64;
         let budget = (avail as f64 * prof.fill) as u64;
         let mut used = 0u64;
 
@@ -1117,13 +1264,32 @@ impl<'a> GroupBuilder<'a> {
             }
         }
 
-        let leaf_w: Vec<f64> = LEAF_WEIGHTS.iter().map(|(_, w)| *w).collect();
+        let mut weights: Vec<(Leaf, f64)> = LEAF_WEIGHTS.to_vec();
+        if vol.geo.ntfs {
+            weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
+        }
+        let leaf_w: Vec<f64> = weights.iter().map(|(_, w)| *w).collect();
         let mut misses = 0;
         while used < budget && misses < 50 {
-            let pick = LEAF_WEIGHTS[self.rng.weighted(&leaf_w)].0;
+            let pick = weights[self.rng.weighted(&leaf_w)].0;
             let leaf = self.leaf_for(pick);
             let kind = self.pick_kind(leaf);
             let room = (budget - used) * cluster;
+            if leaf.is_system() {
+                // The operating system's files: live, known, small.
+                let max = SYSTEM_SIZES.1.min(room);
+                let lo = SYSTEM_SIZES.0.max(self.vol.pool_sizes.min(kind));
+                if lo > max {
+                    misses += 1;
+                    continue;
+                }
+                let size = self.rng.log_uniform(lo, max);
+                let parent = self.home(leaf);
+                let i = self.new_item(leaf, kind, size, 0, Some(parent));
+                self.items[i].known = true;
+                used += self.items[i].clusters(cluster) as u64;
+                continue;
+            }
             let Some((size, variant)) = self.pick_size(kind, room) else {
                 misses += 1;
                 continue;
@@ -1162,7 +1328,11 @@ impl<'a> GroupBuilder<'a> {
                 let cands: Vec<usize> = (0..self.items.len())
                     .filter(|&j| {
                         let it = &self.items[j];
-                        !it.residue && !it.deleted && it.spec.size > 0 && it.leaf != Leaf::Programs
+                        !it.residue
+                            && !it.deleted
+                            && it.spec.size > 0
+                            && it.leaf != Leaf::Programs
+                            && !it.leaf.is_system()
                     })
                     .collect();
                 if !cands.is_empty() {
@@ -1221,6 +1391,13 @@ impl<'a> GroupBuilder<'a> {
         self.plant_keywords();
         self.finish_names();
         self.trim_deleted_dirs();
+        let mut mft = 0;
+        if vol.geo.ntfs {
+            let records =
+                self.dirs.len() as u64 + self.items.iter().filter(|i| !i.residue).count() as u64;
+            mft = crate::ntfs::write::fragment_clusters(records) as u32;
+            reserved = mft;
+        }
         let extents = self.layout(reserved);
         GroupPlan {
             k,
@@ -1230,6 +1407,7 @@ impl<'a> GroupBuilder<'a> {
             items: self.items,
             skel_children: self.skel_children,
             extents,
+            mft,
         }
     }
 
@@ -1245,6 +1423,7 @@ impl<'a> GroupBuilder<'a> {
                     && !it.deleted
                     && it.spec.size > 0
                     && it.leaf != Leaf::Programs
+                    && !it.leaf.is_system()
                     && it.dup_group.is_none()
             })
             .collect();
@@ -1259,7 +1438,7 @@ impl<'a> GroupBuilder<'a> {
         if !self
             .items
             .iter()
-            .any(|i| i.known && i.leaf != Leaf::Programs)
+            .any(|i| i.known && i.leaf != Leaf::Programs && !i.leaf.is_system())
             && let Some(&i) = live.iter().find(|&&i| !self.items[i].notable)
         {
             self.items[i].known = true;
@@ -1481,6 +1660,34 @@ impl<'a> GroupBuilder<'a> {
             .sum::<usize>()
     }
 
+    /// Index blocks (clusters) NTFS directory `d` needs for its live
+    /// children's names: deleting a file removes its names from the
+    /// index, and a deleted directory keeps an empty root.
+    fn ntfs_dir_clusters(&self, d: usize) -> u32 {
+        use crate::ntfs::write::{dir_blocks, names_of};
+        let dir = &self.dirs[d];
+        if dir.deleted {
+            return 0;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for c in &dir.children {
+            let (name, form, deleted) = match *c {
+                Child::Item(i) => (
+                    &self.items[i].name,
+                    &self.items[i].form,
+                    self.items[i].deleted,
+                ),
+                Child::Dir(x) => (&self.dirs[x].name, &self.dirs[x].form, self.dirs[x].deleted),
+            };
+            if !deleted {
+                names.extend(names_of(name, form).into_iter().map(|(n, _)| n));
+            }
+        }
+        let own = names_of(&dir.name, &dir.form);
+        // The writer builds the same index and reports a mismatch.
+        dir_blocks(&own, names.iter().map(|s| s.as_str()), false).unwrap_or(1) as u32
+    }
+
     /// Place everything in the group's clusters.
     fn layout(&mut self, reserved: u32) -> Vec<Extent> {
         let cluster = self.cluster;
@@ -1492,7 +1699,16 @@ impl<'a> GroupBuilder<'a> {
             Pair(usize, usize, u32), // deleted, overwriter, offset
         }
         let mut units: Vec<Unit> = Vec::new();
+        let ntfs = self.vol.geo.ntfs;
         for d in 0..self.dirs.len() {
+            if ntfs {
+                // Index blocks; small and deleted directories have none.
+                let need = self.ntfs_dir_clusters(d);
+                if need > 0 {
+                    units.push(Unit::Dir(d, 0, need));
+                }
+                continue;
+            }
             let need = if self.dirs[d].deleted {
                 1
             } else {
@@ -1508,10 +1724,11 @@ impl<'a> GroupBuilder<'a> {
         }
         // Overwrite pairs: a deleted file partly reused by a later live one.
         let mut paired = vec![false; self.items.len()];
+        // Overwriters take clusters (NTFS resident files have none).
         let live: Vec<usize> = (0..self.items.len())
             .filter(|&i| {
                 let it = &self.items[i];
-                !it.deleted && !it.residue && it.spec.size > 0
+                !it.deleted && !it.residue && it.clusters(cluster) > 0
             })
             .collect();
         let mut live_iter = {
@@ -1537,7 +1754,7 @@ impl<'a> GroupBuilder<'a> {
         let mut frag_count = 0u32;
         for (i, is_paired) in paired.iter().copied().enumerate() {
             let it = &self.items[i];
-            if is_paired || it.spec.size == 0 {
+            if is_paired || it.clusters(cluster) == 0 {
                 continue;
             }
             if !it.residue && it.clusters(cluster) >= 2 && self.rng.chance(prof.fragmented_share) {

@@ -40,8 +40,13 @@ pub struct Args {
     /// Partition table: mbr or gpt (default: mbr, gpt above 2 TiB).
     #[arg(long, value_parser = ["mbr", "gpt"])]
     partition_table: Option<String>,
-    /// File system: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
-    /// disk is too small for it).
+    /// File system: fat or ntfs. NTFS is written natively (MFT with
+    /// resident and fragmented files, B-tree directory indexes, deleted
+    /// records as Windows leaves them); see docs/corpus.md.
+    #[arg(long, default_value = "fat", value_parser = ["fat", "ntfs"])]
+    fs: String,
+    /// FAT variant: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
+    /// disk is too small for it). Only with --fs fat.
     #[arg(long, default_value = "auto", value_parser = ["auto", "fat12", "fat16", "fat32"])]
     fat: String,
     /// Decoy entries in each hash set (0 to 100 million).
@@ -167,14 +172,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "fat32" => Some(FatType::Fat32),
             _ => None,
         },
+        ntfs: args.fs == "ntfs",
         decoys: args.decoys,
         discard_image: args.discard_image || !dd,
     };
     // The E01 is written from the same byte stream as image.dd (never by
     // reading the image back), so both come from one pass.
     let mut writer = if e01 {
-        let geometry =
-            caseload_corpus::geometry::Geometry::plan(opts.size, opts.partition_table, opts.fat)?;
+        let geometry = if opts.ntfs {
+            caseload_corpus::geometry::Geometry::plan_ntfs(opts.size, opts.partition_table)?
+        } else {
+            caseload_corpus::geometry::Geometry::plan(opts.size, opts.partition_table, opts.fat)?
+        };
         let options = caseload_ewf_writer::WriterOptions {
             compression: match args.e01_compression.as_str() {
                 "none" => caseload_ewf_writer::Compression::None,
@@ -247,7 +256,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let s = &report.summary;
     println!(
-        "wrote {} ({} bytes, {:?} {:?}, md5 {})",
+        "wrote {} ({} bytes, {:?} {}, md5 {})",
         report
             .image
             .as_ref()
@@ -255,7 +264,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| "no image (discarded)".into()),
         report.size,
         report.table,
-        report.fat,
+        report.fs_type.name(),
         report.md5
     );
     println!(

@@ -73,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             threads,
             partition_table: None,
             fat: None,
+            ntfs: false,
             decoys: 10_000,
             discard_image: false,
         },

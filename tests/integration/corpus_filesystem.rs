@@ -44,7 +44,7 @@ fn check_mmls(c: &Corpus) {
         .expect("run mmls");
     let text = String::from_utf8_lossy(&out.stdout);
     let start = format!("{:010}", c.start_sector());
-    let fat = c.manifest.filesystem.fat.name();
+    let fat = c.manifest.filesystem.fs_type.name();
     let line = text
         .lines()
         .find(|l| l.contains(&start) && !l.contains("Unallocated") && !l.contains("Meta"))
@@ -132,7 +132,7 @@ fn run_all(test: &str, args: &[&str], fat: &str) {
         return;
     }
     let c = make(args);
-    assert_eq!(c.manifest.filesystem.fat.name(), fat);
+    assert_eq!(c.manifest.filesystem.fs_type.name(), fat);
     check_mmls(&c);
     check_fsck(&c);
     check_fls_icat(&c);

@@ -21,6 +21,7 @@ mod corpus_content;
 mod corpus_determinism;
 mod corpus_e01;
 mod corpus_filesystem;
+mod corpus_ntfs;
 mod corpus_support;
 mod engine_channels;
 mod engine_corrupt_e01;

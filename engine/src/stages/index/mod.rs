@@ -411,14 +411,17 @@ impl Chunking {
     /// The end of a piece of `buf` of at most `max` bytes, at the last
     /// white space after `min` (else `max`), on a character boundary.
     fn cut(buf: &str, min: usize, max: usize) -> usize {
-        let mut cut = buf[..max]
+        // The limit itself may fall inside a multi-byte character (found
+        // by the 64 GiB scale run: a U+2028 straddling the 1 MiB mark):
+        // step back to a boundary before slicing.
+        let mut max = max.min(buf.len());
+        while !buf.is_char_boundary(max) {
+            max -= 1;
+        }
+        buf[..max]
             .rfind(char::is_whitespace)
             .filter(|&c| c > min)
-            .unwrap_or(max);
-        while !buf.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        cut
+            .unwrap_or(max)
     }
 }
 
@@ -1206,6 +1209,23 @@ mod tests {
         assert!(build(&opts("memory_mib = 1")).is_err());
         assert!(build(&opts("no_such_option = true")).is_err());
         assert!(build(&opts("slack = true\nunallocated = true\nskip_known = true")).is_ok());
+    }
+
+    #[test]
+    fn chunks_are_cut_on_character_boundaries() {
+        // A three-byte character straddling the limit, no white space
+        // before it after `min`: the cut steps back instead of panicking.
+        let mut s = "x".repeat(9);
+        s.push('\u{2028}'); // bytes 9..12
+        s.push_str("yyyy");
+        for max in 9..=12 {
+            let c = Chunking::cut(&s, 2, max);
+            assert!(s.is_char_boundary(c) && c <= max, "max {max}: cut {c}");
+        }
+        // White space after `min` is still preferred.
+        assert_eq!(Chunking::cut("aaaa bbbb cccc", 2, 12), 9);
+        // A limit past the end is the end.
+        assert_eq!(Chunking::cut("short", 1, 100), 5);
     }
 
     #[test]

@@ -1,0 +1,425 @@
+//! NTFS corpora against their oracles: The Sleuth Kit (`fsstat`, `fls -r
+//! -p`, `icat`, `istat`) lists exactly the manifest's allocated and deleted
+//! files and returns the manifest's MD5 for every intact one; ntfs-3g's
+//! tools (`ntfsinfo`, `ntfsls`, `ntfscat`, `ntfsfix -n`) read the volume;
+//! where FUSE and root are at hand the volume mounts read-only with
+//! ntfs-3g and every allocated file reads back with its MD5. caseload's own
+//! filesystem and file-hash stages agree with the manifest too, and the
+//! image does not depend on the thread count.
+//!
+//! NTFS's own files (`$MFT`, `$Extend/...`) are not in the manifest, which
+//! lists the user's files; they are left out of the comparison by name.
+
+use crate::corpus_support;
+
+use caseload_corpus::manifest::{EntryKind, FileEntry};
+use corpus_support::{Corpus, fls, have_tools, icat, make, md5_hex};
+use std::collections::{BTreeMap, HashMap};
+use std::process::Command;
+
+/// Whether a listed path is one of NTFS's own files.
+fn is_system(path: &str) -> bool {
+    path.starts_with('$')
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn check_fsstat(c: &Corpus) {
+    let out = Command::new("fsstat")
+        .args(["-o", &c.start_sector().to_string()])
+        .arg(c.image())
+        .output()
+        .expect("run fsstat");
+    let t = text(&out);
+    assert!(out.status.success(), "fsstat failed:\n{t}");
+    assert!(t.contains("File System Type: NTFS"), "{t}");
+    let ntfs = c.manifest.filesystem.ntfs.as_ref().expect("NTFS facts");
+    assert!(
+        t.contains(&format!(
+            "Cluster Size: {}",
+            c.manifest.filesystem.cluster_size
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("First Cluster of MFT: {}", ntfs.mft_cluster)),
+        "{t}"
+    );
+    assert!(
+        t.contains("Version: Windows XP") || t.contains("Version:"),
+        "{t}"
+    );
+}
+
+/// fls lists exactly the manifest's entries; icat returns the manifest's
+/// bytes for every intact file. Returns the listing.
+fn check_fls_icat(c: &Corpus) -> HashMap<(String, bool), corpus_support::FlsEntry> {
+    let mut listed = fls(c);
+    listed.retain(|(p, _), _| !is_system(p));
+    let expected: HashMap<(String, bool), &FileEntry> = c
+        .manifest
+        .files
+        .iter()
+        .map(|f| ((f.tsk_path.clone(), f.deleted), f))
+        .collect();
+    let mut missing: Vec<_> = expected
+        .keys()
+        .filter(|k| !listed.contains_key(*k))
+        .collect();
+    let mut extra: Vec<_> = listed
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    missing.sort();
+    extra.sort();
+    assert!(missing.is_empty(), "in manifest, not in fls: {missing:?}");
+    assert!(extra.is_empty(), "in fls, not in manifest: {extra:?}");
+    let (mut checked, mut deleted_checked, mut resident_checked) = (0, 0, 0);
+    for (key, f) in &expected {
+        let e = &listed[key];
+        // A deleted file's name comes from its MFT record, not from an
+        // index entry, so TSK knows no name type for it (`-`).
+        let want = match (f.kind, f.deleted) {
+            (EntryKind::Directory, false) => "d/d",
+            (EntryKind::Directory, true) => "-/d",
+            (EntryKind::File, false) => "r/r",
+            (EntryKind::File, true) => "-/r",
+        };
+        assert_eq!(e.kind, want, "{}", f.path);
+        let record = f.mft_record.expect("NTFS entries carry their record");
+        assert!(
+            e.inode.starts_with(&format!("{record}-")),
+            "{}: fls says {}, manifest record {record}",
+            f.path,
+            e.inode
+        );
+        if f.kind != EntryKind::File || !f.intact {
+            continue;
+        }
+        let data = icat(c, &e.inode);
+        assert_eq!(
+            Some(md5_hex(&data)),
+            f.md5,
+            "icat MD5 of {} ({} bytes, deleted={}, resident={})",
+            f.path,
+            f.size,
+            f.deleted,
+            f.resident
+        );
+        checked += 1;
+        deleted_checked += f.deleted as u32;
+        resident_checked += f.resident as u32;
+    }
+    assert!(checked > 20, "only {checked} files checked");
+    assert!(deleted_checked > 0, "no intact deleted file checked");
+    assert!(resident_checked > 0, "no resident file checked");
+    listed
+}
+
+/// istat shows a fragmented file's runs and a resident file as resident.
+fn check_istat(c: &Corpus) {
+    let istat = |record: u64| {
+        let out = Command::new("istat")
+            .args(["-o", &c.start_sector().to_string()])
+            .arg(c.image())
+            .arg(record.to_string())
+            .output()
+            .expect("run istat");
+        assert!(out.status.success(), "istat {record}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    if let Some(f) = c.live_files().find(|f| f.resident) {
+        let t = istat(f.mft_record.unwrap());
+        assert!(
+            t.contains("$DATA (128-") && t.contains("Resident"),
+            "{}:\n{t}",
+            f.path
+        );
+    }
+    let f = c
+        .live_files()
+        .find(|f| f.fragmented)
+        .expect("a fragmented live file");
+    let t = istat(f.mft_record.unwrap());
+    assert!(t.contains("Non-Resident"), "{}:\n{t}", f.path);
+    assert!(t.contains(&f.name), "{}:\n{t}", f.path);
+}
+
+/// ntfs-3g's tools on the partition: ntfsfix -n finds nothing to fix,
+/// ntfsinfo reads the volume, ntfsls lists the user's folders, ntfscat
+/// returns live files' bytes.
+fn check_ntfs3g(c: &Corpus) {
+    let part = c.partition_file();
+    let out = Command::new("ntfsfix")
+        .arg("-n")
+        .arg(&part)
+        .output()
+        .expect("run ntfsfix");
+    let t = text(&out);
+    assert!(out.status.success(), "ntfsfix -n:\n{t}");
+    for bad in ["Corrupt", "corrupt", "mismatch", "error", "Error"] {
+        assert!(!t.contains(bad), "ntfsfix -n reports {bad:?}:\n{t}");
+    }
+    let out = Command::new("ntfsinfo")
+        .args(["-m", "-f"])
+        .arg(&part)
+        .output()
+        .expect("run ntfsinfo");
+    let t = text(&out);
+    assert!(out.status.success(), "ntfsinfo -m:\n{t}");
+    let out = Command::new("ntfsls")
+        .args(["-a", "-p", "/Users"])
+        .arg(&part)
+        .output()
+        .expect("run ntfsls");
+    let t = text(&out);
+    assert!(out.status.success(), "ntfsls:\n{t}");
+    let user_dir = c
+        .manifest
+        .files
+        .iter()
+        .find(|f| f.path.starts_with("Users/") && f.path.matches('/').count() == 1)
+        .expect("the user's folder");
+    assert!(
+        t.contains(&user_dir.name),
+        "ntfsls /Users lacks {}:\n{t}",
+        user_dir.name
+    );
+    let mut read = 0;
+    for f in c
+        .live_files()
+        .filter(|f| f.size > 0 && f.stream.is_none())
+        .step_by(5)
+        .take(40)
+    {
+        let out = Command::new("ntfscat")
+            .arg(&part)
+            .arg(format!("/{}", f.path))
+            .output()
+            .expect("run ntfscat");
+        assert!(out.status.success(), "ntfscat {}: {}", f.path, text(&out));
+        assert_eq!(Some(md5_hex(&out.stdout)), f.md5, "ntfscat {}", f.path);
+        read += 1;
+    }
+    assert!(read > 5);
+    // A downloaded file's Zone.Identifier stream by name.
+    if let Some(f) = c.live_files().find(|f| f.stream.is_some()) {
+        let (file, stream) = f.path.rsplit_once(':').expect("stream path");
+        let out = Command::new("ntfscat")
+            .args(["-a", "0x80", "-n", stream])
+            .arg(&part)
+            .arg(format!("/{file}"))
+            .output()
+            .expect("run ntfscat");
+        assert!(out.status.success(), "ntfscat {}: {}", f.path, text(&out));
+        assert_eq!(Some(md5_hex(&out.stdout)), f.md5, "ntfscat {}", f.path);
+    }
+    let _ = std::fs::remove_file(part);
+}
+
+/// Mount read-only with ntfs-3g (FUSE) and read every allocated file.
+fn check_mount(test: &str, c: &Corpus) {
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root
+        || !std::path::Path::new("/dev/fuse").exists()
+        || !crate::common::have_tool(test, "ntfs-3g")
+    {
+        eprintln!("SKIPPED {test} (mount part): needs root, /dev/fuse and ntfs-3g");
+        return;
+    }
+    let part = c.partition_file();
+    let mnt = tempfile::tempdir().expect("mount point");
+    let out = Command::new("ntfs-3g")
+        .args(["-o", "ro"])
+        .arg(&part)
+        .arg(mnt.path())
+        .output()
+        .expect("run ntfs-3g");
+    if !out.status.success() {
+        let t = text(&out);
+        // A container without FUSE access: say so, the rest still ran.
+        if t.contains("fuse: device not found") || t.contains("Permission denied") {
+            eprintln!("SKIPPED {test} (mount part): {t}");
+            return;
+        }
+        panic!("ntfs-3g mount failed:\n{t}");
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.path().to_path_buf());
+    let mut read = 0;
+    for f in c.live_files().filter(|f| f.stream.is_none()) {
+        let data = std::fs::read(mnt.path().join(&f.path))
+            .unwrap_or_else(|e| panic!("reading {} through ntfs-3g: {e}", f.path));
+        assert_eq!(Some(md5_hex(&data)), f.md5, "{} through ntfs-3g", f.path);
+        read += 1;
+    }
+    assert!(read > 20);
+}
+
+/// caseload's filesystem and file-hash stages list the manifest's files
+/// with their sizes and hashes.
+fn check_caseload_walk(c: &Corpus) {
+    let case = tempfile::tempdir().unwrap();
+    let out = crate::common::caseload()
+        .args(["run", "--stages", "filesystem,file-hash", "--cache", "warm"])
+        .arg("--evidence")
+        .arg(c.image())
+        .args(
+            ["--database", "--case", "--temp"]
+                .iter()
+                .flat_map(|f| [f.to_string(), case.path().display().to_string()]),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT path, allocated, size, md5, kind FROM files WHERE kind IN ('file', 'directory')")
+        .unwrap();
+    let mut rows: BTreeMap<(String, bool), (i64, Option<String>, String)> = BTreeMap::new();
+    let mut iter = stmt.query([]).unwrap();
+    while let Some(r) = iter.next().unwrap() {
+        let path: String = r.get(0).unwrap();
+        let allocated: bool = r.get(1).unwrap();
+        if is_system(&path) {
+            continue;
+        }
+        rows.insert(
+            (path, !allocated),
+            (r.get(2).unwrap(), r.get(3).unwrap(), r.get(4).unwrap()),
+        );
+    }
+    for f in &c.manifest.files {
+        let (size, md5, kind) = rows
+            .get(&(f.tsk_path.clone(), f.deleted))
+            .unwrap_or_else(|| panic!("{} (deleted={}) not walked", f.tsk_path, f.deleted));
+        match f.kind {
+            EntryKind::Directory => assert_eq!(kind, "directory", "{}", f.path),
+            EntryKind::File => {
+                assert_eq!(*size as u64, f.size, "{}", f.path);
+                if f.intact {
+                    assert_eq!(md5, &f.md5, "{}", f.path);
+                }
+            }
+        }
+    }
+    assert_eq!(rows.len(), c.manifest.files.len(), "files walked");
+    let errors: i64 = conn
+        .query_row("SELECT count(*) FROM processing_errors", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(errors, 0, "processing errors on a clean NTFS corpus");
+}
+
+fn run_all(test: &str, args: &[&str]) -> Option<Corpus> {
+    if !have_tools(
+        test,
+        &[
+            "fsstat", "fls", "icat", "istat", "ntfsfix", "ntfsinfo", "ntfsls", "ntfscat",
+        ],
+    ) {
+        return None;
+    }
+    let mut a = vec!["--fs", "ntfs", "--decoys", "100"];
+    a.extend_from_slice(args);
+    let c = make(&a);
+    assert_eq!(c.manifest.filesystem.fs_type.name(), "NTFS");
+    check_fsstat(&c);
+    check_fls_icat(&c);
+    check_istat(&c);
+    check_ntfs3g(&c);
+    check_caseload_walk(&c);
+    Some(c)
+}
+
+#[test]
+fn ntfs_workstation_matches_oracles() {
+    let test = "ntfs_workstation_matches_oracles";
+    if let Some(c) = run_all(test, &["--size", "96MiB", "--seed", "7"]) {
+        let s = &c.manifest.summary;
+        assert!(s.deleted_files > 0 && s.fragmented_files > 0, "{s:?}");
+        check_mount(test, &c);
+    }
+}
+
+#[test]
+fn ntfs_suspect_gpt_with_deleted_folders_matches_oracles() {
+    let test = "ntfs_suspect_gpt_with_deleted_folders_matches_oracles";
+    if let Some(c) = run_all(
+        test,
+        &[
+            "--size",
+            "160MiB",
+            "--seed",
+            "11",
+            "--profile",
+            "suspect",
+            "--partition-table",
+            "gpt",
+        ],
+    ) {
+        let s = &c.manifest.summary;
+        assert!(s.deleted_directories > 0, "{s:?}");
+        assert!(c.manifest.files.iter().any(|f| f.in_deleted_dir));
+        let ntfs = c.manifest.filesystem.ntfs.as_ref().unwrap();
+        assert!(ntfs.mft_fragments >= 2, "$MFT in one piece: {ntfs:?}");
+    }
+}
+
+#[test]
+fn ntfs_output_does_not_depend_on_threads() {
+    let runs: Vec<_> = ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let dir = tempfile::tempdir().unwrap();
+            let args = [
+                "--fs",
+                "ntfs",
+                "--size",
+                "80MiB",
+                "--seed",
+                "3",
+                "--threads",
+                threads,
+            ];
+            let (_, m) = crate::common::corpus(dir.path(), &args);
+            m
+        })
+        .collect();
+    assert_eq!(runs[0].image.md5, runs[1].image.md5);
+    assert_eq!(runs[0].files, runs[1].files);
+}
+
+#[test]
+fn ntfs_refuses_bad_options() {
+    for (args, want) in [
+        (vec!["--size", "40MiB", "--seed", "1"], "minimum"),
+        (
+            vec!["--size", "1GiB", "--seed", "1", "--fat", "fat32"],
+            "FAT type",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = crate::common::caseload()
+            .args(["corpus", "--fs", "ntfs", "--out"])
+            .arg(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} accepted");
+        let t = text(&out);
+        assert!(t.contains(want), "{args:?}: {t}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}
