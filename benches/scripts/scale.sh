@@ -14,7 +14,8 @@
 # with the disk space it asks for (about 1.3 x the largest size: the
 # image, the case database, carved files and the index). Corpora and
 # cases go to SCALE_WORK (default target/scale-work) and are removed after
-# each size unless KEEP=1. FORMAT=e01 writes and processes the corpora
+# each size unless KEEP=1; REUSE=1 keeps the corpora and reuses one already
+# in SCALE_WORK/SIZE/corpus (the cases are still removed). FORMAT=e01 writes and processes the corpora
 # as E01 (as the FTK study did) instead of raw: the image takes about two
 # thirds of the space, so a 64 GiB run fits in about 1.0 x the size. The
 # case grows with the size too (keyword index about 17%, carved files about
@@ -57,6 +58,8 @@ for s in "${sizes[@]}"; do
 done
 mkdir -p "$work"
 free="$(df --output=avail -B1 "$work" | tail -1)"
+# A reused corpus is already on the disk: only the cases need room.
+[ "${REUSE:-0}" = 1 ] && need_per_10=3
 need=$((largest * need_per_10 / 10))
 if [ "$free" -lt "$need" ]; then
     echo "scale.sh: $work has $((free >> 30)) GiB free; the largest size needs about $((need >> 30)) GiB" >&2
@@ -67,11 +70,17 @@ echo "scale.sh: sizes ${sizes[*]} as $format; load: $(cut -d' ' -f1-3 /proc/load
 reports=()
 for s in "${sizes[@]}"; do
     d="$work/$s"
-    rm -rf "$d"
-    mkdir -p "$d/db" "$d/case" "$d/temp"
-    start=$(date +%s)
-    "$bin" corpus --size "$s" --seed "$seed" --format "$format" --out "$d/corpus" >/dev/null
-    echo "scale.sh: $s corpus in $(( $(date +%s) - start )) s"
+    if [ "${REUSE:-0}" = 1 ] && [ -f "$d/corpus/$image" ]; then
+        rm -rf "$d/db" "$d/case" "$d/temp"
+        mkdir -p "$d/db" "$d/case" "$d/temp"
+        echo "scale.sh: $s corpus reused"
+    else
+        rm -rf "$d"
+        mkdir -p "$d/db" "$d/case" "$d/temp"
+        start=$(date +%s)
+        "$bin" corpus --size "$s" --seed "$seed" --format "$format" --out "$d/corpus" >/dev/null
+        echo "scale.sh: $s corpus in $(( $(date +%s) - start )) s"
+    fi
     start=$(date +%s)
     "$bin" run --workload ftk4-default --evidence "$d/corpus/$image" \
         --hashset "known=$d/corpus/NSRLFile.txt" --hashset "notable=$d/corpus/notable.md5" \
@@ -80,7 +89,11 @@ for s in "${sizes[@]}"; do
     echo "scale.sh: $s run in $(( $(date +%s) - start )) s"
     cp "$d/case/run.json" "$work/run-$s.json"
     reports+=("$work/run-$s.json")
-    if [ "${KEEP:-0}" != 1 ]; then
+    if [ "${KEEP:-0}" = 1 ]; then
+        :
+    elif [ "${REUSE:-0}" = 1 ]; then
+        rm -rf "$d/db" "$d/case" "$d/temp"
+    else
         rm -rf "$d"
     fi
 done
