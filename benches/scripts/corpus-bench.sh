@@ -13,7 +13,12 @@
 #   DIR   scratch directory on the file system to measure (default:
 #         target/corpus-bench under the checkout)
 # Environment: SIZE (4GiB), RUNS (3), LARGE (64GiB; e.g. 3TiB to cross
-#   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary).
+#   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary),
+#   FS (fat or ntfs, default fat).
+# Last, the corpus's shape at SIZE (seed 1, also written as E01): files
+# per GiB of the disk and of its used space, items per GiB (files, deleted
+# files, streams and e-mail attachments: what a suite lists as items) and
+# the E01 compression ratio (image bytes over E01 bytes).
 # Needs GNU time (/usr/bin/time, Debian package `time`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +27,7 @@ RUNS=${RUNS:-3}
 LARGE=${LARGE:-64GiB}
 DIR=${1:-$PWD/target/corpus-bench}
 THREADS=${THREADS:-$(nproc)}
+FS=${FS:-fat}
 if [ -z "${CASELOAD:-}" ]; then
     cargo build --release --quiet
     CASELOAD=${CARGO_TARGET_DIR:-$PWD/target}/release/caseload
@@ -41,13 +47,13 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 secs() { awk -F: '/Elapsed \(wall clock\)/ {n=split($0,p,": "); t=p[n]; k=split(t,q,":"); s=0; for(i=1;i<=k;i++) s=s*60+q[i]; print s}' "$1"; }
 rss() { awk '/Maximum resident set size/ {print $NF}' "$1"; }
 
-echo "corpus-bench: $SIZE in $DIR, $RUNS runs, $THREADS threads, $(nproc) cores"
+echo "corpus-bench: $SIZE $FS in $DIR, $RUNS runs, $THREADS threads, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$DIR/caseload.tp"; : > "$DIR/dd.tp"; : > "$DIR/rss"
 for i in $(seq 1 "$RUNS"); do
     rm -rf "$DIR/corpus" "$DIR/zero.bin"
     sync
     /usr/bin/time -v -o "$DIR/time.txt" "$CASELOAD" corpus --out "$DIR/corpus" \
-        --size "$SIZE" --seed "$i" --threads "$THREADS" >/dev/null
+        --size "$SIZE" --seed "$i" --threads "$THREADS" --fs "$FS" >/dev/null
     t=$(secs "$DIR/time.txt")
     tp=$(awk -v b="$bytes" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')
     echo "$tp" >> "$DIR/caseload.tp"
@@ -69,6 +75,30 @@ echo "median: caseload corpus $c MB/s, dd $d MB/s, ratio $(awk -v c="$c" -v d="$
 
 echo "memory at $LARGE (image bytes discarded, everything else computed):"
 /usr/bin/time -v -o "$DIR/time-large.txt" "$CASELOAD" corpus --out "$DIR/large" \
-    --size "$LARGE" --seed 1 --threads "$THREADS" --decoys 0 --discard-image >/dev/null
+    --size "$LARGE" --seed 1 --threads "$THREADS" --decoys 0 --discard-image --fs "$FS" >/dev/null
 echo "  $LARGE: peak RSS $(rss "$DIR/time-large.txt") KiB in $(secs "$DIR/time-large.txt")s (vs $r KiB at $SIZE)"
 rm -rf "$DIR/large"
+
+echo "shape at $SIZE ($FS, seed 1):"
+"$CASELOAD" corpus --out "$DIR/shape" --size "$SIZE" --seed 1 --threads "$THREADS" \
+    --fs "$FS" --format dd,e01 --decoys 0 >/dev/null
+python3 - "$DIR/shape" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+fs = m["filesystem"]
+gib = m["image"]["size"] / (1 << 30)
+used = (fs["clusters"] - fs["free_clusters"]) * fs["cluster_size"] / (1 << 30)
+files = [f for f in m["files"] if f["kind"] == "file"]
+live = [f for f in files if f["allocated"] and not f.get("stream")]
+deleted = [f for f in files if f["deleted"] and not f.get("stream")]
+streams = [f for f in files if f.get("stream")]
+attachments = sum(len(f["attachments"]) for f in files)
+items = len(live) + len(deleted) + len(streams) + attachments
+e01 = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) if n.startswith("image.E"))
+print(f"  {len(live)} live files ({len(live) / gib:.0f} per GiB of disk, {len(live) / used:.0f} per GiB used),"
+      f" {len(deleted)} deleted, {len(streams)} streams, {attachments} attachments")
+print(f"  items {items} ({items / gib:.0f} per GiB); used {used:.2f} of {gib:.2f} GiB;"
+      f" E01 ratio {m['image']['size'] / e01:.2f}:1")
+PY
+rm -rf "$DIR/shape"

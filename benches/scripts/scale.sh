@@ -10,7 +10,9 @@
 # the smallest to the largest), and cost linear in size: each stage's
 # seconds per GiB within 15% of the smallest size's. The table prints
 # both, per stage and size, with the ratios; the script exits non-zero
-# when a goal is missed. Run it on a quiet machine (it prints the load)
+# when a goal is missed (a stage dearer than 1.15x per GiB; cheaper per
+# GiB is the smallest size's fixed costs amortised and only reported;
+# stages under a second at the smallest size are not judged). Run it on a quiet machine (it prints the load)
 # with the disk space it asks for (about 1.3 x the largest size: the
 # image, the case database, carved files and the index). Corpora and
 # cases go to SCALE_WORK (default target/scale-work) and are removed after
@@ -122,9 +124,14 @@ for name in names:
         if rss >= 1024:
             ok = False
             print(f"  goal missed: {name} peaked at {rss:.0f} MiB (>= 1 GiB)")
-        if r is not base and b["wall_seconds"] >= 1.0 and not (0.85 <= ratio <= 1.15):
-            ok = False
-            print(f"  goal missed: {name} costs {ratio:.2f}x the base size's per GiB")
+        # Linear cost: a GiB may not cost more than 15% above the base's.
+        # Cheaper is fixed start-up cost amortised, reported, not a miss.
+        if r is not base and b["wall_seconds"] >= 1.0:
+            if ratio > 1.15:
+                ok = False
+                print(f"  goal missed: {name} costs {ratio:.2f}x the base size's per GiB")
+            elif ratio < 0.85:
+                print(f"  {name}: {ratio:.2f}x per GiB (the base's fixed costs amortised)")
 for r in runs:
     t = sum(s["wall_seconds"] for s in r["stages"])
     print(f"total {gib(r):.1f} GiB: {t:.1f} s in stages, {t / gib(r):.2f} s/GiB, status {r['status']}")

@@ -69,7 +69,7 @@ pub mod content;
 pub mod detect;
 pub mod error;
 pub mod fat;
-mod lznt1;
+pub mod lznt1;
 pub mod name;
 pub mod ntfs;
 pub mod read;

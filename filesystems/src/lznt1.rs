@@ -15,7 +15,7 @@ const CHUNK: usize = 4096;
 /// Stops at a zero chunk header or the end of `input`. Damaged data (a
 /// chunk running past the input, a back-reference before the chunk start or
 /// past its 4096 bytes) is an error; `out` then holds what decoded cleanly.
-pub(crate) fn decompress(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+pub fn decompress(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
     let end = out.len().saturating_add(limit);
     let mut pos = 0usize;
     while pos + 2 <= input.len() && out.len() < end {

@@ -423,3 +423,83 @@ fn ntfs_refuses_bad_options() {
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
 }
+
+/// caseload's stages on an NTFS corpus: planted keywords found exactly in
+/// the manifest's files (index), every intact contiguous carvable item
+/// carved whole at its offset (carve), exactly the planted known and
+/// notable files flagged (kff; the system folders' files are all known).
+#[test]
+fn ntfs_stages_agree_with_the_manifest() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("c");
+    let (image, manifest) =
+        crate::common::corpus(&dir, &["--fs", "ntfs", "--size", "96MiB", "--seed", "21"]);
+    let known = format!("known={}", dir.join("NSRLFile.txt").display());
+    let notable = format!("notable={}", dir.join("notable.md5").display());
+    let case = crate::index_support::run(
+        &image,
+        "filesystem,file-hash,index,carve,kff",
+        "2",
+        &["--hashset", &known, "--hashset", &notable],
+    );
+    crate::index_corpus::check_keywords(&manifest, case.path(), "NTFS 96MiB");
+
+    let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT path, allocated, kff FROM files WHERE kind = 'file'")
+        .unwrap();
+    let kff: BTreeMap<(String, bool), Option<String>> = stmt
+        .query_map([], |r| {
+            Ok((
+                (r.get::<_, String>(0)?, !r.get::<_, bool>(1)?),
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let (mut known_n, mut notable_n) = (0, 0);
+    for f in manifest
+        .files
+        .iter()
+        .filter(|f| f.kind == EntryKind::File && f.intact && f.size > 0)
+    {
+        let got = kff
+            .get(&(f.tsk_path.clone(), f.deleted))
+            .unwrap_or_else(|| panic!("{} not in the files table", f.tsk_path));
+        let want = if f.notable {
+            Some("notable")
+        } else if f.known {
+            Some("known")
+        } else {
+            None
+        };
+        assert_eq!(got.as_deref(), want, "kff verdict of {}", f.path);
+        known_n += usize::from(want == Some("known"));
+        notable_n += usize::from(want == Some("notable"));
+    }
+    assert!(
+        known_n > 20 && notable_n > 0,
+        "known {known_n}, notable {notable_n}"
+    );
+
+    let mut stmt = conn
+        .prepare("SELECT offset, md5 FROM carved_items")
+        .unwrap();
+    let carved: std::collections::BTreeSet<(i64, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let contiguous: Vec<_> = manifest.carvable.iter().filter(|c| c.contiguous).collect();
+    assert!(contiguous.len() >= 5, "{} carvable items", contiguous.len());
+    for item in contiguous {
+        assert!(
+            carved.contains(&(item.offset as i64, Some(item.md5.clone()))),
+            "{:?} item at {} ({} bytes) not carved whole",
+            item.content_type,
+            item.offset,
+            item.length
+        );
+    }
+}

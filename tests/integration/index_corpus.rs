@@ -36,7 +36,7 @@ fn file_ids(case: &Path) -> BTreeMap<(String, bool), i64> {
     rows.map(Result::unwrap).collect()
 }
 
-fn check_keywords(manifest: &Manifest, case: &Path, label: &str) {
+pub(crate) fn check_keywords(manifest: &Manifest, case: &Path, label: &str) {
     let ids = file_ids(case);
     let id_of = |tsk_path: &str, deleted: bool| -> i64 {
         *ids.get(&(tsk_path.to_string(), deleted))

@@ -20,6 +20,7 @@
 //! list the group folders of every group without planning them.
 
 pub mod index;
+pub mod lznt1;
 pub mod record;
 pub mod system;
 pub mod write;
