@@ -30,6 +30,12 @@ pub fn upcase_table() -> Vec<u16> {
         .collect()
 }
 
+/// The upper-case table, built once.
+pub fn upcase() -> &'static [u16] {
+    static TABLE: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(upcase_table)
+}
+
 /// `$UpCase`'s bytes.
 pub fn upcase_bytes(table: &[u16]) -> Vec<u8> {
     table.iter().flat_map(|u| u.to_le_bytes()).collect()

@@ -62,8 +62,14 @@ pub fn dir_blocks<'a>(
     children: impl Iterator<Item = &'a str>,
     force_blocks: bool,
 ) -> Result<usize, IndexError> {
-    let lens: Vec<usize> = children
-        .map(|n| index::file_name_entry_len(n.encode_utf16().count()))
+    // The block count depends on the order the entries are packed in:
+    // sort as the writer does.
+    let mut names: Vec<Vec<u16>> = children.map(|n| n.encode_utf16().collect()).collect();
+    let up = system::upcase();
+    names.sort_by(|a, b| index::collate_names(a, b, up));
+    let lens: Vec<usize> = names
+        .iter()
+        .map(|n| index::file_name_entry_len(n.len()))
         .collect();
     let own_lens: Vec<usize> = own.iter().map(|(n, _)| name_value_len(n)).collect();
     let rooms = super::DirRooms::new(&own_lens);
@@ -290,7 +296,7 @@ impl<'a> NtfsWriter<'a> {
         let mut w = NtfsWriter {
             vol,
             head,
-            upcase: system::upcase_table(),
+            upcase: system::upcase().to_vec(),
             secure: system::secure(user_rid),
             serial,
             hidden_sectors,
