@@ -271,18 +271,12 @@ fn check_mount(test: &str, c: &Corpus) {
 /// with their sizes and hashes.
 fn check_caseload_walk(c: &Corpus) {
     let case = tempfile::tempdir().unwrap();
-    let out = crate::common::caseload()
-        .args(["run", "--stages", "filesystem,file-hash", "--cache", "warm"])
-        .arg("--evidence")
-        .arg(c.image())
-        .args(
-            ["--database", "--case", "--temp"]
-                .iter()
-                .flat_map(|f| [f.to_string(), case.path().display().to_string()]),
-        )
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    crate::common::run_ok(&mut crate::common::stage_run(
+        "filesystem,file-hash",
+        &c.image(),
+        case.path(),
+        &[],
+    ));
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut stmt = conn
         .prepare("SELECT path, allocated, size, md5, kind FROM files WHERE kind IN ('file', 'directory')")
