@@ -109,7 +109,7 @@ def stages(r):
     return {s["name"]: s for s in r["stages"]}
 ok = True
 names = [s["name"] for s in base["stages"]]
-print(f"{'stage':<11} {'size GiB':>9} {'wall s':>9} {'s/GiB':>8} {'x base':>7} {'peak RSS MiB':>13} {'scope':>8}")
+print(f"{'stage':<11} {'size GiB':>9} {'wall s':>9} {'s/GiB':>8} {'x base':>7} {'peak RSS MiB':>13} {'scope':>8} {'anon MiB':>9} {'file MiB':>9}")
 for name in names:
     b = stages(base)[name]
     b_per = b["wall_seconds"] / gib(base)
@@ -120,7 +120,12 @@ for name in names:
         per = s["wall_seconds"] / gib(r)
         ratio = per / b_per if b_per > 0 else float("nan")
         rss = s["peak_rss_bytes"] / (1 << 20)
-        print(f"{name:<11} {gib(r):>9.1f} {s['wall_seconds']:>9.1f} {per:>8.2f} {ratio:>7.2f} {rss:>13.0f} {s['peak_rss_scope']:>8}")
+        # Resident memory by kind (sampled): anonymous is what caseload
+        # allocated, file-backed is mapped index segments and hash sets.
+        mem = s.get("memory", {})
+        anon = mem.get("anon_bytes", 0) / (1 << 20)
+        fmap = mem.get("file_bytes", 0) / (1 << 20)
+        print(f"{name:<11} {gib(r):>9.1f} {s['wall_seconds']:>9.1f} {per:>8.2f} {ratio:>7.2f} {rss:>13.0f} {s['peak_rss_scope']:>8} {anon:>9.0f} {fmap:>9.0f}")
         if rss >= 1024:
             ok = False
             print(f"  goal missed: {name} peaked at {rss:.0f} MiB (>= 1 GiB)")

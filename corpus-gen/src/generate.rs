@@ -360,6 +360,20 @@ pub fn generate_with_tee(
 
     progress.phase("planning");
     let pool = Pool::build(opts.seed)?;
+    // A wanted E01 ratio sets how full the volume is; from here on the
+    // options (and the manifest) carry the share found.
+    let calibrated;
+    let opts = match opts.profile.target_e01_ratio {
+        Some(target) => {
+            progress.phase("choosing the used share for the E01 ratio");
+            let mut o = opts.clone();
+            o.profile.fill =
+                crate::calibrate::fill_for_ratio(&geo, o.seed, &o.profile, &pool, target)?;
+            calibrated = o;
+            &calibrated
+        }
+        None => opts,
+    };
     let vol = Volume::new(geo.clone(), opts.seed, opts.profile.clone(), &pool)?;
     let cluster = geo.cluster_bytes();
     let ids = Ids::new(opts.seed);

@@ -182,12 +182,12 @@ impl Geometry {
     /// Plan an NTFS disk of `disk_bytes`: 4 KiB clusters, the volume one
     /// sector short of the partition (the backup boot sector's place).
     pub fn plan_ntfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
-        use crate::ntfs::{CLUSTER, Head, MIN_VOLUME};
+        use crate::ntfs::{CLUSTER, Head, MIN_DISK};
         let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
-        if disk_bytes < MIN_VOLUME + (4 << 20) {
+        if disk_bytes < MIN_DISK {
             return Err(CorpusError::Invalid(format!(
                 "size {disk_bytes} bytes is below NTFS's minimum here of {} MiB",
-                (MIN_VOLUME >> 20) + 4
+                MIN_DISK >> 20
             )));
         }
         if disk_bytes > MAX_DISK {

@@ -9,6 +9,7 @@
 //! whatever the thread count, and memory stays bounded whatever the size.
 
 pub mod boot;
+pub mod calibrate;
 pub mod content;
 pub mod error;
 pub mod fat;

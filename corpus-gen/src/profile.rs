@@ -35,6 +35,11 @@ pub struct Profile {
     /// Share of free-space gaps filled with random bytes (wiped or
     /// encrypted remnants) rather than zeros.
     pub random_free_share: f64,
+    /// Wanted E01 compression ratio (raw size over stored size). When set,
+    /// generation replaces `fill` by the share of used space that gives it
+    /// ([`crate::calibrate`]); the manifest records both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_e01_ratio: Option<f64>,
 }
 
 impl Profile {
@@ -46,8 +51,10 @@ impl Profile {
         match name {
             // A user's everyday Windows disk: mostly live files, a tenth
             // deleted, modest fragmentation, about half the bytes
-            // compressible (the FTK study's test disk compressed ~4:1 as E01
-            // with much free space zeroed).
+            // compressible, and most of the disk free and zeroed: the FTK
+            // study's Windows 7 test disk was 240 GB raw and about 60 GB as
+            // E01, so the used share is chosen for a 4:1 E01 (`fill` is the
+            // share used when the target is switched off).
             "workstation" => Some(Profile {
                 name: name.into(),
                 fill: 0.72,
@@ -61,7 +68,10 @@ impl Profile {
                 duplicate_share: 0.02,
                 notable_share: 0.01,
                 known_share: 0.02,
-                random_free_share: 0.10,
+                // Free space on an unencrypted disk is mostly zeroed or old
+                // file content; wiped or encrypted remnants are rare.
+                random_free_share: 0.04,
+                target_e01_ratio: Some(4.0),
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -80,6 +90,7 @@ impl Profile {
                 notable_share: 0.05,
                 known_share: 0.02,
                 random_free_share: 0.35,
+                target_e01_ratio: None,
             }),
             _ => None,
         }

@@ -5,7 +5,7 @@ use crate::cache::CacheReport;
 use crate::channel::{ChannelKind, ChannelSnapshot};
 use crate::layout::Layout;
 use crate::metrics::PeakScope;
-use crate::sampler::CpuProfile;
+use crate::sampler::{CpuProfile, MemoryPeaks};
 use crate::source::SourceInfo;
 use crate::stage::StageSummary;
 use crate::system::{Placement, SystemContext};
@@ -172,6 +172,10 @@ pub struct StageReport {
     pub bound_by: Option<ChannelKind>,
     /// Whole-machine CPU user/system/iowait and load sampled during the stage.
     pub machine: CpuProfile,
+    /// The process's resident memory by kind (anonymous, file-backed,
+    /// shared), highest values sampled during the stage.
+    #[serde(default)]
+    pub memory: MemoryPeaks,
     /// The case database's writer during the stage: writes applied and
     /// transactions committed (its I/O is in `channels.database`).
     #[serde(default)]

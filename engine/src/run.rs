@@ -665,6 +665,7 @@ fn run_stages(
             cache_report.method = r.method;
             cache_report.note = r.note;
         }
+        metrics::release_free_memory();
         let scope = if metrics::reset_peak_rss() {
             PeakScope::Stage
         } else {
@@ -691,7 +692,7 @@ fn run_stages(
         let database_work = db.writer().work().since(&work_before);
         db.sample_io();
         let wall = clock.elapsed().as_secs_f64();
-        let machine = sampler.finish();
+        let (machine, memory) = sampler.finish();
         let cpu = CpuTimes::now().since(&cpu_before);
         let peak = metrics::peak_rss();
         let mut channels = BTreeMap::new();
@@ -786,6 +787,7 @@ fn run_stages(
             channels,
             bound_by,
             machine,
+            memory,
             database_work,
         };
         observer.stage_finished(&stage_report);

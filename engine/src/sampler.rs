@@ -3,6 +3,11 @@
 //! read from `/proc/stat` and `/proc/loadavg` on a background thread. It
 //! shows what a stage's own CPU figures cannot: time the CPUs sat waiting
 //! for I/O, and other load on a shared machine.
+//!
+//! The same thread samples the process's own resident memory split by kind
+//! (`RssAnon`, `RssFile`, `RssShmem` in `/proc/self/status`). `VmHWM` alone
+//! cannot tell heap that grows with the image from mapped index or hash-set
+//! files that the kernel can drop under pressure; the split can.
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -23,6 +28,10 @@ pub struct CpuSample {
     pub iowait_pct: f64,
     /// 1-minute load average.
     pub load1: f64,
+    /// caseload's own anonymous resident memory at the sample, bytes: where
+    /// in a stage its memory grows.
+    #[serde(default)]
+    pub anon_bytes: u64,
 }
 
 /// What the sampler saw over a stage.
@@ -40,6 +49,47 @@ pub struct CpuProfile {
     pub load1_max: f64,
     /// The samples (at most [`MAX_SAMPLES`], evenly thinned).
     pub samples: Vec<CpuSample>,
+}
+
+/// Highest resident memory of each kind seen by the sampler over a stage.
+/// Sampled, so a spike shorter than one interval can be missed; `VmHWM`
+/// (`peak_rss_bytes`) is the exact total.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MemoryPeaks {
+    /// Anonymous memory (heap, stacks): what the process itself allocated.
+    pub anon_bytes: u64,
+    /// File-backed pages mapped by the process (memory-mapped index
+    /// segments, hash sets, the executable): reclaimable page cache.
+    pub file_bytes: u64,
+    /// Shared memory.
+    pub shmem_bytes: u64,
+}
+
+impl MemoryPeaks {
+    /// The process's resident memory by kind now.
+    pub fn now() -> Option<MemoryPeaks> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let kb = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|k| k * 1024)
+        };
+        Some(MemoryPeaks {
+            anon_bytes: kb("RssAnon:")?,
+            file_bytes: kb("RssFile:")?,
+            shmem_bytes: kb("RssShmem:").unwrap_or(0),
+        })
+    }
+
+    fn max(self, other: MemoryPeaks) -> MemoryPeaks {
+        MemoryPeaks {
+            anon_bytes: self.anon_bytes.max(other.anon_bytes),
+            file_bytes: self.file_bytes.max(other.file_bytes),
+            shmem_bytes: self.shmem_bytes.max(other.shmem_bytes),
+        }
+    }
 }
 
 /// Samples kept per stage; longer stages keep every other one, and so on.
@@ -89,7 +139,7 @@ fn share(part: u64, total: u64) -> f64 {
 /// A running sampler; [`Sampler::finish`] stops it and returns the profile.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<CpuSample>>>,
+    handle: Option<JoinHandle<(Vec<CpuSample>, MemoryPeaks)>>,
     first: Option<Ticks>,
     interval: Duration,
 }
@@ -108,11 +158,16 @@ impl Sampler {
                 let mut samples = Vec::new();
                 let mut keep_every = 1usize;
                 let mut n = 0usize;
+                let mut memory = MemoryPeaks::now().unwrap_or_default();
                 while !flag.load(Ordering::Relaxed) {
                     // Sleep in small steps so finish() returns promptly.
                     let until = Instant::now() + interval;
                     while Instant::now() < until && !flag.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(10).min(interval));
+                    }
+                    let mem = MemoryPeaks::now();
+                    if let Some(m) = mem {
+                        memory = memory.max(m);
                     }
                     let now = read_ticks();
                     if let (Some(a), Some(b)) = (prev, now) {
@@ -125,6 +180,7 @@ impl Sampler {
                                 system_pct: share(b.system.saturating_sub(a.system), total),
                                 iowait_pct: share(b.iowait.saturating_sub(a.iowait), total),
                                 load1: read_load1(),
+                                anon_bytes: mem.map_or(0, |m| m.anon_bytes),
                             });
                             if samples.len() >= MAX_SAMPLES {
                                 // Thin to half and sample half as often.
@@ -135,7 +191,7 @@ impl Sampler {
                     }
                     prev = now;
                 }
-                samples
+                (samples, memory)
             })
             .ok();
         Sampler {
@@ -147,14 +203,16 @@ impl Sampler {
     }
 
     /// Stop and summarise. Averages use the whole stage's tick counts, so
-    /// they are exact even when the stage was shorter than one interval.
-    pub fn finish(mut self) -> CpuProfile {
+    /// they are exact even when the stage was shorter than one interval;
+    /// memory peaks include a last reading taken now.
+    pub fn finish(mut self) -> (CpuProfile, MemoryPeaks) {
         self.stop.store(true, Ordering::Relaxed);
-        let samples = self
+        let (samples, memory) = self
             .handle
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        let memory = MemoryPeaks::now().map_or(memory, |m| memory.max(m));
         let last = read_ticks();
         let (user_pct, system_pct, iowait_pct) = match (self.first, last) {
             (Some(a), Some(b)) => {
@@ -168,14 +226,15 @@ impl Sampler {
             _ => (0.0, 0.0, 0.0),
         };
         let load1_max = samples.iter().map(|s| s.load1).fold(read_load1(), f64::max);
-        CpuProfile {
+        let cpu = CpuProfile {
             interval_seconds: self.interval.as_secs_f64(),
             user_pct,
             system_pct,
             iowait_pct,
             load1_max,
             samples,
-        }
+        };
+        (cpu, memory)
     }
 }
 
@@ -201,9 +260,30 @@ mod tests {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         assert!(x != 0);
-        let p = s.finish();
+        let (p, _) = s.finish();
         assert!(p.user_pct > 0.0, "{p:?}");
         assert!(!p.samples.is_empty());
         assert!(p.user_pct + p.system_pct + p.iowait_pct <= 100.0 + 1e-9);
+    }
+
+    #[test]
+    fn heap_growth_shows_as_anonymous_memory() {
+        let s = Sampler::start(Duration::from_millis(20));
+        let before = MemoryPeaks::now().expect("procfs").anon_bytes;
+        // 64 MiB touched page by page, held over several intervals.
+        let mut block = vec![0u8; 64 << 20];
+        for i in (0..block.len()).step_by(4096) {
+            block[i] = 1;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let (_, m) = s.finish();
+        assert!(block.iter().step_by(4096).all(|&b| b == 1));
+        assert!(
+            m.anon_bytes >= before + (60 << 20),
+            "anon peak {} before {}",
+            m.anon_bytes,
+            before
+        );
+        assert!(m.file_bytes > 0, "the executable is file-backed: {m:?}");
     }
 }

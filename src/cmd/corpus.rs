@@ -42,9 +42,11 @@ pub struct Args {
     partition_table: Option<String>,
     /// File system: fat or ntfs. NTFS is written natively (MFT with
     /// resident and fragmented files, B-tree directory indexes, deleted
-    /// records as Windows leaves them); see docs/corpus.md.
-    #[arg(long, default_value = "fat", value_parser = ["fat", "ntfs"])]
-    fs: String,
+    /// records as Windows leaves them); see docs/manifest.md. Default: ntfs
+    /// for the workstation profile (fat below 68 MiB, too small for NTFS,
+    /// as Windows formats a small stick), fat for suspect.
+    #[arg(long, value_parser = ["fat", "ntfs"])]
+    fs: Option<String>,
     /// FAT variant: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
     /// disk is too small for it). Only with --fs fat.
     #[arg(long, default_value = "auto", value_parser = ["auto", "fat12", "fat16", "fat32"])]
@@ -63,11 +65,15 @@ pub struct Args {
     #[arg(long)]
     incompressible_share: Option<f64>,
     /// Share of the volume holding file content, live, deleted or residue
-    /// (overrides the profile's 0.72), 0.05..0.95; the rest is free space,
-    /// mostly zeroed, so this sets the E01 compression ratio (0.3 gives
-    /// about 4:1).
-    #[arg(long)]
+    /// (overrides the profile), 0.05..0.95; the rest is free space, mostly
+    /// zeroed. Switches the profile's E01 ratio target off.
+    #[arg(long, conflicts_with = "target_e01_ratio")]
     fill: Option<f64>,
+    /// Wanted E01 compression ratio, raw size over stored size (workstation:
+    /// 4, as the FTK study's disk): the used share is chosen to give it.
+    /// Refused, with the reachable range, when the other knobs rule it out.
+    #[arg(long)]
+    target_e01_ratio: Option<f64>,
     /// Write no image bytes (compute hashes and manifest only): for memory
     /// checks at sizes the disk cannot hold.
     #[arg(long, hide = true)]
@@ -147,7 +153,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--fill must be between 0.05 and 0.95, got {v}"
         );
         profile.fill = v;
+        profile.target_e01_ratio = None;
     }
+    if let Some(r) = args.target_e01_ratio {
+        anyhow::ensure!(
+            r.is_finite() && r >= 1.0,
+            "--target-e01-ratio must be at least 1 (raw size over stored size), got {r}"
+        );
+        profile.target_e01_ratio = Some(r);
+    }
+    let ntfs = match args.fs.as_deref() {
+        Some(fs) => fs == "ntfs",
+        // Windows disks are NTFS; a stick too small for NTFS is FAT.
+        None => profile.name == "workstation" && args.size >= caseload_corpus::ntfs::MIN_DISK,
+    };
+    anyhow::ensure!(
+        !(ntfs && args.fat != "auto"),
+        "a FAT type (--fat) cannot be chosen for an NTFS volume: give --fs fat with it (the {} profile defaults to NTFS)",
+        profile.name
+    );
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
@@ -172,7 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "fat32" => Some(FatType::Fat32),
             _ => None,
         },
-        ntfs: args.fs == "ntfs",
+        ntfs,
         decoys: args.decoys,
         discard_image: args.discard_image || !dd,
     };

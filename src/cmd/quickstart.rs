@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Corpus size.
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    #[arg(long, default_value = "96MiB", value_parser = parse_size)]
     pub size: u64,
     /// Corpus seed.
     #[arg(long, default_value_t = 7)]
@@ -73,7 +73,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             threads,
             partition_table: None,
             fat: None,
-            ntfs: false,
+            // As `caseload corpus` defaults: a Windows workstation's NTFS
+            // unless the disk is too small for it.
+            ntfs: args.size >= caseload_corpus::ntfs::MIN_DISK,
             decoys: 10_000,
             discard_image: false,
         },

@@ -407,6 +407,42 @@ fn ntfs_refuses_bad_options() {
             vec!["--size", "1GiB", "--seed", "1", "--fat", "fat32"],
             "FAT type",
         ),
+        (
+            vec![
+                "--size",
+                "96MiB",
+                "--seed",
+                "1",
+                "--fill",
+                "0.5",
+                "--target-e01-ratio",
+                "4",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "--size",
+                "96MiB",
+                "--seed",
+                "1",
+                "--target-e01-ratio",
+                "0.5",
+            ],
+            "at least 1",
+        ),
+        // Random free space caps the ratio: refused with the range.
+        (
+            vec![
+                "--size",
+                "96MiB",
+                "--seed",
+                "1",
+                "--target-e01-ratio",
+                "500",
+            ],
+            "cannot be reached",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let out = crate::common::caseload()
@@ -499,6 +535,47 @@ fn ntfs_stages_agree_with_the_manifest() {
             item.content_type,
             item.offset,
             item.length
+        );
+    }
+}
+
+/// The workstation default: an NTFS disk whose E01 is about 4:1 smaller,
+/// as the FTK study's Windows 7 disk (240 GB raw, about 60 GB as E01); the
+/// ratio is measured on the E01 written, and a stated target moves it.
+#[test]
+fn the_default_workstation_is_ntfs_at_a_4_to_1_e01() {
+    for (target, args) in [(4.0, vec![]), (2.5, vec!["--target-e01-ratio", "2.5"])] {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("c");
+        let mut all = vec!["--size", "256MiB", "--seed", "8", "--format", "dd,e01"];
+        all.extend(&args);
+        crate::common::run_ok(
+            crate::common::caseload()
+                .arg("corpus")
+                .args(&all)
+                .args(["--decoys", "10", "--out"])
+                .arg(&dir),
+        );
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(m["filesystem"]["type"], "NTFS", "{args:?}");
+        let fill = m["options"]["profile"]["fill"].as_f64().unwrap();
+        assert_eq!(m["options"]["profile"]["target_e01_ratio"], target);
+        let raw = std::fs::metadata(dir.join("image.dd")).unwrap().len() as f64;
+        let e01 = std::fs::metadata(dir.join("image.E01")).unwrap().len() as f64;
+        let ratio = raw / e01;
+        eprintln!("target {target}: fill {fill}, E01 ratio {ratio:.2}");
+        assert!(
+            (ratio / target - 1.0).abs() < 0.2,
+            "target {target}:1, the E01 is {ratio:.2}:1 (fill {fill})"
+        );
+        // Files per GiB of used space stay in the range of Windows system
+        // volumes (2,000-5,000).
+        let used_gib = m["summary"]["content_bytes"].as_f64().unwrap() / (1u64 << 30) as f64;
+        let per_gib = m["summary"]["files"].as_f64().unwrap() / used_gib;
+        assert!(
+            (1500.0..6000.0).contains(&per_gib),
+            "{per_gib} files per GiB used"
         );
     }
 }

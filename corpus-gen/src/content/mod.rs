@@ -150,6 +150,33 @@ impl Kind {
         matches!(self, Kind::Jpeg | Kind::Mp3 | Kind::Container)
     }
 
+    /// Stored size of this kind's content as a share of its bytes when
+    /// compressed in 32 KiB chunks at E01's fast level (what an acquisition
+    /// tool stores). Measured on the generators' output (a 1 GiB NTFS
+    /// workstation corpus, seed 42, deflate level 1 per 32 KiB); the unit
+    /// test `deflate_shares_match_the_generators` keeps the table honest.
+    /// The planner predicts a corpus's E01 ratio from it.
+    pub fn deflate_share(self) -> f64 {
+        match self {
+            Kind::Text => 0.48,
+            Kind::Log => 0.43,
+            Kind::Html => 0.42,
+            Kind::Eml => 0.53,
+            Kind::Mbox => 0.57,
+            Kind::Jpeg => 0.96,
+            Kind::Png => 0.77,
+            Kind::Gif => 0.73,
+            Kind::Pdf => 0.45,
+            Kind::Zip => 0.96,
+            Kind::Docx => 0.94,
+            Kind::Xlsx => 0.91,
+            Kind::Sqlite => 0.33,
+            Kind::Mp3 => 1.0,
+            Kind::Container => 1.0,
+            Kind::Exe => 0.67,
+        }
+    }
+
     /// Smallest size this kind can be generated at for the given pool.
     pub fn min_size(self, pool: &Pool) -> u64 {
         match self {

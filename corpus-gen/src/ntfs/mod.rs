@@ -49,6 +49,9 @@ pub const RESIDENT_MAX: u64 = 512;
 pub const MAX_GROUPS: u64 = 64;
 /// Smallest volume: room for the head and a useful data area.
 pub const MIN_VOLUME: u64 = 64 << 20;
+/// Smallest disk holding an NTFS corpus: the volume plus the partition
+/// table's 1 MiB alignment and the tail.
+pub const MIN_DISK: u64 = MIN_VOLUME + (4 << 20);
 
 /// Well-known record numbers.
 pub mod rec {

@@ -93,17 +93,39 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
 /// Generate a corpus with 100 decoys in `dir` (`args`: `--size`, `--seed`,
 /// `--profile`...), failing the test if it fails: the raw image's path and
 /// the manifest.
+///
+/// Unless `args` say otherwise the corpus is FAT and dense (`--fs fat
+/// --fill 0.72`): the workstation default is a mostly empty NTFS disk
+/// (chosen for a 4:1 E01), which holds few items per MiB, and the stage
+/// tests want many items in a small image. NTFS tests pass `--fs ntfs`.
 pub fn corpus(dir: &Path, args: &[&str]) -> (PathBuf, caseload_corpus::manifest::Manifest) {
     run_ok(
         caseload()
             .arg("corpus")
             .args(args)
+            .args(dense_unless_asked(args))
             .args(["--decoys", "100", "--out"])
             .arg(dir),
     );
     let manifest =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     (dir.join("image.dd"), manifest)
+}
+
+/// `--fs fat` and `--fill 0.72` where `args` choose no file system, fill,
+/// E01 ratio or the suspect profile (see [`corpus`]).
+pub fn dense_unless_asked(args: &[&str]) -> Vec<&'static str> {
+    let mut extra = Vec::new();
+    if !args.contains(&"--fs") {
+        extra.extend(["--fs", "fat"]);
+    }
+    if !args
+        .iter()
+        .any(|a| ["--fill", "--target-e01-ratio", "suspect"].contains(a))
+    {
+        extra.extend(["--fill", "0.72"]);
+    }
+    extra
 }
 
 /// Whether PostgreSQL's server binaries are installed (for

@@ -16,6 +16,7 @@ pub const STAGES: &str = "image-hash,filesystem,file-hash";
 pub fn corpus(dir: &Path, size: &str, seed: u64) -> (PathBuf, PathBuf) {
     let out = common::caseload()
         .args(["corpus", "--size", size, "--seed", &seed.to_string()])
+        .args(common::dense_unless_asked(&[]))
         .args(["--decoys", "5", "--format", "dd,e01", "--out"])
         .arg(dir)
         .output()

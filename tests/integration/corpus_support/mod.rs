@@ -84,6 +84,7 @@ pub fn make(args: &[&str]) -> Corpus {
         .arg("--out")
         .arg(dir.path())
         .args(args)
+        .args(crate::common::dense_unless_asked(args))
         .output()
         .expect("run caseload");
     assert!(

@@ -14,7 +14,7 @@
 //! 20.6 MiB/s, SQLite FTS5 (`unicode61`) 39.0 MiB/s. So per thread FTS5 is
 //! not slower, contrary to the rough figures. tantivy is kept
 //! because the stage indexes on every thread into separate segments
-//! (written on the temp channel, merged once), where an FTS5 table takes
+//! (written on the temp channel, merged at the end), where an FTS5 table takes
 //! one writer at a time; on the 4 GiB corpus the stage used 40 s of CPU
 //! for reading, extracting and indexing 877 MB of text (22 MB per CPU
 //! second). Re-measure on a quiet machine before relying on the ratio.
@@ -34,7 +34,9 @@
 //! are streamed in 1 MiB reads) plus nested member buffers (halved per
 //! level); the documents queued for tantivy, held under
 //! [`QUEUE_BYTES`] by a byte budget; tantivy's per-thread indexing arena
-//! (`memory_mib`, flushed to a segment when full).
+//! (`memory_mib`, flushed to a segment when full); the final merge, done in
+//! groups of at most [`MERGE_BYTES`] of segments so that what tantivy holds
+//! per merged segment does not grow with the image.
 //!
 //! # Determinism
 //!
@@ -61,8 +63,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use tantivy::directory::Directory;
+use tantivy::index::{SegmentComponent, SegmentId};
 use tantivy::indexer::NoMergePolicy;
-use tantivy::{Document, Index, IndexSettings, IndexWriter, TantivyDocument};
+use tantivy::{Document, Index, IndexSettings, IndexWriter, SegmentMeta, TantivyDocument};
 
 pub(super) const SPEC: StageSpec = StageSpec {
     name: "index",
@@ -778,9 +782,9 @@ impl Stage for IndexStage {
         }
         ctx.progress.message("merging the index");
         writer.commit().map_err(tantivy_err)?;
-        let segments = index.searchable_segment_ids().map_err(tantivy_err)?;
-        if segments.len() > 1 {
-            writer.merge(&segments).wait().map_err(tantivy_err)?;
+        let metas = index.searchable_segment_metas().map_err(tantivy_err)?;
+        for group in merge_groups(&build_dir, &metas) {
+            writer.merge(&group).wait().map_err(tantivy_err)?;
         }
         writer.garbage_collect_files().wait().map_err(tantivy_err)?;
         writer.wait_merging_threads().map_err(tantivy_err)?;
@@ -1163,6 +1167,52 @@ impl IndexStage {
         }
         Ok(())
     }
+}
+
+/// Largest group of segments merged into one, by their files' bytes.
+/// tantivy holds each merged segment's term dictionary, fast fields and
+/// norms in memory while merging (read through [`ChannelDirectory`] into
+/// the heap, there being no memory map), about 37 MB per GB of index
+/// (measured: merging 3.2 GB of segments at once took 130 MB over the
+/// indexing phase, 12.8 GB took about 470 MB). Merging in groups of at
+/// most this size keeps that flat whatever the image size, at the cost of
+/// one segment per group in the final index (search reads them all).
+const MERGE_BYTES: u64 = 512 << 20;
+
+/// The merges to run: consecutive segments (in id order, so the grouping
+/// repeats) gathered until the next would pass [`MERGE_BYTES`]; groups of
+/// one are left as they are.
+fn merge_groups(dir: &ChannelDirectory, metas: &[SegmentMeta]) -> Vec<Vec<SegmentId>> {
+    let size = |m: &SegmentMeta| -> u64 {
+        [
+            SegmentComponent::Postings,
+            SegmentComponent::Positions,
+            SegmentComponent::FastFields,
+            SegmentComponent::FieldNorms,
+            SegmentComponent::Terms,
+            SegmentComponent::Store,
+        ]
+        .into_iter()
+        .filter_map(|c| dir.get_file_handle(&m.relative_path(c)).ok())
+        .map(|h| h.len() as u64)
+        .sum()
+    };
+    let mut metas: Vec<&SegmentMeta> = metas.iter().collect();
+    metas.sort_by_key(|m| m.id());
+    let mut groups = Vec::new();
+    let (mut group, mut bytes) = (Vec::new(), 0u64);
+    for m in metas {
+        let b = size(m);
+        if !group.is_empty() && bytes + b > MERGE_BYTES {
+            groups.push(std::mem::take(&mut group));
+            bytes = 0;
+        }
+        group.push(m.id());
+        bytes += b;
+    }
+    groups.push(group);
+    groups.retain(|g| g.len() > 1);
+    groups
 }
 
 /// Copy the built index from the temp channel to the case channel (both
