@@ -89,7 +89,8 @@ pub fn fill_for_ratio(
     let share_at = |fill: f64| -> Result<f64, CorpusError> {
         let mut p = profile.clone();
         p.fill = fill;
-        let vol = Volume::new(geo.clone(), seed, p, pool)?;
+        let mut vol = Volume::new(geo.clone(), seed, p, pool)?;
+        vol.estimate_only = true;
         Ok(predicted_share(&vol))
     };
     let (mut lo, mut hi) = FILL_RANGE;

@@ -247,6 +247,9 @@ impl ntfs::write::Out for ImageSink<'_, '_> {
 /// Generated content and the facts only generation knows.
 struct GenItem {
     bytes: Arc<Vec<u8>>,
+    /// What the clusters hold when that is not `bytes`: an NTFS
+    /// compressed file's LZNT1 stream.
+    stored: Option<Arc<Vec<u8>>>,
     facts: Facts,
 }
 
@@ -281,7 +284,21 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
                 .collect()
         })
         .collect();
+    let stored = match &it.compressed {
+        Some(units) => {
+            let s = ntfs::lznt1::store(&g.bytes);
+            if &s.units != units {
+                return Err(CorpusError::Worker(format!(
+                    "compressed layout of {} differs from its plan",
+                    it.name
+                )));
+            }
+            Some(Arc::new(s.bytes))
+        }
+        None => None,
+    };
     Ok(GenItem {
+        stored,
         bytes: Arc::new(g.bytes),
         facts: Facts {
             md5,
@@ -781,6 +798,7 @@ fn write_group(
             left[i] += 1;
         }
     }
+    // An item's on-disk bytes (the stored stream of a compressed file).
     let mut store: HashMap<usize, Arc<Vec<u8>>> = HashMap::new();
     let mut facts: HashMap<usize, Facts> = HashMap::new();
     let mut dir_cache: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -794,7 +812,7 @@ fn write_group(
             Ok(Msg::Batch(b)) => {
                 for (j, g) in b {
                     let g = g?;
-                    store.insert(j, g.bytes);
+                    store.insert(j, g.stored.unwrap_or(g.bytes));
                     facts.insert(j, g.facts);
                 }
                 Ok(())
@@ -865,7 +883,13 @@ fn write_group(
                 let bytes = store.get(&i).cloned().unwrap_or_default();
                 let it = &plan.items[i];
                 let from = idx as u64 * cs;
-                let to = (from + len).min(it.spec.size);
+                // A compressed stream fills its clusters exactly.
+                let on_disk = if it.compressed.is_some() {
+                    bytes.len() as u64
+                } else {
+                    it.spec.size
+                };
+                let to = (from + len).min(on_disk);
                 if from < to {
                     sink.write(&bytes[from as usize..to as usize])?;
                 }
@@ -950,6 +974,7 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         mft_record: d.record.map(|r| r.0),
         sequence: d.record.map(|r| r.1),
         resident: false,
+        compressed: false,
         stream: None,
     }
 }
@@ -1356,7 +1381,12 @@ impl ManifestOut {
                         raw: offs
                             .iter()
                             .map(|&o| {
-                                let (disk, cross_c, cross_f, ow) = locate(o, tok.len() as u64);
+                                let (mut disk, cross_c, cross_f, ow) = locate(o, tok.len() as u64);
+                                // A compressed file's clusters hold LZNT1:
+                                // the token is nowhere on the raw disk.
+                                if it.compressed.is_some() {
+                                    disk = None;
+                                }
                                 Occurrence {
                                     file_offset: o,
                                     disk_offset: disk,
@@ -1453,7 +1483,10 @@ impl ManifestOut {
                     },
                 })?;
             }
-            let slack = if it.spec.size % cs == 0 || (ntfs.is_some() && it.resident) {
+            let slack = if it.spec.size % cs == 0
+                || (ntfs.is_some() && it.resident)
+                || it.compressed.is_some()
+            {
                 0
             } else {
                 cs - it.spec.size % cs
@@ -1492,8 +1525,10 @@ impl ManifestOut {
                 mft_record: num.as_ref().and_then(|n| n.item[i]),
                 sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
                 resident: ntfs.is_some() && it.resident,
+                compressed: it.compressed.is_some(),
                 stream: None,
             };
+            self.summary.compressed_files += it.compressed.is_some() as u64;
             self.entry(&e)?;
             if ntfs.is_some()
                 && let Some(zone) = ntfs::write::zone_identifier(it)
@@ -1525,6 +1560,7 @@ impl ManifestOut {
                     slack_bytes: 0,
                     attachments: Vec::new(),
                     resident: true,
+                    compressed: false,
                     stream: Some(sname.to_string()),
                     ..e.clone()
                 })?;

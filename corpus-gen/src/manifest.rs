@@ -351,6 +351,12 @@ pub struct FileEntry {
     /// Content stored inside the MFT record (NTFS small files).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resident: bool,
+    /// NTFS LZNT1-compressed: `extents` hold the compressed stream (whole
+    /// clusters per 64 KiB unit, the rest of each unit sparse), `size`,
+    /// the hashes and keyword file offsets are of the decompressed bytes,
+    /// and keywords have no disk offset.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compressed: bool,
     /// NTFS alternate data stream: this entry is the named stream of the
     /// file at `path` without the `:NAME` suffix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -465,4 +471,7 @@ pub struct Summary {
     /// NTFS alternate data streams (entries with `stream`).
     #[serde(default)]
     pub alternate_streams: u64,
+    /// NTFS files stored LZNT1-compressed.
+    #[serde(default)]
+    pub compressed_files: u64,
 }

@@ -222,6 +222,9 @@ pub struct ItemPlan {
     pub slack_random: bool,
     /// Stored inside its MFT record (NTFS, small files): no clusters.
     pub resident: bool,
+    /// NTFS compressed (LZNT1): the clusters each 64 KiB compression unit
+    /// occupies on disk (see [`crate::ntfs::lznt1::store`]).
+    pub compressed: Option<Vec<u8>>,
 }
 
 impl ItemPlan {
@@ -229,6 +232,9 @@ impl ItemPlan {
     pub fn clusters(&self, cluster: u64) -> u32 {
         if self.resident && !self.residue {
             return 0;
+        }
+        if let Some(units) = &self.compressed {
+            return units.iter().map(|&n| n as u32).sum();
         }
         self.spec.size.div_ceil(cluster) as u32
     }
@@ -307,6 +313,9 @@ pub struct Volume {
     pub groups_start: u32,
     /// Pool member sizes the planner sizes files from.
     pool_sizes: PoolSizes,
+    /// Plan for estimates only (E01 ratio calibration): skip work that
+    /// only refines cluster counts, such as compressing files.
+    pub estimate_only: bool,
     epoch: (u64, u64),
 }
 
@@ -509,6 +518,7 @@ impl Volume {
             groups: 1,
             groups_start: 2,
             pool_sizes,
+            estimate_only: false,
             epoch: (start, end),
         };
         // Size the skeleton from an upper bound on the group count; spare
@@ -1175,6 +1185,7 @@ impl<'a> GroupBuilder<'a> {
             dup_group: None,
             slack_random,
             resident,
+            compressed: None,
         });
         self.items.len() - 1
     }
@@ -1391,6 +1402,9 @@ impl<'a> GroupBuilder<'a> {
         self.plant_keywords();
         self.finish_names();
         self.trim_deleted_dirs();
+        if vol.geo.ntfs && !vol.estimate_only {
+            self.compress_some();
+        }
         let mut mft = 0;
         if vol.geo.ntfs {
             let records =
@@ -1408,6 +1422,41 @@ impl<'a> GroupBuilder<'a> {
             skel_children: self.skel_children,
             extents,
             mft,
+        }
+    }
+
+    /// NTFS: store a share of the live text and log files compressed, as a
+    /// user's "compress contents to save disk space" folders or an
+    /// application's logs are. Chosen from their own random stream (the
+    /// rest of the plan is unchanged) once content is final (keywords
+    /// planted); the content is generated here to know each unit's stored
+    /// size, which the layout needs.
+    fn compress_some(&mut self) {
+        let share = self.vol.profile.compressed_share;
+        if share <= 0.0 {
+            return;
+        }
+        let mut rng = Rng::derive(self.vol.seed, &[0x4C5A_4E54, self.k as u64]);
+        let cluster = self.cluster;
+        for it in &mut self.items {
+            let eligible = matches!(it.spec.kind, Kind::Text | Kind::Log)
+                && !it.deleted
+                && !it.residue
+                && !it.resident
+                && it.dup_group.is_none()
+                && it.spec.size >= 2 * cluster;
+            if !eligible || !rng.chance(share) {
+                continue;
+            }
+            let Some(bytes) = crate::content::generate_text(&it.spec) else {
+                continue;
+            };
+            let stored = crate::ntfs::lznt1::store(&bytes);
+            // Only where it saves space, as NTFS keeps such units raw.
+            if stored.bytes.len() as u64 >= it.spec.size.div_ceil(cluster) * cluster {
+                continue;
+            }
+            it.compressed = Some(stored.units);
         }
     }
 
@@ -1728,7 +1777,9 @@ impl<'a> GroupBuilder<'a> {
         let live: Vec<usize> = (0..self.items.len())
             .filter(|&i| {
                 let it = &self.items[i];
-                !it.deleted && !it.residue && it.clusters(cluster) > 0
+                // A compressed file's clusters hold LZNT1, not its bytes:
+                // never an overwriter.
+                !it.deleted && !it.residue && it.clusters(cluster) > 0 && it.compressed.is_none()
             })
             .collect();
         let mut live_iter = {
@@ -1757,7 +1808,11 @@ impl<'a> GroupBuilder<'a> {
             if is_paired || it.clusters(cluster) == 0 {
                 continue;
             }
-            if !it.residue && it.clusters(cluster) >= 2 && self.rng.chance(prof.fragmented_share) {
+            if !it.residue
+                && it.clusters(cluster) >= 2
+                && self.rng.chance(prof.fragmented_share)
+                && it.compressed.is_none()
+            {
                 self.items[i].fragmented = true;
                 frag_count += self.items[i].clusters(cluster).min(4);
             }

@@ -35,6 +35,10 @@ pub struct Profile {
     /// Share of free-space gaps filled with random bytes (wiped or
     /// encrypted remnants) rather than zeros.
     pub random_free_share: f64,
+    /// NTFS: share of live text and log files (8 KiB or more) stored
+    /// LZNT1-compressed.
+    #[serde(default)]
+    pub compressed_share: f64,
     /// Wanted E01 compression ratio (raw size over stored size). When set,
     /// generation replaces `fill` by the share of used space that gives it
     /// ([`crate::calibrate`]); the manifest records both.
@@ -71,6 +75,7 @@ impl Profile {
                 // Free space on an unencrypted disk is mostly zeroed or old
                 // file content; wiped or encrypted remnants are rare.
                 random_free_share: 0.04,
+                compressed_share: 0.10,
                 target_e01_ratio: Some(4.0),
             }),
             // A disk whose user cleaned up before seizure: many deleted files
@@ -90,6 +95,7 @@ impl Profile {
                 notable_share: 0.05,
                 known_share: 0.02,
                 random_free_share: 0.35,
+                compressed_share: 0.05,
                 target_e01_ratio: None,
             }),
             _ => None,

@@ -220,6 +220,21 @@ fn check_ntfs3g(c: &Corpus) {
         assert!(out.status.success(), "ntfscat {}: {}", f.path, text(&out));
         assert_eq!(Some(md5_hex(&out.stdout)), f.md5, "ntfscat {}", f.path);
     }
+    // Every compressed file through ntfs-3g's LZNT1 decoder.
+    for f in c.live_files().filter(|f| f.compressed) {
+        let out = Command::new("ntfscat")
+            .arg(&part)
+            .arg(format!("/{}", f.path))
+            .output()
+            .expect("run ntfscat");
+        assert!(out.status.success(), "ntfscat {}: {}", f.path, text(&out));
+        assert_eq!(
+            Some(md5_hex(&out.stdout)),
+            f.md5,
+            "ntfscat {} (compressed)",
+            f.path
+        );
+    }
     let _ = std::fs::remove_file(part);
 }
 
@@ -347,6 +362,25 @@ fn ntfs_workstation_matches_oracles() {
     if let Some(c) = run_all(test, &["--size", "96MiB", "--seed", "7"]) {
         let s = &c.manifest.summary;
         assert!(s.deleted_files > 0 && s.fragmented_files > 0, "{s:?}");
+        // Compressed files: TSK sees the attribute as compressed (icat
+        // already returned their MD5s through its decoder).
+        assert!(s.compressed_files > 0, "{s:?}");
+        let f = c
+            .live_files()
+            .find(|f| f.compressed)
+            .expect("a compressed file");
+        let out = Command::new("istat")
+            .args(["-o", &c.start_sector().to_string()])
+            .arg(c.image())
+            .arg(f.mft_record.expect("record").to_string())
+            .output()
+            .expect("run istat");
+        assert!(
+            text(&out).contains("Non-Resident, Compressed"),
+            "istat {}: {}",
+            f.path,
+            text(&out)
+        );
         check_mount(test, &c);
     }
 }

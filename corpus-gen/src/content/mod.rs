@@ -246,14 +246,32 @@ pub struct Generated {
     pub attachments: Vec<Attachment>,
 }
 
+/// The content of a text or log `spec` (kinds that need no pool), or
+/// `None` for other kinds: the planner uses it to lay out compressed files
+/// before the content workers run.
+pub fn generate_text(spec: &Spec) -> Option<Vec<u8>> {
+    let mut rng = Rng::new(spec.key);
+    let size = spec.size as usize;
+    match spec.kind {
+        Kind::Text => Some(text::plain(&mut rng, size, &spec.keywords, &spec.straddle)),
+        Kind::Log => Some(text::log(
+            &mut rng,
+            size,
+            &spec.keywords,
+            &spec.straddle,
+            spec.when,
+        )),
+        _ => None,
+    }
+}
+
 /// Produce the content for `spec`.
 pub fn generate(spec: &Spec, pool: &Pool) -> Result<Generated, crate::CorpusError> {
     let mut rng = Rng::new(spec.key);
     let size = spec.size as usize;
     let mut out = Generated::default();
     out.bytes = match spec.kind {
-        Kind::Text => text::plain(&mut rng, size, &spec.keywords, &spec.straddle),
-        Kind::Log => text::log(&mut rng, size, &spec.keywords, &spec.straddle, spec.when),
+        Kind::Text | Kind::Log => generate_text(spec).unwrap_or_default(),
         Kind::Html => text::html(&mut rng, size, &spec.keywords),
         Kind::Pdf => pdf::pdf(&mut rng, size, &spec.keywords, spec.when),
         Kind::Jpeg => pool.jpeg(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,

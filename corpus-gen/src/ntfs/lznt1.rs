@@ -113,9 +113,122 @@ pub fn compress(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Clusters in an NTFS compression unit (64 KiB with 4 KiB clusters, the
+/// only unit Windows uses; the attribute header stores its log2, 4).
+pub const UNIT_CLUSTERS: u64 = 16;
+/// Bytes of a compression unit.
+pub const UNIT_BYTES: usize = UNIT_CLUSTERS as usize * crate::ntfs::CLUSTER;
+
+/// A file's data as a compressed NTFS stream stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// Clusters each compression unit occupies: fewer than
+    /// [`UNIT_CLUSTERS`] for a compressed unit (the rest of its virtual
+    /// clusters are sparse), exactly [`UNIT_CLUSTERS`] for one stored raw.
+    pub units: Vec<u8>,
+    /// The bytes on disk, unit after unit, each padded with zeros to whole
+    /// clusters (so exactly `sum(units)` clusters).
+    pub bytes: Vec<u8>,
+}
+
+/// Lay `data` out as Windows stores a compressed file: each 64 KiB unit
+/// compressed on its own and kept compressed when that saves at least one
+/// cluster, else stored raw in all sixteen.
+pub fn store(data: &[u8]) -> Stored {
+    let cluster = crate::ntfs::CLUSTER;
+    let mut units = Vec::with_capacity(data.len().div_ceil(UNIT_BYTES));
+    let mut bytes = Vec::with_capacity(data.len() / 2);
+    for unit in data.chunks(UNIT_BYTES) {
+        let packed = compress(unit);
+        let n = packed.len().div_ceil(cluster);
+        if n < UNIT_CLUSTERS as usize {
+            bytes.extend_from_slice(&packed);
+            units.push(n as u8);
+            bytes.resize(bytes.len().div_ceil(cluster) * cluster, 0);
+        } else {
+            bytes.extend_from_slice(unit);
+            units.push(UNIT_CLUSTERS as u8);
+            bytes.resize(bytes.len() + (UNIT_BYTES - unit.len()), 0);
+        }
+    }
+    Stored { units, bytes }
+}
+
+/// The run list of a compressed stream whose stored clusters start at
+/// `lcn` and are contiguous: per unit its clusters, then the unit's
+/// sparse rest (raw units run on into the next).
+pub fn unit_runs(lcn: u64, units: &[u8]) -> Vec<super::record::DataRun> {
+    use super::record::DataRun;
+    let mut runs: Vec<DataRun> = Vec::new();
+    let mut at = lcn;
+    for &n in units {
+        let n = n as u64;
+        match runs.last_mut() {
+            // A raw unit continues the previous data run.
+            Some(r) if r.lcn.map(|l| l + r.len) == Some(at) => r.len += n,
+            _ if n > 0 => runs.push(DataRun {
+                lcn: Some(at),
+                len: n,
+            }),
+            _ => {}
+        }
+        at += n;
+        if n < UNIT_CLUSTERS {
+            runs.push(DataRun {
+                lcn: None,
+                len: UNIT_CLUSTERS - n,
+            });
+        }
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_stream_reads_back_unit_by_unit() {
+        let mut text = Vec::new();
+        let mut r = crate::rng::Rng::new(11);
+        crate::words::fill_text(&mut r, &mut text, 150_000);
+        let mut rnd = vec![0u8; UNIT_BYTES];
+        r.fill(&mut rnd);
+        text.extend_from_slice(&rnd);
+        text.extend_from_slice(b"tail");
+        let s = store(&text);
+        assert_eq!(s.units.len(), text.len().div_ceil(UNIT_BYTES));
+        let clusters: usize = s.units.iter().map(|&n| n as usize).sum();
+        assert_eq!(s.bytes.len(), clusters * crate::ntfs::CLUSTER);
+        // Text units shrink, the random unit is raw.
+        assert!(s.units[0] < 16 && s.units[1] < 16, "{:?}", s.units);
+        assert_eq!(s.units[3], 16, "{:?}", s.units);
+        // Decode as a reader does: unit by unit from the stored clusters.
+        let mut back = Vec::new();
+        let mut at = 0;
+        for (u, &n) in s.units.iter().enumerate() {
+            let len = n as usize * crate::ntfs::CLUSTER;
+            let want = (text.len() - u * UNIT_BYTES).min(UNIT_BYTES);
+            let part = &s.bytes[at..at + len];
+            if n as u64 == UNIT_CLUSTERS {
+                back.extend_from_slice(&part[..want]);
+            } else {
+                let mut out = Vec::new();
+                caseload_fs::lznt1::decompress(part, &mut out, want).unwrap();
+                back.extend_from_slice(&out);
+            }
+            at += len;
+        }
+        assert_eq!(back, text);
+        // Runs: data then sparse per compressed unit, raw units merged.
+        let runs = unit_runs(100, &s.units);
+        let vcns: u64 = runs.iter().map(|r| r.len).sum();
+        assert_eq!(vcns, s.units.len() as u64 * UNIT_CLUSTERS);
+        let data: u64 = runs.iter().filter(|r| r.lcn.is_some()).map(|r| r.len).sum();
+        assert_eq!(data as usize, clusters);
+        assert_eq!(runs[0].lcn, Some(100));
+        assert_eq!(runs[1].lcn, None);
+    }
 
     fn round_trip(data: &[u8]) -> usize {
         let packed = compress(data);

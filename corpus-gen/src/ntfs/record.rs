@@ -112,6 +112,9 @@ pub struct NonResident {
     pub size: u64,
     /// Bytes written (valid data length).
     pub initialized: u64,
+    /// LZNT1-compressed stream: the bytes of clusters actually allocated
+    /// (`allocated` then counts whole 64 KiB compression units).
+    pub compressed: Option<u64>,
 }
 
 /// An attribute too large for the record it was added to.
@@ -245,15 +248,32 @@ impl RecordBuf {
     ) -> Result<(), RecordFull> {
         let name = utf16(name);
         let pairs = encode_runs(runs);
-        let pairs_at = align8(0x40 + name.len());
+        // A compressed attribute's header is 8 bytes longer: it ends with
+        // the compressed (allocated-cluster) size.
+        let head = if sizes.compressed.is_some() {
+            0x48
+        } else {
+            0x40
+        };
+        let pairs_at = align8(head + name.len());
         let len = pairs_at + align8(pairs.len());
         let at = self.reserve(kind, len)?;
-        self.header(at, kind, len, true, &name, 0);
+        let flags = if sizes.compressed.is_some() {
+            ATTR_COMPRESSED
+        } else {
+            0
+        };
+        self.header(at, kind, len, true, &name, flags);
         let vcns: u64 = runs.iter().map(|r| r.len).sum();
         let b = &mut self.buf;
         if !name.is_empty() {
-            b[at + 10..at + 12].copy_from_slice(&0x40u16.to_le_bytes());
-            b[at + 0x40..at + 0x40 + name.len()].copy_from_slice(&name);
+            b[at + 10..at + 12].copy_from_slice(&(head as u16).to_le_bytes());
+            b[at + head..at + head + name.len()].copy_from_slice(&name);
+        }
+        if let Some(c) = sizes.compressed {
+            // log2 of the compression unit in clusters (16).
+            b[at + 0x22] = 4;
+            b[at + 0x40..at + 0x48].copy_from_slice(&c.to_le_bytes());
         }
         // lowest VCN 0; highest VCN is the last cluster (-1 when empty).
         let highest = vcns as i64 - 1;
@@ -327,6 +347,10 @@ pub const FILE_ATTRIBUTE_SYSTEM: u32 = 0x0004;
 pub const FILE_ATTRIBUTE_ARCHIVE: u32 = 0x0020;
 /// File attribute: content indexing not wanted.
 pub const FILE_ATTRIBUTE_NOT_CONTENT_INDEXED: u32 = 0x2000;
+/// File attribute: compressed.
+pub const FILE_ATTRIBUTE_COMPRESSED: u32 = 0x0800;
+/// Attribute header flag: the stream is LZNT1-compressed.
+pub const ATTR_COMPRESSED: u16 = 0x0001;
 /// `$FILE_NAME` flag: the file is a directory (has an `$I30` index).
 pub const FILE_NAME_DIRECTORY: u32 = 0x1000_0000;
 

@@ -552,7 +552,7 @@ impl<'a> NtfsWriter<'a> {
                     times: super::nt_times(&it.times),
                     allocated: alloc,
                     size,
-                    flags: record::FILE_ATTRIBUTE_ARCHIVE,
+                    flags: file_attributes(it),
                     name: String::new(),
                     namespace: 0,
                 };
@@ -588,6 +588,10 @@ impl<'a> NtfsWriter<'a> {
         let size = it.spec.size;
         if it.resident {
             (size.div_ceil(8) * 8, size)
+        } else if let Some(units) = &it.compressed {
+            // Compressed: whole compression units are allocated (virtual
+            // clusters, the sparse ones included).
+            (units.len() as u64 * super::lznt1::UNIT_BYTES as u64, size)
         } else {
             let clusters: u64 = it.runs.iter().map(|r| r.len as u64).sum();
             (clusters * CLUSTER as u64, size)
@@ -694,6 +698,7 @@ impl<'a> NtfsWriter<'a> {
                     allocated: reserved * CLUSTER as u64,
                     size: used,
                     initialized: used,
+                    compressed: None,
                 },
             )?;
             b.resident(AT_BITMAP, "$I30", &built.bitmap, false)?;
@@ -762,12 +767,13 @@ impl<'a> NtfsWriter<'a> {
                     let flags = if it.deleted { 0 } else { record::MFT_IN_USE };
                     let times = super::nt_times(&it.times);
                     let (alloc, size) = self.data_sizes(plan, i);
+                    let attributes = file_attributes(it);
                     let t = FileName {
                         parent: self.parent_ref(&num, parent),
                         times,
                         allocated: alloc,
                         size,
-                        flags: record::FILE_ATTRIBUTE_ARCHIVE,
+                        flags: attributes,
                         name: String::new(),
                         namespace: 0,
                     };
@@ -775,11 +781,7 @@ impl<'a> NtfsWriter<'a> {
                     b.resident(
                         AT_STANDARD_INFORMATION,
                         "",
-                        &record::standard_information(
-                            &times,
-                            record::FILE_ATTRIBUTE_ARCHIVE,
-                            self.secure.file_id,
-                        ),
+                        &record::standard_information(&times, attributes, self.secure.file_id),
                         false,
                     )?;
                     for (n, ns) in &names {
@@ -802,6 +804,24 @@ impl<'a> NtfsWriter<'a> {
                             })?
                         };
                         b.resident(AT_DATA, "", content, false)?;
+                    } else if let Some(units) = &it.compressed {
+                        let lcn = it
+                            .runs
+                            .first()
+                            .map(|r| lcn_of(&self.head, plan.base + r.start))
+                            .unwrap_or(0);
+                        let clusters: u64 = units.iter().map(|&n| n as u64).sum();
+                        b.non_resident(
+                            AT_DATA,
+                            "",
+                            &super::lznt1::unit_runs(lcn, units),
+                            NonResident {
+                                allocated: alloc,
+                                size,
+                                initialized: size,
+                                compressed: Some(clusters * CLUSTER as u64),
+                            },
+                        )?;
                     } else {
                         b.non_resident(
                             AT_DATA,
@@ -811,6 +831,7 @@ impl<'a> NtfsWriter<'a> {
                                 allocated: alloc,
                                 size,
                                 initialized: size,
+                                compressed: None,
                             },
                         )?;
                     }
@@ -891,6 +912,7 @@ impl<'a> NtfsWriter<'a> {
                     allocated: clusters * c,
                     size,
                     initialized: size,
+                    compressed: None,
                 },
             )?;
             Ok(())
@@ -916,6 +938,7 @@ impl<'a> NtfsWriter<'a> {
                         allocated: h.mft_bitmap_clusters * c,
                         size: bm,
                         initialized: bm,
+                        compressed: None,
                     },
                 )?;
                 b.finish(1)
@@ -993,6 +1016,7 @@ impl<'a> NtfsWriter<'a> {
                         allocated: n,
                         size: n,
                         initialized: n,
+                        compressed: None,
                     },
                 )?;
                 b.finish(1)
@@ -1347,4 +1371,13 @@ pub fn used_clusters(plan: &GroupPlan) -> Vec<bool> {
         }
     }
     used
+}
+
+/// A user file's attributes: archive, plus compressed where it is.
+fn file_attributes(it: &crate::plan::ItemPlan) -> u32 {
+    if it.compressed.is_some() {
+        record::FILE_ATTRIBUTE_ARCHIVE | record::FILE_ATTRIBUTE_COMPRESSED
+    } else {
+        record::FILE_ATTRIBUTE_ARCHIVE
+    }
 }

@@ -44,7 +44,8 @@ impl Corpus {
         v
     }
 
-    /// A file's content read through its manifest extents.
+    /// A file's content read through its manifest extents (for an NTFS
+    /// compressed file, its stored LZNT1 stream, not its content).
     pub fn content(&self, f: &FileEntry) -> Vec<u8> {
         let mut out = Vec::with_capacity(f.size as usize);
         for e in &f.extents {
