@@ -14,7 +14,8 @@
 #         target/corpus-bench under the checkout)
 # Environment: SIZE (4GiB), RUNS (3), LARGE (64GiB; e.g. 3TiB to cross
 #   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary),
-#   FS (fat or ntfs, default fat).
+#   FS (fat or ntfs; default: the command's own, NTFS for the workstation
+#   profile at a 4:1 E01).
 # Last, the corpus's shape at SIZE (seed 1, also written as E01): files
 # per GiB of the disk and of its used space, items per GiB (files, deleted
 # files, streams and e-mail attachments: what a suite lists as items) and
@@ -27,7 +28,10 @@ RUNS=${RUNS:-3}
 LARGE=${LARGE:-64GiB}
 DIR=${1:-$PWD/target/corpus-bench}
 THREADS=${THREADS:-$(nproc)}
-FS=${FS:-fat}
+FS=${FS:-}
+# Only a chosen file system is passed on; otherwise the command's default.
+fs_args=()
+[ -n "$FS" ] && fs_args=(--fs "$FS")
 if [ -z "${CASELOAD:-}" ]; then
     cargo build --release --quiet
     CASELOAD=${CARGO_TARGET_DIR:-$PWD/target}/release/caseload
@@ -47,13 +51,13 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 secs() { awk -F: '/Elapsed \(wall clock\)/ {n=split($0,p,": "); t=p[n]; k=split(t,q,":"); s=0; for(i=1;i<=k;i++) s=s*60+q[i]; print s}' "$1"; }
 rss() { awk '/Maximum resident set size/ {print $NF}' "$1"; }
 
-echo "corpus-bench: $SIZE $FS in $DIR, $RUNS runs, $THREADS threads, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "corpus-bench: $SIZE ${FS:-default fs} in $DIR, $RUNS runs, $THREADS threads, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$DIR/caseload.tp"; : > "$DIR/dd.tp"; : > "$DIR/rss"
 for i in $(seq 1 "$RUNS"); do
     rm -rf "$DIR/corpus" "$DIR/zero.bin"
     sync
     /usr/bin/time -v -o "$DIR/time.txt" "$CASELOAD" corpus --out "$DIR/corpus" \
-        --size "$SIZE" --seed "$i" --threads "$THREADS" --fs "$FS" >/dev/null
+        --size "$SIZE" --seed "$i" --threads "$THREADS" "${fs_args[@]}" >/dev/null
     t=$(secs "$DIR/time.txt")
     tp=$(awk -v b="$bytes" -v t="$t" 'BEGIN {printf "%.1f", b / t / 1e6}')
     echo "$tp" >> "$DIR/caseload.tp"
@@ -75,13 +79,13 @@ echo "median: caseload corpus $c MB/s, dd $d MB/s, ratio $(awk -v c="$c" -v d="$
 
 echo "memory at $LARGE (image bytes discarded, everything else computed):"
 /usr/bin/time -v -o "$DIR/time-large.txt" "$CASELOAD" corpus --out "$DIR/large" \
-    --size "$LARGE" --seed 1 --threads "$THREADS" --decoys 0 --discard-image --fs "$FS" >/dev/null
+    --size "$LARGE" --seed 1 --threads "$THREADS" --decoys 0 --discard-image "${fs_args[@]}" >/dev/null
 echo "  $LARGE: peak RSS $(rss "$DIR/time-large.txt") KiB in $(secs "$DIR/time-large.txt")s (vs $r KiB at $SIZE)"
 rm -rf "$DIR/large"
 
-echo "shape at $SIZE ($FS, seed 1):"
+echo "shape at $SIZE (${FS:-default fs}, seed 1):"
 "$CASELOAD" corpus --out "$DIR/shape" --size "$SIZE" --seed 1 --threads "$THREADS" \
-    --fs "$FS" --format dd,e01 --decoys 0 >/dev/null
+    "${fs_args[@]}" --format dd,e01 --decoys 0 >/dev/null
 python3 - "$DIR/shape" <<'PY'
 import json, os, sys
 d = sys.argv[1]
@@ -98,7 +102,8 @@ items = len(live) + len(deleted) + len(streams) + attachments
 e01 = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) if n.startswith("image.E"))
 print(f"  {len(live)} live files ({len(live) / gib:.0f} per GiB of disk, {len(live) / used:.0f} per GiB used),"
       f" {len(deleted)} deleted, {len(streams)} streams, {attachments} attachments")
-print(f"  items {items} ({items / gib:.0f} per GiB); used {used:.2f} of {gib:.2f} GiB;"
+print(f"  items {items} ({items / gib:.0f} per GiB of disk, {items / used:.0f} per GiB used);"
+      f" used {used:.2f} of {gib:.2f} GiB; {m['summary'].get('compressed_files', 0)} compressed;"
       f" E01 ratio {m['image']['size'] / e01:.2f}:1")
 PY
 rm -rf "$DIR/shape"

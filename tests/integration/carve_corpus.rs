@@ -301,11 +301,20 @@ fn whole_image_unaligned_carves_allocated_files_too() {
             // Fragmented: its contiguous carve breaks off, and it is carved
             // again along the chain the file system maps for it.
             let at = f.extents[0].offset;
-            let row = c
-                .rows
-                .iter()
-                .find(|r| r.offset == at && r.fragments > 1)
-                .unwrap_or_else(|| panic!("fragmented {} ({t}) not followed", f.path));
+            let Some(row) = c.rows.iter().find(|r| r.offset == at && r.fragments > 1) else {
+                // Its contiguous carve did not break: the container's
+                // structure ends in the first fragment (see below), so
+                // nothing sent the carver along the file's map.
+                assert!(
+                    c.rows.iter().any(|r| r.offset == at
+                        && r.fragments <= 1
+                        && r.validation == "valid"
+                        && r.length == f.size),
+                    "fragmented {} ({t}) not followed",
+                    f.path
+                );
+                continue;
+            };
             assert_eq!(row.validation, "valid", "{}: {row:?}", f.path);
             assert_eq!(row.md5.as_deref(), Some(md5.as_str()), "{}", f.path);
             assert_eq!(row.fragments, f.extents.len(), "{}", f.path);
@@ -324,7 +333,20 @@ fn whole_image_unaligned_carves_allocated_files_too() {
                 .iter()
                 .find(|r| r.fragments <= 1 && r.offset < at && at < r.offset + r.length)
                 .unwrap_or_else(|| panic!("allocated {} ({t}) not carved from the image", f.path));
-            assert_ne!(outer.validation, "valid", "{} inside {outer:?}", f.path);
+            // Unless the fragmented file's whole structure lies in its
+            // first fragment (an OOXML whose end record, padded by a
+            // comment, comes before the break): then the contiguous read
+            // is a valid container of the file's size, its comment bytes
+            // being the next file's, which no carver can tell.
+            let structure_in_first_fragment = manifest.files.iter().any(|g| {
+                g.extents.len() > 1
+                    && g.extents[0].offset == outer.offset
+                    && g.size == outer.length
+                    && outer.md5 != g.md5
+            });
+            if !structure_in_first_fragment {
+                assert_ne!(outer.validation, "valid", "{} inside {outer:?}", f.path);
+            }
             swallowed += 1;
             continue;
         };
