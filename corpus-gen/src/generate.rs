@@ -21,7 +21,7 @@ use crate::geometry::{DISK_SECTOR, Geometry, TableKind};
 use crate::hashsets::{self, Planted};
 use crate::manifest::{self, *};
 use crate::ntfs;
-use crate::plan::{Fill, GroupPlan, ItemPlan, Parent, Volume};
+use crate::plan::{Fill, GroupPlan, ItemPlan, Packing, Parent, Volume};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
 use md5::Digest;
@@ -272,7 +272,14 @@ fn hash_all(bytes: &[u8]) -> (String, String, String, String) {
 }
 
 fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
-    let g = content::generate(&it.spec, pool)?;
+    let mut g = content::generate(&it.spec, pool)?;
+    // A sparse file's holes read as zeros: its content is the generated
+    // bytes with them cleared.
+    if let Some(p) = &it.packing {
+        for (from, to) in p.holes(it.spec.size) {
+            g.bytes[from as usize..to as usize].fill(0);
+        }
+    }
     let (md5, sha1, sha256, _) = hash_all(&g.bytes);
     let kw_offsets = it
         .spec
@@ -284,8 +291,8 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
                 .collect()
         })
         .collect();
-    let stored = match &it.compressed {
-        Some(units) => {
+    let stored = match &it.packing {
+        Some(Packing::Compressed(units)) => {
             let s = ntfs::lznt1::store(&g.bytes);
             if &s.units != units {
                 return Err(CorpusError::Worker(format!(
@@ -294,6 +301,19 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
                 )));
             }
             Some(Arc::new(s.bytes))
+        }
+        Some(Packing::Sparse(data)) => {
+            // The data units, one after another, the last padded to whole
+            // clusters.
+            let unit = ntfs::lznt1::UNIT_BYTES;
+            let mut v = Vec::new();
+            for (u, chunk) in g.bytes.chunks(unit).enumerate() {
+                if data.get(u).copied().unwrap_or(true) {
+                    v.extend_from_slice(chunk);
+                }
+            }
+            v.resize(v.len().div_ceil(ntfs::CLUSTER) * ntfs::CLUSTER, 0);
+            Some(Arc::new(v))
         }
         None => None,
     };
@@ -798,7 +818,8 @@ fn write_group(
             left[i] += 1;
         }
     }
-    // An item's on-disk bytes (the stored stream of a compressed file).
+    // An item's on-disk bytes (a compressed or sparse file's stored
+    // clusters).
     let mut store: HashMap<usize, Arc<Vec<u8>>> = HashMap::new();
     let mut facts: HashMap<usize, Facts> = HashMap::new();
     let mut dir_cache: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -883,8 +904,8 @@ fn write_group(
                 let bytes = store.get(&i).cloned().unwrap_or_default();
                 let it = &plan.items[i];
                 let from = idx as u64 * cs;
-                // A compressed stream fills its clusters exactly.
-                let on_disk = if it.compressed.is_some() {
+                // A packed stream fills its clusters exactly.
+                let on_disk = if it.packing.is_some() {
                     bytes.len() as u64
                 } else {
                     it.spec.size
@@ -975,6 +996,7 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         sequence: d.record.map(|r| r.1),
         resident: false,
         compressed: false,
+        sparse: false,
         stream: None,
     }
 }
@@ -1382,9 +1404,10 @@ impl ManifestOut {
                             .iter()
                             .map(|&o| {
                                 let (mut disk, cross_c, cross_f, ow) = locate(o, tok.len() as u64);
-                                // A compressed file's clusters hold LZNT1:
-                                // the token is nowhere on the raw disk.
-                                if it.compressed.is_some() {
+                                // A compressed file's clusters hold LZNT1
+                                // and a sparse one's skip its holes: no
+                                // disk offset is recorded for either.
+                                if it.packing.is_some() {
                                     disk = None;
                                 }
                                 Occurrence {
@@ -1485,7 +1508,7 @@ impl ManifestOut {
             }
             let slack = if it.spec.size % cs == 0
                 || (ntfs.is_some() && it.resident)
-                || it.compressed.is_some()
+                || it.packing.is_some()
             {
                 0
             } else {
@@ -1525,10 +1548,12 @@ impl ManifestOut {
                 mft_record: num.as_ref().and_then(|n| n.item[i]),
                 sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
                 resident: ntfs.is_some() && it.resident,
-                compressed: it.compressed.is_some(),
+                compressed: matches!(it.packing, Some(Packing::Compressed(_))),
+                sparse: matches!(it.packing, Some(Packing::Sparse(_))),
                 stream: None,
             };
-            self.summary.compressed_files += it.compressed.is_some() as u64;
+            self.summary.compressed_files += e.compressed as u64;
+            self.summary.sparse_files += e.sparse as u64;
             self.entry(&e)?;
             if ntfs.is_some()
                 && let Some(zone) = ntfs::write::zone_identifier(it)
@@ -1561,6 +1586,7 @@ impl ManifestOut {
                     attachments: Vec::new(),
                     resident: true,
                     compressed: false,
+                    sparse: false,
                     stream: Some(sname.to_string()),
                     ..e.clone()
                 })?;

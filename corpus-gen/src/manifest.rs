@@ -357,6 +357,11 @@ pub struct FileEntry {
     /// and keywords have no disk offset.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub compressed: bool,
+    /// NTFS sparse: `extents` hold the data units only (holes have no
+    /// clusters and read as zeros), hashes are of the content with its
+    /// holes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sparse: bool,
     /// NTFS alternate data stream: this entry is the named stream of the
     /// file at `path` without the `:NAME` suffix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -474,4 +479,7 @@ pub struct Summary {
     /// NTFS files stored LZNT1-compressed.
     #[serde(default)]
     pub compressed_files: u64,
+    /// NTFS sparse files.
+    #[serde(default)]
+    pub sparse_files: u64,
 }

@@ -222,9 +222,59 @@ pub struct ItemPlan {
     pub slack_random: bool,
     /// Stored inside its MFT record (NTFS, small files): no clusters.
     pub resident: bool,
-    /// NTFS compressed (LZNT1): the clusters each 64 KiB compression unit
-    /// occupies on disk (see [`crate::ntfs::lznt1::store`]).
-    pub compressed: Option<Vec<u8>>,
+    /// NTFS: data not stored byte for byte in its clusters (compressed or
+    /// sparse).
+    pub packing: Option<Packing>,
+}
+
+/// How an NTFS file's data sits in its clusters when not byte for byte;
+/// both work in 64 KiB units (16 clusters), as Windows does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Packing {
+    /// LZNT1-compressed: the clusters each unit occupies on disk (see
+    /// [`crate::ntfs::lznt1::store`]).
+    Compressed(Vec<u8>),
+    /// Sparse: per unit, whether it holds data; a hole reads as zeros and
+    /// has no clusters.
+    Sparse(Vec<bool>),
+}
+
+impl Packing {
+    /// Clusters of unit `u` of a `size`-byte stream (the last may be short).
+    pub fn unit_clusters(size: u64, u: usize) -> u64 {
+        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
+        let cluster = crate::ntfs::CLUSTER as u64;
+        size.saturating_sub(u as u64 * unit)
+            .min(unit)
+            .div_ceil(cluster)
+    }
+
+    /// Clusters allocated on disk for a `size`-byte stream.
+    pub fn clusters(&self, size: u64) -> u32 {
+        match self {
+            Packing::Compressed(units) => units.iter().map(|&n| n as u32).sum(),
+            Packing::Sparse(data) => data
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| **d)
+                .map(|(u, _)| Self::unit_clusters(size, u) as u32)
+                .sum(),
+        }
+    }
+
+    /// Byte ranges of a sparse stream's holes (empty when compressed).
+    pub fn holes(&self, size: u64) -> Vec<(u64, u64)> {
+        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
+        match self {
+            Packing::Compressed(_) => Vec::new(),
+            Packing::Sparse(data) => data
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| !**d)
+                .map(|(u, _)| (u as u64 * unit, ((u as u64 + 1) * unit).min(size)))
+                .collect(),
+        }
+    }
 }
 
 impl ItemPlan {
@@ -233,8 +283,8 @@ impl ItemPlan {
         if self.resident && !self.residue {
             return 0;
         }
-        if let Some(units) = &self.compressed {
-            return units.iter().map(|&n| n as u32).sum();
+        if let Some(p) = &self.packing {
+            return p.clusters(self.spec.size);
         }
         self.spec.size.div_ceil(cluster) as u32
     }
@@ -1185,7 +1235,7 @@ impl<'a> GroupBuilder<'a> {
             dup_group: None,
             slack_random,
             resident,
-            compressed: None,
+            packing: None,
         });
         self.items.len() - 1
     }
@@ -1403,7 +1453,7 @@ impl<'a> GroupBuilder<'a> {
         self.finish_names();
         self.trim_deleted_dirs();
         if vol.geo.ntfs && !vol.estimate_only {
-            self.compress_some();
+            self.pack_some();
         }
         let mut mft = 0;
         if vol.geo.ntfs {
@@ -1427,19 +1477,18 @@ impl<'a> GroupBuilder<'a> {
 
     /// NTFS: store a share of the live text and log files compressed, as a
     /// user's "compress contents to save disk space" folders or an
-    /// application's logs are. Chosen from their own random stream (the
-    /// rest of the plan is unchanged) once content is final (keywords
-    /// planted); the content is generated here to know each unit's stored
-    /// size, which the layout needs.
-    fn compress_some(&mut self) {
+    /// application's logs are, and a share of large containers sparse.
+    /// Chosen from their own random stream (the rest of the plan is
+    /// unchanged) once content is final (keywords planted); a compressed
+    /// file's content is generated here to know each unit's stored size,
+    /// which the layout needs.
+    fn pack_some(&mut self) {
         let share = self.vol.profile.compressed_share;
-        if share <= 0.0 {
-            return;
-        }
         let mut rng = Rng::derive(self.vol.seed, &[0x4C5A_4E54, self.k as u64]);
         let cluster = self.cluster;
         for it in &mut self.items {
-            let eligible = matches!(it.spec.kind, Kind::Text | Kind::Log)
+            let eligible = share > 0.0
+                && matches!(it.spec.kind, Kind::Text | Kind::Log)
                 && !it.deleted
                 && !it.residue
                 && !it.resident
@@ -1456,7 +1505,39 @@ impl<'a> GroupBuilder<'a> {
             if stored.bytes.len() as u64 >= it.spec.size.div_ceil(cluster) * cluster {
                 continue;
             }
-            it.compressed = Some(stored.units);
+            it.packing = Some(Packing::Compressed(stored.units));
+        }
+        // Sparse files: downloads in progress (a torrent client's
+        // preallocated file, pieces still missing) and disk images; their
+        // first and last units hold data (headers, trailers), a share of
+        // the others are holes.
+        let share = self.vol.profile.sparse_share;
+        if share <= 0.0 {
+            return;
+        }
+        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
+        for it in &mut self.items {
+            let eligible = it.spec.kind == Kind::Container
+                && it.packing.is_none()
+                && !it.deleted
+                && !it.residue
+                && it.dup_group.is_none()
+                && !it.known
+                && !it.notable
+                && it.spec.keywords.is_empty()
+                && it.spec.size >= 4 * unit;
+            if !eligible || !rng.chance(share) {
+                continue;
+            }
+            let units = it.spec.size.div_ceil(unit) as usize;
+            let missing = 0.2 + 0.6 * rng.unit();
+            let data: Vec<bool> = (0..units)
+                .map(|u| u == 0 || u + 1 == units || !rng.chance(missing))
+                .collect();
+            if data.iter().all(|d| *d) {
+                continue;
+            }
+            it.packing = Some(Packing::Sparse(data));
         }
     }
 
@@ -1777,9 +1858,9 @@ impl<'a> GroupBuilder<'a> {
         let live: Vec<usize> = (0..self.items.len())
             .filter(|&i| {
                 let it = &self.items[i];
-                // A compressed file's clusters hold LZNT1, not its bytes:
-                // never an overwriter.
-                !it.deleted && !it.residue && it.clusters(cluster) > 0 && it.compressed.is_none()
+                // A compressed or sparse file's clusters are not its bytes
+                // in order: never an overwriter.
+                !it.deleted && !it.residue && it.clusters(cluster) > 0 && it.packing.is_none()
             })
             .collect();
         let mut live_iter = {
@@ -1811,7 +1892,7 @@ impl<'a> GroupBuilder<'a> {
             if !it.residue
                 && it.clusters(cluster) >= 2
                 && self.rng.chance(prof.fragmented_share)
-                && it.compressed.is_none()
+                && it.packing.is_none()
             {
                 self.items[i].fragmented = true;
                 frag_count += self.items[i].clusters(cluster).min(4);

@@ -39,6 +39,10 @@ pub struct Profile {
     /// LZNT1-compressed.
     #[serde(default)]
     pub compressed_share: f64,
+    /// NTFS: share of live encrypted containers and disk images (256 KiB
+    /// or more, no planted keyword) stored sparse, with holes.
+    #[serde(default)]
+    pub sparse_share: f64,
     /// Wanted E01 compression ratio (raw size over stored size). When set,
     /// generation replaces `fill` by the share of used space that gives it
     /// ([`crate::calibrate`]); the manifest records both.
@@ -76,6 +80,7 @@ impl Profile {
                 // file content; wiped or encrypted remnants are rare.
                 random_free_share: 0.04,
                 compressed_share: 0.10,
+                sparse_share: 0.5,
                 target_e01_ratio: Some(4.0),
             }),
             // A disk whose user cleaned up before seizure: many deleted files
@@ -96,6 +101,7 @@ impl Profile {
                 known_share: 0.02,
                 random_free_share: 0.35,
                 compressed_share: 0.05,
+                sparse_share: 0.5,
                 target_e01_ratio: None,
             }),
             _ => None,

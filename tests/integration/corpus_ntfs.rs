@@ -220,8 +220,9 @@ fn check_ntfs3g(c: &Corpus) {
         assert!(out.status.success(), "ntfscat {}: {}", f.path, text(&out));
         assert_eq!(Some(md5_hex(&out.stdout)), f.md5, "ntfscat {}", f.path);
     }
-    // Every compressed file through ntfs-3g's LZNT1 decoder.
-    for f in c.live_files().filter(|f| f.compressed) {
+    // Every compressed file through ntfs-3g's LZNT1 decoder, every sparse
+    // one with its holes.
+    for f in c.live_files().filter(|f| f.compressed || f.sparse) {
         let out = Command::new("ntfscat")
             .arg(&part)
             .arg(format!("/{}", f.path))
@@ -236,6 +237,22 @@ fn check_ntfs3g(c: &Corpus) {
         );
     }
     let _ = std::fs::remove_file(part);
+}
+
+/// `istat` of `f`'s record mentions `what`.
+fn assert_istat_says(c: &Corpus, f: &caseload_corpus::manifest::FileEntry, what: &str) {
+    let out = Command::new("istat")
+        .args(["-o", &c.start_sector().to_string()])
+        .arg(c.image())
+        .arg(f.mft_record.expect("record").to_string())
+        .output()
+        .expect("run istat");
+    assert!(
+        text(&out).contains(what),
+        "istat {}: {}",
+        f.path,
+        text(&out)
+    );
 }
 
 /// Mount read-only with ntfs-3g (FUSE) and read every allocated file.
@@ -369,18 +386,7 @@ fn ntfs_workstation_matches_oracles() {
             .live_files()
             .find(|f| f.compressed)
             .expect("a compressed file");
-        let out = Command::new("istat")
-            .args(["-o", &c.start_sector().to_string()])
-            .arg(c.image())
-            .arg(f.mft_record.expect("record").to_string())
-            .output()
-            .expect("run istat");
-        assert!(
-            text(&out).contains("Non-Resident, Compressed"),
-            "istat {}: {}",
-            f.path,
-            text(&out)
-        );
+        assert_istat_says(&c, f, "Non-Resident, Compressed");
         check_mount(test, &c);
     }
 }
@@ -403,6 +409,11 @@ fn ntfs_suspect_gpt_with_deleted_folders_matches_oracles() {
     ) {
         let s = &c.manifest.summary;
         assert!(s.deleted_directories > 0, "{s:?}");
+        // A sparse container: TSK sees the attribute as sparse (icat and
+        // ntfscat returned its MD5, holes read as zeros).
+        assert!(s.sparse_files > 0, "{s:?}");
+        let f = c.live_files().find(|f| f.sparse).expect("a sparse file");
+        assert_istat_says(&c, f, "Non-Resident, Sparse");
         assert!(c.manifest.files.iter().any(|f| f.in_deleted_dir));
         let ntfs = c.manifest.filesystem.ntfs.as_ref().unwrap();
         assert!(ntfs.mft_fragments >= 2, "$MFT in one piece: {ntfs:?}");

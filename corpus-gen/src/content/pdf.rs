@@ -21,7 +21,9 @@ fn escape(line: &[u8], out: &mut Vec<u8>) {
 
 /// Build the whole file from page content streams, with `pad` bytes of
 /// comment lines before `xref`.
-fn assemble(pages: &[Vec<u8>], info: &[u8], pad: usize) -> Vec<u8> {
+/// `pad` bytes of comment lines go before the cross-reference table (they
+/// move it), `tail` spaces into the trailer dictionary (after it).
+fn assemble(pages: &[Vec<u8>], info: &[u8], pad: usize, tail: usize) -> Vec<u8> {
     let n = pages.len();
     let total_objs = 4 + 2 * n; // 1 catalog, 2 pages, 3 font, 4 info, then page+content pairs
     let mut out =
@@ -85,8 +87,9 @@ fn assemble(pages: &[Vec<u8>], info: &[u8], pad: usize) -> Vec<u8> {
     }
     out.extend_from_slice(
         format!(
-            "trailer\n<< /Size {} /Root 1 0 R /Info 4 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            total_objs + 1
+            "trailer\n<< /Size {} /Root 1 0 R /Info 4 0 R{} >>\nstartxref\n{xref}\n%%EOF\n",
+            total_objs + 1,
+            " ".repeat(tail)
         )
         .as_bytes(),
     );
@@ -174,9 +177,14 @@ pub fn pdf(rng: &mut Rng, size: usize, keywords: &[String], when: u64) -> Vec<u8
         last.extend_from_slice(b"ET");
     }
     // Fit exactly: the padding changes `startxref` digits, so iterate.
-    let mut pad = 0usize;
+    // Where `startxref` crosses a power of ten, one byte of padding more
+    // overshoots by one and one less falls short by one, for ever: a
+    // shortfall then goes into the trailer, after the table, which moves
+    // nothing.
+    let (mut pad, mut tail, mut rounds) = (0usize, 0usize, 0u32);
     loop {
-        let doc = assemble(&pages, &info, pad);
+        rounds += 1;
+        let doc = assemble(&pages, &info, pad, tail);
         if doc.len() == size {
             return doc;
         }
@@ -205,13 +213,41 @@ pub fn pdf(rng: &mut Rng, size: usize, keywords: &[String], when: u64) -> Vec<u8
             }
             continue;
         }
-        pad += size - doc.len();
+        if rounds > 8 {
+            tail += size - doc.len();
+        } else {
+            pad += size - doc.len();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes where `startxref` lands on a power of ten used to loop for
+    /// ever (found generating a 4 GiB corpus: an mbox's PDF attachment).
+    #[test]
+    fn exact_sizes_where_startxref_gains_a_digit() {
+        let mut hit = 0;
+        for size in 99_000usize..101_500 {
+            let mut r = Rng::new(3);
+            let p = pdf(&mut r, size, &[], 1_200_000_000);
+            assert_eq!(p.len(), size, "size {size}");
+            let text = String::from_utf8_lossy(&p);
+            let xref: usize = text
+                .rsplit("startxref\n")
+                .next()
+                .and_then(|t| t.lines().next())
+                .and_then(|v| v.parse().ok())
+                .expect("startxref");
+            assert_eq!(&p[xref..xref + 4], b"xref", "size {size}");
+            if xref == 100_000 {
+                hit += 1;
+            }
+        }
+        assert!(hit > 0, "no size put startxref at 100000");
+    }
 
     #[test]
     fn exact_sizes() {

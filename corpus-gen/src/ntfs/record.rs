@@ -112,9 +112,21 @@ pub struct NonResident {
     pub size: u64,
     /// Bytes written (valid data length).
     pub initialized: u64,
-    /// LZNT1-compressed stream: the bytes of clusters actually allocated
-    /// (`allocated` then counts whole 64 KiB compression units).
-    pub compressed: Option<u64>,
+    /// Compressed or sparse stream: its header's extra facts.
+    pub packed: Option<Packed>,
+}
+
+/// What a compressed or sparse non-resident attribute's header adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packed {
+    /// [`ATTR_COMPRESSED`] and/or [`ATTR_SPARSE`].
+    pub flags: u16,
+    /// log2 of the compression unit in clusters (4 when compressed, 0 for
+    /// a stream that is only sparse).
+    pub unit_log2: u8,
+    /// Bytes of clusters actually allocated (`allocated` counts the
+    /// virtual clusters, holes included).
+    pub stored: u64,
 }
 
 /// An attribute too large for the record it was added to.
@@ -248,21 +260,13 @@ impl RecordBuf {
     ) -> Result<(), RecordFull> {
         let name = utf16(name);
         let pairs = encode_runs(runs);
-        // A compressed attribute's header is 8 bytes longer: it ends with
-        // the compressed (allocated-cluster) size.
-        let head = if sizes.compressed.is_some() {
-            0x48
-        } else {
-            0x40
-        };
+        // A compressed or sparse attribute's header is 8 bytes longer: it
+        // ends with the size of the clusters actually allocated.
+        let head = if sizes.packed.is_some() { 0x48 } else { 0x40 };
         let pairs_at = align8(head + name.len());
         let len = pairs_at + align8(pairs.len());
         let at = self.reserve(kind, len)?;
-        let flags = if sizes.compressed.is_some() {
-            ATTR_COMPRESSED
-        } else {
-            0
-        };
+        let flags = sizes.packed.map_or(0, |p| p.flags);
         self.header(at, kind, len, true, &name, flags);
         let vcns: u64 = runs.iter().map(|r| r.len).sum();
         let b = &mut self.buf;
@@ -270,10 +274,9 @@ impl RecordBuf {
             b[at + 10..at + 12].copy_from_slice(&(head as u16).to_le_bytes());
             b[at + head..at + head + name.len()].copy_from_slice(&name);
         }
-        if let Some(c) = sizes.compressed {
-            // log2 of the compression unit in clusters (16).
-            b[at + 0x22] = 4;
-            b[at + 0x40..at + 0x48].copy_from_slice(&c.to_le_bytes());
+        if let Some(p) = sizes.packed {
+            b[at + 0x22] = p.unit_log2;
+            b[at + 0x40..at + 0x48].copy_from_slice(&p.stored.to_le_bytes());
         }
         // lowest VCN 0; highest VCN is the last cluster (-1 when empty).
         let highest = vcns as i64 - 1;
@@ -351,6 +354,10 @@ pub const FILE_ATTRIBUTE_NOT_CONTENT_INDEXED: u32 = 0x2000;
 pub const FILE_ATTRIBUTE_COMPRESSED: u32 = 0x0800;
 /// Attribute header flag: the stream is LZNT1-compressed.
 pub const ATTR_COMPRESSED: u16 = 0x0001;
+/// Attribute header flag: the stream is sparse.
+pub const ATTR_SPARSE: u16 = 0x8000;
+/// File attribute: sparse file.
+pub const FILE_ATTRIBUTE_SPARSE_FILE: u32 = 0x0200;
 /// `$FILE_NAME` flag: the file is a directory (has an `$I30` index).
 pub const FILE_NAME_DIRECTORY: u32 = 0x1000_0000;
 

@@ -12,7 +12,7 @@ use super::system::{self, Secure};
 use super::{CLUSTER, HEAD_RECORDS, Head, RECORD_BYTES, RECORDS_PER_CLUSTER, rec};
 use crate::error::CorpusError;
 use crate::fat::{NameForm, short_display};
-use crate::plan::{Child, GroupPlan, Parent, Volume};
+use crate::plan::{Child, GroupPlan, Packing, Parent, Volume};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -588,10 +588,13 @@ impl<'a> NtfsWriter<'a> {
         let size = it.spec.size;
         if it.resident {
             (size.div_ceil(8) * 8, size)
-        } else if let Some(units) = &it.compressed {
+        } else if let Some(Packing::Compressed(units)) = &it.packing {
             // Compressed: whole compression units are allocated (virtual
             // clusters, the sparse ones included).
             (units.len() as u64 * super::lznt1::UNIT_BYTES as u64, size)
+        } else if let Some(Packing::Sparse(_)) = &it.packing {
+            // Sparse: every virtual cluster, holes included.
+            (size.div_ceil(CLUSTER as u64) * CLUSTER as u64, size)
         } else {
             let clusters: u64 = it.runs.iter().map(|r| r.len as u64).sum();
             (clusters * CLUSTER as u64, size)
@@ -698,7 +701,7 @@ impl<'a> NtfsWriter<'a> {
                     allocated: reserved * CLUSTER as u64,
                     size: used,
                     initialized: used,
-                    compressed: None,
+                    packed: None,
                 },
             )?;
             b.resident(AT_BITMAP, "$I30", &built.bitmap, false)?;
@@ -804,22 +807,41 @@ impl<'a> NtfsWriter<'a> {
                             })?
                         };
                         b.resident(AT_DATA, "", content, false)?;
-                    } else if let Some(units) = &it.compressed {
+                    } else if let Some(packing) = &it.packing {
+                        // Stored clusters are contiguous from the first run.
                         let lcn = it
                             .runs
                             .first()
                             .map(|r| lcn_of(&self.head, plan.base + r.start))
                             .unwrap_or(0);
-                        let clusters: u64 = units.iter().map(|&n| n as u64).sum();
+                        let stored = packing.clusters(size) as u64 * CLUSTER as u64;
+                        let (runs, packed) = match packing {
+                            Packing::Compressed(units) => (
+                                super::lznt1::unit_runs(lcn, units),
+                                record::Packed {
+                                    flags: record::ATTR_COMPRESSED,
+                                    unit_log2: 4,
+                                    stored,
+                                },
+                            ),
+                            Packing::Sparse(data) => (
+                                sparse_runs(lcn, size, data),
+                                record::Packed {
+                                    flags: record::ATTR_SPARSE,
+                                    unit_log2: 0,
+                                    stored,
+                                },
+                            ),
+                        };
                         b.non_resident(
                             AT_DATA,
                             "",
-                            &super::lznt1::unit_runs(lcn, units),
+                            &runs,
                             NonResident {
                                 allocated: alloc,
                                 size,
                                 initialized: size,
-                                compressed: Some(clusters * CLUSTER as u64),
+                                packed: Some(packed),
                             },
                         )?;
                     } else {
@@ -831,7 +853,7 @@ impl<'a> NtfsWriter<'a> {
                                 allocated: alloc,
                                 size,
                                 initialized: size,
-                                compressed: None,
+                                packed: None,
                             },
                         )?;
                     }
@@ -912,7 +934,7 @@ impl<'a> NtfsWriter<'a> {
                     allocated: clusters * c,
                     size,
                     initialized: size,
-                    compressed: None,
+                    packed: None,
                 },
             )?;
             Ok(())
@@ -938,7 +960,7 @@ impl<'a> NtfsWriter<'a> {
                         allocated: h.mft_bitmap_clusters * c,
                         size: bm,
                         initialized: bm,
-                        compressed: None,
+                        packed: None,
                     },
                 )?;
                 b.finish(1)
@@ -1016,7 +1038,7 @@ impl<'a> NtfsWriter<'a> {
                         allocated: n,
                         size: n,
                         initialized: n,
-                        compressed: None,
+                        packed: None,
                     },
                 )?;
                 b.finish(1)
@@ -1373,11 +1395,34 @@ pub fn used_clusters(plan: &GroupPlan) -> Vec<bool> {
     used
 }
 
-/// A user file's attributes: archive, plus compressed where it is.
+/// A user file's attributes: archive, plus compressed or sparse where it
+/// is.
 fn file_attributes(it: &crate::plan::ItemPlan) -> u32 {
-    if it.compressed.is_some() {
-        record::FILE_ATTRIBUTE_ARCHIVE | record::FILE_ATTRIBUTE_COMPRESSED
-    } else {
-        record::FILE_ATTRIBUTE_ARCHIVE
+    record::FILE_ATTRIBUTE_ARCHIVE
+        | match it.packing {
+            Some(Packing::Compressed(_)) => record::FILE_ATTRIBUTE_COMPRESSED,
+            Some(Packing::Sparse(_)) => record::FILE_ATTRIBUTE_SPARSE_FILE,
+            None => 0,
+        }
+}
+
+/// The run list of a sparse stream of `size` bytes whose data units'
+/// clusters start at `lcn` and are contiguous: each unit a data or a
+/// sparse run of its clusters, neighbours of one kind merged.
+fn sparse_runs(lcn: u64, size: u64, data: &[bool]) -> Vec<DataRun> {
+    let mut runs: Vec<DataRun> = Vec::new();
+    let mut at = lcn;
+    for (u, &d) in data.iter().enumerate() {
+        let n = Packing::unit_clusters(size, u);
+        let next = if d { Some(at) } else { None };
+        match runs.last_mut() {
+            Some(r) if r.lcn.is_none() && next.is_none() => r.len += n,
+            Some(r) if r.lcn.is_some() && r.lcn.map(|l| l + r.len) == next => r.len += n,
+            _ => runs.push(DataRun { lcn: next, len: n }),
+        }
+        if d {
+            at += n;
+        }
     }
+    runs
 }
