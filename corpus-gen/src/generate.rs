@@ -55,6 +55,31 @@ pub struct Options {
     /// Compute everything but write no image bytes (for memory checks at
     /// sizes the disk cannot hold).
     pub discard_image: bool,
+    /// Digests of the whole image besides MD5 (always computed).
+    pub image_digests: ImageDigests,
+}
+
+/// Which digests of the whole image to compute besides MD5. Every file's
+/// MD5, SHA-1 and SHA-256 are always computed (the manifest and hash sets
+/// need them); the image's are the single-stream cost that bounds
+/// generation speed: on two cores MD5 alone takes half the time of writing
+/// the image (measured: 614 MB/s, against dd's 1.1 GB/s here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageDigests {
+    /// SHA-1 of the image (stored in an E01 too).
+    pub sha1: bool,
+    /// SHA-256 of the image.
+    pub sha256: bool,
+}
+
+impl Default for ImageDigests {
+    /// MD5 and SHA-1, what an E01 stores and an examiner verifies.
+    fn default() -> Self {
+        ImageDigests {
+            sha1: true,
+            sha256: false,
+        }
+    }
 }
 
 /// Progress reporting hooks (the command line draws a bar).
@@ -151,8 +176,9 @@ struct ImageSink<'a, 'b> {
     path: PathBuf,
     buf: Vec<u8>,
     md5: md5::Md5,
-    sha1: sha1::Sha1,
-    sha256: sha2::Sha256,
+    /// Image digests beyond MD5, where asked for (`Options::image_digests`).
+    sha1: Option<sha1::Sha1>,
+    sha256: Option<sha2::Sha256>,
     written: u64,
     progress: &'a dyn Progress,
 }
@@ -209,9 +235,13 @@ impl ImageSink<'_, '_> {
         let file = &mut self.out;
         let tee = &mut self.tee;
         let res: std::io::Result<()> = std::thread::scope(|s| {
+            // MD5 is one dependency chain and the slowest: its own thread,
+            // the others beside it.
             let a = s.spawn(|| md5.update(buf));
-            let b = s.spawn(|| sha1.update(buf));
-            sha256.update(buf);
+            let b = sha1.as_mut().map(|h| s.spawn(|| h.update(buf)));
+            if let Some(h) = sha256 {
+                h.update(buf);
+            }
             let mut r = match file {
                 Some(f) => f.write_all(buf),
                 None => Ok(()),
@@ -222,7 +252,9 @@ impl ImageSink<'_, '_> {
                 r = t.write_all(buf);
             }
             let _ = a.join();
-            let _ = b.join();
+            if let Some(b) = b {
+                let _ = b.join();
+            }
             r
         });
         res.map_err(|source| CorpusError::Write {
@@ -536,8 +568,8 @@ pub fn generate_with_tee(
             path: image_tmp.clone(),
             buf: Vec::with_capacity(SINK_CHUNK),
             md5: md5::Md5::new(),
-            sha1: sha1::Sha1::new(),
-            sha256: sha2::Sha256::new(),
+            sha1: opts.image_digests.sha1.then(sha1::Sha1::new),
+            sha256: opts.image_digests.sha256.then(sha2::Sha256::new),
             written: 0,
             progress,
         };
@@ -670,8 +702,8 @@ pub fn generate_with_tee(
             size: geo.disk_bytes,
             sector_size: DISK_SECTOR,
             md5: hex(&sink.md5.clone().finalize()),
-            sha1: hex(&sink.sha1.clone().finalize()),
-            sha256: hex(&sink.sha256.clone().finalize()),
+            sha1: sink.sha1.clone().map(|h| hex(&h.finalize())),
+            sha256: sink.sha256.clone().map(|h| hex(&h.finalize())),
         };
         let summary = mf.summary_final();
         mf.finish(&image, &summary)?;
@@ -1657,6 +1689,7 @@ mod tests {
             ntfs: false,
             decoys: 10,
             discard_image: false,
+            image_digests: ImageDigests::default(),
         };
         let mut tee: Vec<u8> = Vec::new();
         let report = generate_with_tee(&opts, &NoProgress, Some(&mut tee)).expect("generate");

@@ -26,7 +26,8 @@ pub mod words;
 pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
-    IMAGE, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_with_tee,
+    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate,
+    generate_with_tee,
 };
 pub use geometry::TableKind;
 pub use manifest::Manifest;

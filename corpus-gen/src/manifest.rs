@@ -434,10 +434,12 @@ pub struct ImageInfo {
     pub sector_size: u64,
     /// MD5 of the image.
     pub md5: String,
-    /// SHA-1 of the image.
-    pub sha1: String,
-    /// SHA-256 of the image.
-    pub sha256: String,
+    /// SHA-1 of the image (absent when not asked for with `--digests`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha1: Option<String>,
+    /// SHA-256 of the image (absent unless asked for with `--digests`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// Counts and shares.

@@ -74,6 +74,12 @@ pub struct Args {
     /// Refused, with the reachable range, when the other knobs rule it out.
     #[arg(long)]
     target_e01_ratio: Option<f64>,
+    /// Digests of the whole image, comma-separated: md5 (always), sha1,
+    /// sha256. Every file's MD5, SHA-1 and SHA-256 are computed whatever
+    /// this says; the image's are what bounds generation speed on few
+    /// cores (docs/manifest.md).
+    #[arg(long, default_value = "md5,sha1", value_delimiter = ',')]
+    digests: Vec<String>,
     /// Write no image bytes (compute hashes and manifest only): for memory
     /// checks at sizes the disk cannot hold.
     #[arg(long, hide = true)]
@@ -172,6 +178,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "a FAT type (--fat) cannot be chosen for an NTFS volume: give --fs fat with it (the {} profile defaults to NTFS)",
         profile.name
     );
+    let mut image_digests = caseload_corpus::ImageDigests {
+        sha1: false,
+        sha256: false,
+    };
+    for d in &args.digests {
+        match d.as_str() {
+            "md5" => {}
+            "sha1" => image_digests.sha1 = true,
+            "sha256" => image_digests.sha256 = true,
+            other => bail!("unknown digest `{other}` (expected md5, sha1, sha256)"),
+        }
+    }
     let threads = match args.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(n) => n,
@@ -199,6 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ntfs,
         decoys: args.decoys,
         discard_image: args.discard_image || !dd,
+        image_digests,
     };
     // The E01 is written from the same byte stream as image.dd (never by
     // reading the image back), so both come from one pass.

@@ -78,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ntfs: args.size >= caseload_corpus::ntfs::MIN_DISK,
             decoys: 10_000,
             discard_image: false,
+            image_digests: caseload_corpus::ImageDigests::default(),
         },
         &NoProgress,
     );

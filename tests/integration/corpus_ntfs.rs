@@ -476,6 +476,10 @@ fn ntfs_refuses_bad_options() {
             ],
             "at least 1",
         ),
+        (
+            vec!["--size", "96MiB", "--seed", "1", "--digests", "md5,crc32"],
+            "unknown digest",
+        ),
         // Random free space caps the ratio: refused with the range.
         (
             vec![
@@ -623,4 +627,34 @@ fn the_default_workstation_is_ntfs_at_a_4_to_1_e01() {
             "{per_gib} files per GiB used"
         );
     }
+}
+
+/// `--digests` chooses the image's digests besides MD5: what is asked for
+/// is the image's real digest, what is not is absent from the manifest.
+#[test]
+fn image_digests_are_the_ones_asked_for() {
+    use sha2::Digest;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("c");
+    let (image, m) = crate::common::corpus(
+        &dir,
+        &[
+            "--size",
+            "96MiB",
+            "--seed",
+            "3",
+            "--fs",
+            "ntfs",
+            "--digests",
+            "md5,sha256",
+        ],
+    );
+    let bytes = std::fs::read(&image).unwrap();
+    assert_eq!(m.image.md5, md5_hex(&bytes));
+    let want: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(m.image.sha256.as_deref(), Some(want.as_str()));
+    assert_eq!(m.image.sha1, None);
 }
