@@ -33,18 +33,127 @@ const SAMPLE_GROUPS: u32 = 8;
 /// Range of `fill` the planner supports.
 pub const FILL_RANGE: (f64, f64) = (0.05, 0.95);
 
-/// Predicted E01 stored size over raw size for `vol` (sampled groups).
-pub fn predicted_share(vol: &Volume) -> f64 {
-    let cluster = vol.geo.cluster_bytes() as f64;
-    let picks: Vec<u32> = if vol.groups <= SAMPLE_GROUPS {
+/// A volume planned for estimates with one knob changed.
+struct Trial<'a> {
+    geo: &'a Geometry,
+    seed: u64,
+    profile: &'a Profile,
+    pool: &'a Pool,
+}
+
+impl Trial<'_> {
+    fn predict(
+        &self,
+        knob: impl FnOnce(&mut Profile),
+        what: fn(&Volume) -> f64,
+    ) -> Result<f64, CorpusError> {
+        let mut p = self.profile.clone();
+        knob(&mut p);
+        let mut vol = Volume::new(self.geo.clone(), self.seed, p, self.pool)?;
+        vol.estimate_only = true;
+        Ok(what(&vol))
+    }
+}
+
+/// Range of `size_scale` the calibration searches.
+pub const SIZE_SCALE_RANGE: (f64, f64) = (0.1, 10.0);
+
+/// The groups a prediction plans: all of a small volume's, else
+/// [`SAMPLE_GROUPS`] spread evenly over it.
+fn sample_groups(vol: &Volume) -> Vec<u32> {
+    if vol.groups <= SAMPLE_GROUPS {
         (0..vol.groups).collect()
     } else {
         (0..SAMPLE_GROUPS)
             .map(|i| (i as u64 * (vol.groups as u64 - 1) / (SAMPLE_GROUPS as u64 - 1)) as u32)
             .collect()
-    };
-    let (mut stored, mut raw) = (0.0f64, 0.0f64);
+    }
+}
+
+/// Predicted live files per GiB of allocated space for `vol`: as `fsstat`
+/// counts used clusters, the clusters before the first group (system
+/// files, skeleton folders) plus, scaled from sampled groups, the
+/// clusters of live files, live folders and `$MFT` fragments.
+pub fn predicted_files_per_gib_used(vol: &Volume) -> f64 {
+    let cluster = vol.geo.cluster_bytes();
+    let picks = sample_groups(vol);
+    let per_sample = vol.groups as f64 / picks.len().max(1) as f64;
+    let (mut files, mut used) = (0u64, 0u64);
     for k in picks {
+        let plan = vol.plan_group(k);
+        for it in plan.items.iter().filter(|it| !it.deleted && !it.residue) {
+            files += 1;
+            used += it.clusters(cluster) as u64;
+        }
+        for d in plan.dirs.iter().filter(|d| !d.deleted) {
+            used += d.runs.iter().map(|r| r.len as u64).sum::<u64>();
+        }
+        used += plan.mft as u64;
+    }
+    let used = vol.groups_start as f64 + used as f64 * per_sample;
+    let gib = used * cluster as f64 / (1u64 << 30) as f64;
+    if gib == 0.0 {
+        0.0
+    } else {
+        files as f64 * per_sample / gib
+    }
+}
+
+/// The `size_scale` that gives about `target` live files per GiB used.
+/// Fails, naming the reachable range, when no scale in
+/// [`SIZE_SCALE_RANGE`] can (the kinds' pool members bound sizes from
+/// below, the volume's groups from above).
+pub fn size_scale_for_files(
+    geo: &Geometry,
+    seed: u64,
+    profile: &Profile,
+    pool: &Pool,
+    target: f64,
+) -> Result<f64, CorpusError> {
+    if !(target.is_finite() && target > 0.0) {
+        return Err(CorpusError::Invalid(format!(
+            "files per GiB used must be a positive number, got {target}"
+        )));
+    }
+    let trial = Trial {
+        geo,
+        seed,
+        profile,
+        pool,
+    };
+    let at = |scale: f64| trial.predict(|p| p.size_scale = scale, predicted_files_per_gib_used);
+    // Larger files, fewer of them per GiB: the count falls as the scale
+    // grows. Bisect on the scale's logarithm.
+    let (mut lo, mut hi) = (SIZE_SCALE_RANGE.0.ln(), SIZE_SCALE_RANGE.1.ln());
+    let (mut f_lo, mut f_hi) = (at(lo.exp())?, at(hi.exp())?);
+    if target > f_lo || target < f_hi {
+        return Err(CorpusError::Invalid(format!(
+            "{target} files per GiB used cannot be reached on this volume:              between {f_hi:.0} (size scale {}) and {f_lo:.0} (size scale {}) can",
+            SIZE_SCALE_RANGE.1, SIZE_SCALE_RANGE.0
+        )));
+    }
+    while hi - lo > 0.01 {
+        let mid = (lo + hi) / 2.0;
+        let f = at(mid.exp())?;
+        if f > target {
+            (lo, f_lo) = (mid, f);
+        } else {
+            (hi, f_hi) = (mid, f);
+        }
+    }
+    let pick = if f_lo - target < target - f_hi {
+        lo
+    } else {
+        hi
+    };
+    Ok(pick.exp())
+}
+
+/// Predicted E01 stored size over raw size for `vol` (sampled groups).
+pub fn predicted_share(vol: &Volume) -> f64 {
+    let cluster = vol.geo.cluster_bytes() as f64;
+    let (mut stored, mut raw) = (0.0f64, 0.0f64);
+    for k in sample_groups(vol) {
         let plan = vol.plan_group(k);
         let mut covered = 0u64;
         for e in &plan.extents {
@@ -86,13 +195,13 @@ pub fn fill_for_ratio(
         )));
     }
     let want = 1.0 / target;
-    let share_at = |fill: f64| -> Result<f64, CorpusError> {
-        let mut p = profile.clone();
-        p.fill = fill;
-        let mut vol = Volume::new(geo.clone(), seed, p, pool)?;
-        vol.estimate_only = true;
-        Ok(predicted_share(&vol))
+    let trial = Trial {
+        geo,
+        seed,
+        profile,
+        pool,
     };
+    let share_at = |fill: f64| trial.predict(|p| p.fill = fill, predicted_share);
     let (mut lo, mut hi) = FILL_RANGE;
     let (s_lo, s_hi) = (share_at(lo)?, share_at(hi)?);
     if want < s_lo || want > s_hi {

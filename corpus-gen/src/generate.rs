@@ -24,6 +24,7 @@ use crate::ntfs;
 use crate::plan::{Fill, GroupPlan, ItemPlan, Packing, Parent, Volume};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
+use crate::stream_digests::StreamDigests;
 use md5::Digest;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -168,17 +169,14 @@ impl Drop for Outputs {
     }
 }
 
-/// The image byte stream: buffered, hashed (MD5, SHA-1, SHA-256 in
-/// parallel per chunk), counted.
+/// The image byte stream: buffered, hashed beside the writer
+/// ([`StreamDigests`]), counted.
 struct ImageSink<'a, 'b> {
     out: Option<std::fs::File>,
     tee: Option<&'b mut (dyn Write + Send)>,
     path: PathBuf,
     buf: Vec<u8>,
-    md5: md5::Md5,
-    /// Image digests beyond MD5, where asked for (`Options::image_digests`).
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
+    digests: StreamDigests,
     written: u64,
     progress: &'a dyn Progress,
 }
@@ -187,16 +185,6 @@ const SINK_CHUNK: usize = 8 << 20;
 
 impl ImageSink<'_, '_> {
     fn write(&mut self, mut data: &[u8]) -> Result<(), CorpusError> {
-        // Large slices are hashed and written in place, not copied.
-        if data.len() >= 1 << 20 {
-            self.flush()?;
-            while !data.is_empty() {
-                let take = data.len().min(SINK_CHUNK);
-                self.process(&data[..take])?;
-                data = &data[take..];
-            }
-            return Ok(());
-        }
         while !data.is_empty() {
             let room = SINK_CHUNK - self.buf.len();
             let take = room.min(data.len());
@@ -223,47 +211,28 @@ impl ImageSink<'_, '_> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.process(&buf);
-        self.buf = buf;
-        self.buf.clear();
-        r
-    }
-
-    fn process(&mut self, buf: &[u8]) -> Result<(), CorpusError> {
-        let (md5, sha1, sha256) = (&mut self.md5, &mut self.sha1, &mut self.sha256);
-        let file = &mut self.out;
-        let tee = &mut self.tee;
-        let res: std::io::Result<()> = std::thread::scope(|s| {
-            // MD5 is one dependency chain and the slowest: its own thread,
-            // the others beside it.
-            let a = s.spawn(|| md5.update(buf));
-            let b = sha1.as_mut().map(|h| s.spawn(|| h.update(buf)));
-            if let Some(h) = sha256 {
-                h.update(buf);
-            }
-            let mut r = match file {
-                Some(f) => f.write_all(buf),
-                None => Ok(()),
-            };
-            if r.is_ok()
-                && let Some(t) = tee
-            {
-                r = t.write_all(buf);
-            }
-            let _ = a.join();
-            if let Some(b) = b {
-                let _ = b.join();
-            }
-            r
-        });
-        res.map_err(|source| CorpusError::Write {
+        // The full buffer goes to the digest threads; writing continues
+        // into a fresh one.
+        let full = Arc::new(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(SINK_CHUNK),
+        ));
+        let mut r = match &mut self.out {
+            Some(f) => f.write_all(&full),
+            None => Ok(()),
+        };
+        if r.is_ok()
+            && let Some(t) = &mut self.tee
+        {
+            r = t.write_all(&full);
+        }
+        r.map_err(|source| CorpusError::Write {
             path: self.path.clone(),
             source,
         })?;
-        self.written += buf.len() as u64;
-        self.progress.advance(buf.len() as u64);
-        Ok(())
+        self.written += full.len() as u64;
+        self.progress.advance(full.len() as u64);
+        self.digests.feed(full)
     }
 }
 
@@ -431,17 +400,41 @@ pub fn generate_with_tee(
     let pool = Pool::build(opts.seed)?;
     // A wanted E01 ratio sets how full the volume is; from here on the
     // options (and the manifest) carry the share found.
+    // Likewise a wanted file density sets the size scale. Each depends on
+    // the other (file sizes change what compresses; the system files'
+    // fixed clusters weigh more in a less used volume), so with both asked
+    // for they are chosen twice in turn, which settles them (both change
+    // by a few percent in the second round).
+    opts.profile.check()?;
     let calibrated;
-    let opts = match opts.profile.target_e01_ratio {
-        Some(target) => {
-            progress.phase("choosing the used share for the E01 ratio");
-            let mut o = opts.clone();
-            o.profile.fill =
-                crate::calibrate::fill_for_ratio(&geo, o.seed, &o.profile, &pool, target)?;
-            calibrated = o;
-            &calibrated
+    let (density, ratio) = (
+        opts.profile.files_per_gib_used,
+        opts.profile.target_e01_ratio,
+    );
+    let opts = if density.is_some() || ratio.is_some() {
+        let mut o = opts.clone();
+        let rounds = if density.is_some() && ratio.is_some() {
+            2
+        } else {
+            1
+        };
+        for _ in 0..rounds {
+            if let Some(target) = density {
+                progress.phase("choosing the size scale for the file density");
+                o.profile.size_scale = crate::calibrate::size_scale_for_files(
+                    &geo, o.seed, &o.profile, &pool, target,
+                )?;
+            }
+            if let Some(target) = ratio {
+                progress.phase("choosing the used share for the E01 ratio");
+                o.profile.fill =
+                    crate::calibrate::fill_for_ratio(&geo, o.seed, &o.profile, &pool, target)?;
+            }
         }
-        None => opts,
+        calibrated = o;
+        &calibrated
+    } else {
+        opts
     };
     let vol = Volume::new(geo.clone(), opts.seed, opts.profile.clone(), &pool)?;
     let cluster = geo.cluster_bytes();
@@ -567,9 +560,7 @@ pub fn generate_with_tee(
             tee,
             path: image_tmp.clone(),
             buf: Vec::with_capacity(SINK_CHUNK),
-            md5: md5::Md5::new(),
-            sha1: opts.image_digests.sha1.then(sha1::Sha1::new),
-            sha256: opts.image_digests.sha256.then(sha2::Sha256::new),
+            digests: StreamDigests::start(opts.image_digests.sha1, opts.image_digests.sha256)?,
             written: 0,
             progress,
         };
@@ -693,6 +684,7 @@ pub fn generate_with_tee(
                 sink.written, geo.disk_bytes
             )));
         }
+        let digests = sink.digests.finish()?;
         let image = ImageInfo {
             file: if opts.discard_image {
                 None
@@ -701,9 +693,9 @@ pub fn generate_with_tee(
             },
             size: geo.disk_bytes,
             sector_size: DISK_SECTOR,
-            md5: hex(&sink.md5.clone().finalize()),
-            sha1: sink.sha1.clone().map(|h| hex(&h.finalize())),
-            sha256: sink.sha256.clone().map(|h| hex(&h.finalize())),
+            md5: digests.md5,
+            sha1: digests.sha1,
+            sha256: digests.sha256,
         };
         let summary = mf.summary_final();
         mf.finish(&image, &summary)?;
@@ -1586,6 +1578,7 @@ impl ManifestOut {
             };
             self.summary.compressed_files += e.compressed as u64;
             self.summary.sparse_files += e.sparse as u64;
+            self.summary.attachments += e.attachments.len() as u64;
             self.entry(&e)?;
             if ntfs.is_some()
                 && let Some(zone) = ntfs::write::zone_identifier(it)

@@ -21,6 +21,7 @@ pub mod ntfs;
 pub mod plan;
 pub mod profile;
 pub mod rng;
+pub mod stream_digests;
 pub mod words;
 
 pub use error::CorpusError;

@@ -484,4 +484,8 @@ pub struct Summary {
     /// NTFS sparse files.
     #[serde(default)]
     pub sparse_files: u64,
+    /// E-mail attachments of all files, live and deleted (with the
+    /// messages, the compound items a suite expands).
+    #[serde(default)]
+    pub attachments: u64,
 }

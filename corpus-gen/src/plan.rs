@@ -894,6 +894,34 @@ const NTFS_SYSTEM_WEIGHTS: &[(Leaf, f64)] = &[(Leaf::System, 60.0), (Leaf::WinSx
 /// Size range of system files (DLLs, drivers, manifests, INFs).
 const SYSTEM_SIZES: (u64, u64) = (4 << 10, 600 << 10);
 
+/// The user leaves' weights, the mail stores' set to give `mail_share` of
+/// the picks when asked.
+fn leaf_weights(mail_share: Option<f64>) -> Vec<(Leaf, f64)> {
+    let mut w = LEAF_WEIGHTS.to_vec();
+    if let Some(share) = mail_share {
+        let others: f64 = w
+            .iter()
+            .filter(|(l, _)| *l != Leaf::Mail)
+            .map(|(_, x)| x)
+            .sum();
+        for (l, x) in &mut w {
+            if *l == Leaf::Mail {
+                *x = others * share / (1.0 - share);
+            }
+        }
+    }
+    w
+}
+
+/// A size range times `scale` (at least a byte at the bottom).
+fn scaled((lo, hi): (u64, u64), scale: f64) -> (u64, u64) {
+    if scale == 1.0 {
+        return (lo, hi);
+    }
+    let at = |x: u64| ((x as f64 * scale).round() as u64).max(1);
+    (at(lo), at(hi))
+}
+
 /// Size range (bytes) of each kind before pool and budget limits.
 fn size_range(kind: Kind) -> (u64, u64) {
     match kind {
@@ -1168,7 +1196,7 @@ impl<'a> GroupBuilder<'a> {
             let (i, s) = fitting[self.rng.below(fitting.len() as u64) as usize];
             return Some((s, i as u32));
         }
-        let (lo, hi) = size_range(kind);
+        let (lo, hi) = scaled(size_range(kind), self.vol.profile.size_scale);
         let min = sizes
             .min(kind)
             .max(lo.min(if kind == Kind::Text { 0 } else { lo }));
@@ -1325,7 +1353,7 @@ impl<'a> GroupBuilder<'a> {
             }
         }
 
-        let mut weights: Vec<(Leaf, f64)> = LEAF_WEIGHTS.to_vec();
+        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share);
         if vol.geo.ntfs {
             weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
         }
@@ -1338,8 +1366,9 @@ impl<'a> GroupBuilder<'a> {
             let room = (budget - used) * cluster;
             if leaf.is_system() {
                 // The operating system's files: live, known, small.
-                let max = SYSTEM_SIZES.1.min(room);
-                let lo = SYSTEM_SIZES.0.max(self.vol.pool_sizes.min(kind));
+                let (sys_lo, sys_hi) = scaled(SYSTEM_SIZES, prof.size_scale);
+                let max = sys_hi.min(room);
+                let lo = sys_lo.max(self.vol.pool_sizes.min(kind));
                 if lo > max {
                     misses += 1;
                     continue;

@@ -1,5 +1,6 @@
 //! Profiles: named sets of knobs describing what kind of disk to imitate.
 
+use crate::CorpusError;
 use serde::{Deserialize, Serialize};
 
 /// Knobs that shape a corpus. Shares are fractions in `0.0..=1.0`.
@@ -48,6 +49,25 @@ pub struct Profile {
     /// ([`crate::calibrate`]); the manifest records both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_e01_ratio: Option<f64>,
+    /// Factor on every kind's file size range (1 = the built-in ranges,
+    /// which give a Windows-like 3,000 to 5,000 files per GiB used).
+    #[serde(default = "one")]
+    pub size_scale: f64,
+    /// Wanted live files per GiB of used space. When set, generation
+    /// replaces `size_scale` by the factor that gives it
+    /// ([`crate::calibrate`]); the manifest records both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_per_gib_used: Option<f64>,
+    /// Share of new user files (outside the operating system's folders)
+    /// that are mail stores (mbox, eml): their messages and attachments
+    /// are most of a suite's compound items. `None`: the built-in leaf
+    /// weights (6 of 91, about 0.066).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_share: Option<f64>,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Profile {
@@ -82,6 +102,9 @@ impl Profile {
                 compressed_share: 0.10,
                 sparse_share: 0.5,
                 target_e01_ratio: Some(4.0),
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -103,8 +126,65 @@ impl Profile {
                 compressed_share: 0.05,
                 sparse_share: 0.5,
                 target_e01_ratio: None,
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
             }),
             _ => None,
         }
+    }
+
+    /// Refuse knobs no disk can have, naming the knob.
+    pub fn check(&self) -> Result<(), CorpusError> {
+        let shares = [
+            ("deleted_share", self.deleted_share),
+            ("fragmented_share", self.fragmented_share),
+            ("incompressible_share", self.incompressible_share),
+            ("overwrite_share", self.overwrite_share),
+            ("residue_share", self.residue_share),
+            ("keyword_share", self.keyword_share),
+            ("duplicate_share", self.duplicate_share),
+            ("notable_share", self.notable_share),
+            ("known_share", self.known_share),
+            ("random_free_share", self.random_free_share),
+            ("compressed_share", self.compressed_share),
+            ("sparse_share", self.sparse_share),
+        ];
+        for (name, v) in shares {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(CorpusError::Invalid(format!(
+                    "{name} must be between 0 and 1, got {v}"
+                )));
+            }
+        }
+        let (lo, hi) = crate::calibrate::FILL_RANGE;
+        if !(lo..=hi).contains(&self.fill) {
+            return Err(CorpusError::Invalid(format!(
+                "fill must be between {lo} and {hi}, got {}",
+                self.fill
+            )));
+        }
+        let (lo, hi) = crate::calibrate::SIZE_SCALE_RANGE;
+        if !(lo..=hi).contains(&self.size_scale) {
+            return Err(CorpusError::Invalid(format!(
+                "the size scale must be between {lo} and {hi}, got {}",
+                self.size_scale
+            )));
+        }
+        if let Some(m) = self.mail_share
+            && !(0.0..0.9).contains(&m)
+        {
+            return Err(CorpusError::Invalid(format!(
+                "the mail share must be at least 0 and below 0.9 (other user files must remain), got {m}"
+            )));
+        }
+        if let Some(f) = self.files_per_gib_used
+            && !(f.is_finite() && f > 0.0)
+        {
+            return Err(CorpusError::Invalid(format!(
+                "files per GiB used must be a positive number, got {f}"
+            )));
+        }
+        Ok(())
     }
 }

@@ -74,6 +74,19 @@ pub struct Args {
     /// Refused, with the reachable range, when the other knobs rule it out.
     #[arg(long)]
     target_e01_ratio: Option<f64>,
+    /// Factor on every file kind's size range (default 1: the built-in
+    /// ranges, about 3,000 to 5,000 live files per GiB used on NTFS).
+    #[arg(long, conflicts_with = "files_per_gib_used")]
+    size_scale: Option<f64>,
+    /// Wanted live files per GiB of used space (Windows system volumes:
+    /// about 2,000 to 6,000); the size scale is chosen to give it.
+    #[arg(long)]
+    files_per_gib_used: Option<f64>,
+    /// Share of new user files that are mail stores (mbox, eml), 0..0.9:
+    /// their messages and attachments are most of a suite's compound
+    /// items (default: about 0.066).
+    #[arg(long)]
+    mail_share: Option<f64>,
     /// Digests of the whole image, comma-separated: md5 (always), sha1,
     /// sha256. Every file's MD5, SHA-1 and SHA-256 are computed whatever
     /// this says; the image's are what bounds generation speed on few
@@ -167,6 +180,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "--target-e01-ratio must be at least 1 (raw size over stored size), got {r}"
         );
         profile.target_e01_ratio = Some(r);
+    }
+    if let Some(x) = args.size_scale {
+        let (lo, hi) = caseload_corpus::calibrate::SIZE_SCALE_RANGE;
+        anyhow::ensure!(
+            (lo..=hi).contains(&x),
+            "--size-scale must be between {lo} and {hi}, got {x}"
+        );
+        profile.size_scale = x;
+    }
+    if let Some(f) = args.files_per_gib_used {
+        anyhow::ensure!(
+            f.is_finite() && f > 0.0,
+            "--files-per-gib-used must be a positive number, got {f}"
+        );
+        profile.files_per_gib_used = Some(f);
+    }
+    if let Some(m) = args.mail_share {
+        anyhow::ensure!(
+            (0.0..0.9).contains(&m),
+            "--mail-share must be at least 0 and below 0.9, got {m}"
+        );
+        profile.mail_share = Some(m);
     }
     let ntfs = match args.fs.as_deref() {
         Some(fs) => fs == "ntfs",

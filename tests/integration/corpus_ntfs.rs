@@ -492,6 +492,40 @@ fn ntfs_refuses_bad_options() {
             ],
             "cannot be reached",
         ),
+        // No size scale gives a million files per GiB (pool members and
+        // the system files' floor): refused with the range.
+        (
+            vec![
+                "--size",
+                "96MiB",
+                "--seed",
+                "1",
+                "--files-per-gib-used",
+                "1000000",
+            ],
+            "cannot be reached",
+        ),
+        (
+            vec![
+                "--size",
+                "96MiB",
+                "--seed",
+                "1",
+                "--files-per-gib-used",
+                "3000",
+                "--size-scale",
+                "2",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec!["--size", "96MiB", "--seed", "1", "--size-scale", "0"],
+            "--size-scale",
+        ),
+        (
+            vec!["--size", "96MiB", "--seed", "1", "--mail-share", "0.95"],
+            "--mail-share",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let out = crate::common::caseload()
@@ -657,4 +691,89 @@ fn image_digests_are_the_ones_asked_for() {
         .collect();
     assert_eq!(m.image.sha256.as_deref(), Some(want.as_str()));
     assert_eq!(m.image.sha1, None);
+}
+
+/// Live files and allocated GiB of a corpus, as `fsstat` counts used
+/// clusters.
+fn density(m: &serde_json::Value) -> (f64, f64) {
+    let fs = &m["filesystem"];
+    let used = (fs["clusters"].as_f64().unwrap() - fs["free_clusters"].as_f64().unwrap())
+        * fs["cluster_size"].as_f64().unwrap()
+        / (1u64 << 30) as f64;
+    let live = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "file" && f["deleted"] == false && f.get("stream").is_none())
+        .count() as f64;
+    (live, used)
+}
+
+/// `--files-per-gib-used` gives that many live files per GiB of allocated
+/// space (measured from the manifest's file list and the file system's
+/// free clusters, not from the planner's prediction), and `--mail-share`
+/// brings more mail stores and attachments; the profile recorded in the
+/// manifest says what was chosen.
+#[test]
+fn file_density_and_mail_share_are_what_was_asked() {
+    let make = |extra: &[&str]| {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("c");
+        crate::common::run_ok(
+            crate::common::caseload()
+                .arg("corpus")
+                .args(["--size", "256MiB", "--seed", "8", "--fs", "ntfs"])
+                .args(["--fill", "0.3", "--decoys", "0", "--format", "dd"])
+                .args(extra)
+                .arg("--out")
+                .arg(&dir),
+        );
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        m
+    };
+    let mut scales = Vec::new();
+    for target in [2500.0, 6000.0] {
+        let m = make(&["--files-per-gib-used", &target.to_string()]);
+        let (live, used) = density(&m);
+        let got = live / used;
+        eprintln!("target {target}: {live} live files in {used:.3} GiB used: {got:.0} per GiB");
+        assert!(
+            (got / target - 1.0).abs() < 0.15,
+            "asked {target} files per GiB used, got {got:.0}"
+        );
+        assert_eq!(m["options"]["profile"]["files_per_gib_used"], target);
+        scales.push(m["options"]["profile"]["size_scale"].as_f64().unwrap());
+    }
+    assert!(scales[0] > 1.0 && scales[1] < 1.0, "{scales:?}");
+
+    let mail_stores = |m: &serde_json::Value| {
+        m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "file" && (f["type"] == "mbox" || f["type"] == "eml"))
+            .count()
+    };
+    let plain = make(&[]);
+    let mail = make(&["--mail-share", "0.3"]);
+    assert_eq!(mail["options"]["profile"]["mail_share"], 0.3);
+    let (a0, a1) = (
+        plain["summary"]["attachments"].as_u64().unwrap(),
+        mail["summary"]["attachments"].as_u64().unwrap(),
+    );
+    let listed: u64 = mail["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["attachments"].as_array().map_or(0, |a| a.len() as u64))
+        .sum();
+    assert_eq!(a1, listed, "summary.attachments counts the listed ones");
+    eprintln!(
+        "mail stores {} -> {}, attachments {a0} -> {a1}",
+        mail_stores(&plain),
+        mail_stores(&mail)
+    );
+    assert!(mail_stores(&mail) > mail_stores(&plain) * 3 / 2);
+    assert!(a1 > a0 * 3 / 2);
 }
