@@ -5,6 +5,8 @@ mod cmd;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // Before any thread: memory that stays flat with image size.
+    caseload_engine::metrics::tune_allocator();
     let cli = cmd::Cli::parse();
     match cmd::dispatch(cli) {
         Ok(code) => code,

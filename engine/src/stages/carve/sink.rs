@@ -118,6 +118,14 @@ const KEEP_MAX: usize = 4 << 20;
 /// reuses.
 const KEPT_MAX: usize = 16 << 20;
 
+/// A sink worker's open items keep this many bytes between them, at most:
+/// an item that would take them past it streams from then on. Without it
+/// the bound was [`scan::MAX_OPEN`](super::scan::MAX_OPEN) items of
+/// [`KEEP_MAX`] each (256 MiB), and what was kept grew with the image (a
+/// 4 GiB corpus kept 55 MB at its peak, a 1 GiB one 11 MB: more large
+/// items open at once).
+const OPEN_KEPT_MAX: usize = 16 << 20;
+
 /// The bytes of an item whose MD5 and SHA-1 wait for [`Lanes`]. Each of
 /// them is a single chain of dependent instructions, so the sink keeps the
 /// bytes of small items and hashes them sixteen at a time when they end
@@ -179,6 +187,14 @@ impl Hashers {
         }
         if let Some(hist) = &mut self.histogram {
             hist.add(b);
+        }
+    }
+
+    /// Bytes kept so far.
+    fn kept_len(&self) -> usize {
+        match &self.kept {
+            Some(Kept::Bytes(v)) => v.len(),
+            _ => 0,
         }
     }
 
@@ -258,6 +274,18 @@ struct Item {
     hashers: Hashers,
     snapshot: Option<(u64, Hashers)>,
     failed: Option<String>,
+}
+
+/// Before item `id` takes `more` bytes: if the open items' kept bytes
+/// would pass [`OPEN_KEPT_MAX`], it streams from now on (the items kept
+/// so far stay with [`Lanes`]).
+fn keep_within_budget(items: &mut HashMap<i64, Item>, id: i64, more: usize) {
+    let kept: usize = items.values().map(|it| it.hashers.kept_len()).sum();
+    if kept + more > OPEN_KEPT_MAX
+        && let Some(it) = items.get_mut(&id)
+    {
+        it.stream_kept();
+    }
 }
 
 impl Item {
@@ -476,11 +504,13 @@ impl<'a> Sink<'a> {
                     }
                 }
                 Msg::Bytes(id, b) => {
+                    keep_within_budget(&mut items, id, b.len());
                     if let Some(it) = items.get_mut(&id) {
                         it.receive(&b);
                     }
                 }
                 Msg::Slice(id, block, from, to) => {
+                    keep_within_budget(&mut items, id, to - from);
                     if let Some(it) = items.get_mut(&id) {
                         it.receive(&block[from..to]);
                     }
