@@ -9,6 +9,7 @@ pub mod hashset;
 pub mod iolog;
 pub mod job_args;
 pub mod lab;
+pub mod model;
 pub mod predict;
 pub mod probe;
 pub mod quickstart;
@@ -63,6 +64,10 @@ enum Command {
     /// Predict a recorded run's stage times on other devices (a lab's
     /// models or a probe), from its per-channel figures.
     Predict(predict::Args),
+    /// Predict a recorded run's stage times and throughput on N
+    /// workstations sharing its evidence store and database (Mean Value
+    /// Analysis, docs/model.md).
+    Model(model::Args),
 }
 
 /// Run the chosen subcommand.
@@ -78,6 +83,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Model(args) => model::run(args),
         Command::Study(args) => study::run(args),
         Command::Predict(args) => predict::run(args),
     }

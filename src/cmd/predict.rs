@@ -4,6 +4,7 @@
 use anyhow::Context;
 use caseload_engine::channel::ChannelKind;
 use caseload_engine::probe::ChannelProbe;
+use caseload_engine::report::RunReport;
 use caseload_workloads::predict::{DeviceFigures, Devices, Prediction, predict};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,24 +119,20 @@ fn ratio(predicted: f64, recorded: f64) -> f64 {
     }
 }
 
+/// A recorded run: a run.json, or a case directory holding one.
+pub fn load_report(path: &std::path::Path) -> anyhow::Result<RunReport> {
+    if path.is_dir() {
+        return Ok(caseload_engine::run::load_run_json(path)?);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not a caseload run.json", path.display()))
+}
+
 /// Predict.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = if args.run.is_dir() {
-        args.run.clone()
-    } else {
-        args.run
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default()
-    };
-    let report = if args.run.is_dir() {
-        caseload_engine::run::load_run_json(&dir)?
-    } else {
-        let text = std::fs::read_to_string(&args.run)
-            .with_context(|| format!("reading `{}`", args.run.display()))?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not a caseload run.json", args.run.display()))?
-    };
+    let report = load_report(&args.run)?;
     let source = devices(&args.from).context("--from")?;
     let target = devices(&args.devices).context("--devices")?;
     let p = predict(&report, &source, &target)?;

@@ -95,6 +95,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     )?;
     let mut stage_specs = resolved.stages;
     let layout = args.layout.layout()?;
+    // The channel directories are checked again with the evidence when the
+    // run starts; here first, so that a missing one is named before the
+    // hash sets are imported into it.
+    let given: Vec<std::path::PathBuf> =
+        std::fs::canonicalize(&args.evidence).into_iter().collect();
+    layout.check_writable(&given)?;
     let kff = super::hashset::prepare_run(
         &args.kff.hashsets,
         args.kff.kff_library.as_deref(),

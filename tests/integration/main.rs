@@ -42,6 +42,7 @@ mod kff_bad_input;
 mod kff_corpus;
 mod kff_real_images;
 mod lab;
+mod model;
 mod predict;
 mod profiles;
 mod resume;

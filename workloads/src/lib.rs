@@ -10,6 +10,7 @@ pub mod devices;
 pub mod instances;
 pub mod job;
 pub mod layouts;
+pub mod model;
 pub mod predict;
 pub mod report;
 pub mod study;

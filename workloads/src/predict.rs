@@ -23,7 +23,7 @@
 
 use caseload_engine::channel::{ChannelKind, ChannelSnapshot};
 use caseload_engine::probe::ChannelProbe;
-use caseload_engine::report::RunReport;
+use caseload_engine::report::{RunReport, StageReport};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -197,25 +197,9 @@ pub fn predict(
     let threads = run.threads.max(1) as f64;
     let mut stages = Vec::new();
     for s in run.stages.iter().filter(|s| s.status == "completed") {
-        // A sync is a barrier (the committing thread waits, and the
-        // others soon wait on it): all of its time shows in wall time. α:
-        // the share of the other blocked time (summed over threads) that
-        // showed, i.e. the devices' busy time as the stage saw it.
-        let secs = |f: &dyn Fn(&ChannelSnapshot) -> u64| -> f64 {
-            s.channels
-                .values()
-                .map(|c| f(&c.counters) as f64 / 1e9)
-                .sum()
-        };
-        let synced = secs(&|c| c.sync_blocked_ns);
-        let blocked = secs(&|c| c.read_blocked_ns + c.write_blocked_ns);
         let w = s.wall_seconds;
         let cpu_wall = (s.cpu_user_seconds + s.cpu_system_seconds) / threads;
-        let overlap = if blocked > 0.0 {
-            ((w - cpu_wall - synced).max(0.0) / blocked).min(1.0)
-        } else {
-            0.0
-        };
+        let overlap = overlap(s, threads);
         let mut channels = BTreeMap::new();
         let mut delta = 0.0;
         for (kind, f) in &s.channels {
@@ -270,6 +254,28 @@ pub fn predict(
         predicted_total_s: stages.iter().map(|s| s.predicted_s).sum(),
         stages,
     })
+}
+
+/// The share `α` of a stage's read and write blocked time (summed over
+/// threads and channels) that showed in its wall time: the devices' busy
+/// time as the stage saw it. A sync is a barrier (the committing thread
+/// waits, and the others soon wait on it), so all of its time shows and
+/// is left out: `α = min(1, max(0, W − C/T − S) / B)`.
+pub fn overlap(s: &StageReport, threads: f64) -> f64 {
+    let secs = |f: &dyn Fn(&ChannelSnapshot) -> u64| -> f64 {
+        s.channels
+            .values()
+            .map(|c| f(&c.counters) as f64 / 1e9)
+            .sum()
+    };
+    let synced = secs(&|c| c.sync_blocked_ns);
+    let blocked = secs(&|c| c.read_blocked_ns + c.write_blocked_ns);
+    let cpu_wall = (s.cpu_user_seconds + s.cpu_system_seconds) / threads.max(1.0);
+    if blocked > 0.0 {
+        ((s.wall_seconds - cpu_wall - synced).max(0.0) / blocked).min(1.0)
+    } else {
+        0.0
+    }
 }
 
 fn figures<'a>(

@@ -1,0 +1,79 @@
+//! `caseload model`: a recorded run's stage times and throughput on N
+//! workstations sharing its evidence store and database
+//! (`caseload_workloads::model`, model in docs/model.md).
+
+use caseload_workloads::model::{ModelReport, model};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `caseload model`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The recorded run: its run.json (or a case directory holding one).
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Worker counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
+    pub workers: Vec<u32>,
+    /// Rate of the link between the workers and the shared evidence store
+    /// and database, in MB/s (1 Gbit/s Ethernet: about 117); without it,
+    /// no link station.
+    #[arg(long, value_name = "MB/s")]
+    pub link_mb_s: Option<f64>,
+    /// Print the model as JSON (schema `caseload-model`, version 1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn print(m: &ModelReport) {
+    println!(
+        "{:<12} {:>10} {:>9} {:>11} {:>12}",
+        "stage", "recorded s", "knee N*", "bottleneck", "own time s"
+    );
+    for s in &m.stages {
+        println!(
+            "{:<12} {:>10.2} {:>9.1} {:>11} {:>12.2}",
+            s.name,
+            s.recorded_s,
+            s.bounds.knee,
+            s.bounds.bottleneck.as_deref().unwrap_or("-"),
+            s.network.think_s
+        );
+    }
+    println!();
+    print!("{:<12}", "workers");
+    for n in &m.workers {
+        print!(" {n:>9}");
+    }
+    println!();
+    for s in &m.stages {
+        print!("{:<12}", s.name);
+        for t in &s.predicted_s {
+            print!(" {t:>9.2}");
+        }
+        println!();
+    }
+    let row = |name: &str, v: &[f64]| {
+        print!("{name:<12}");
+        for x in v {
+            print!(" {x:>9.2}");
+        }
+        println!();
+    };
+    row("total s", &m.total_s);
+    row("bound s", &m.total_bound_s);
+    row("MB/s", &m.throughput_mb_s);
+}
+
+/// Model.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let report = super::predict::load_report(&args.run)?;
+    let link = args.link_mb_s.map(|r| r * 1e6);
+    let m = model(&report, &args.workers, link)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&m)?);
+    } else {
+        print(&m);
+    }
+    Ok(ExitCode::SUCCESS)
+}
