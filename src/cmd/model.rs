@@ -2,6 +2,7 @@
 //! workstations sharing its evidence store and database
 //! (`caseload_workloads::model`, model in docs/model.md).
 
+use anyhow::Context;
 use caseload_workloads::model::{ModelReport, model};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,6 +24,10 @@ pub struct Args {
     /// Print the model as JSON (schema `caseload-model`, version 1).
     #[arg(long)]
     pub json: bool,
+    /// Also write `model.json` and `model.html` (with the throughput
+    /// against workers and its bound) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 fn print(m: &ModelReport) {
@@ -70,6 +75,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = super::predict::load_report(&args.run)?;
     let link = args.link_mb_s.map(|r| r * 1e6);
     let m = model(&report, &args.workers, link)?;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
+        let html = caseload_workloads::report::render_model_html(&m)
+            .map_err(|e| anyhow::anyhow!("drawing the throughput chart: {e}"))?;
+        for (name, bytes) in [
+            ("model.json", serde_json::to_vec_pretty(&m)?),
+            ("model.html", html.into_bytes()),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes)
+                .with_context(|| format!("writing `{}`", path.display()))?;
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&m)?);
     } else {

@@ -61,6 +61,27 @@ fn one_worker_gives_the_recorded_times_and_more_stay_within_the_bounds() {
         }
         assert!(s["bounds"]["knee"].as_f64().unwrap_or(f64::INFINITY) >= 1.0);
     }
+    // --out: the same model as JSON, and a page with the throughput chart.
+    let out_dir = work.path().join("model");
+    common::run_ok(
+        common::caseload()
+            .args(["model", "--workers", "1,2,8", "--run"])
+            .arg(&case)
+            .arg("--out")
+            .arg(&out_dir),
+    );
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("model.json")).unwrap()).unwrap();
+    assert_eq!(written, m);
+    let html = std::fs::read_to_string(out_dir.join("model.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("MVA prediction"),
+        "{html}"
+    );
+    for s in stages {
+        assert!(html.contains(&format!("<td>{}</td>", s["name"].as_str().unwrap())));
+    }
+
     // A slow link between the workers and the shared store adds time.
     let slow = model(&["--link-mb-s", "1"]);
     let total = |v: &Value| v["total_s"][0].as_f64().unwrap();

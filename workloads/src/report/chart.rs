@@ -327,3 +327,77 @@ pub fn cpu_lines(series: &[StageSeries<'_>], cpus: usize) -> Result<String, Stri
     }
     Ok(svg)
 }
+
+/// Throughput against workers (`caseload model`): the MVA prediction and
+/// the asymptotic bound, evidence MB/s over the whole case.
+pub fn model_throughput(m: &crate::model::ModelReport) -> Result<String, String> {
+    let mb = |t: f64| {
+        if t > 0.0 {
+            m.evidence_bytes as f64 / t / 1e6
+        } else {
+            0.0
+        }
+    };
+    let predicted: Vec<(f64, f64)> = m
+        .workers
+        .iter()
+        .zip(&m.total_s)
+        .map(|(n, t)| (*n as f64, mb(*t)))
+        .collect();
+    let bound: Vec<(f64, f64)> = m
+        .workers
+        .iter()
+        .zip(&m.total_bound_s)
+        .map(|(n, t)| (*n as f64, mb(*t)))
+        .collect();
+    let x_max = m.workers.iter().copied().max().unwrap_or(1).max(2) as f64;
+    let y_max = bound
+        .iter()
+        .chain(&predicted)
+        .map(|(_, y)| *y)
+        .filter(|y| y.is_finite())
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (700, 320)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(56)
+            .build_cartesian_2d(1.0..x_max, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("workstations")
+            .y_desc("evidence MB/s")
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 12))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(bound, LOAD.stroke_width(1)))
+            .map_err(err)?
+            .label("bound: min(N/(D+Z), 1/D_max) per stage")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], LOAD.stroke_width(1)));
+        chart
+            .draw_series(LineSeries::new(predicted.clone(), USER.stroke_width(2)))
+            .map_err(err)?
+            .label("MVA prediction")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], USER.stroke_width(2)));
+        chart
+            .draw_series(predicted.iter().map(|p| Circle::new(*p, 3, USER.filled())))
+            .map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font((FONT, 12))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

@@ -10,7 +10,7 @@ use caseload_engine::system::Placement;
 use std::fmt::Write;
 
 /// Escape text for HTML content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -4,15 +4,19 @@
 //! table, CSV files and a self-contained `report.html` with SVG charts.
 //!
 //! Every renderer takes only a [`CompareReport`], so anything the HTML page
-//! or the CSV shows is also in `compare.json`.
+//! or the CSV shows is also in `compare.json`. Likewise `model.html`
+//! (`caseload model --out`) is rendered from the
+//! [`ModelReport`](crate::model::ModelReport) alone.
 
 mod chart;
 mod csv_files;
 mod html;
+mod model_page;
 mod summary;
 mod table;
 
 pub use html::render_html;
+pub use model_page::render_model_html;
 pub use summary::{figures_from_instances, figures_from_run, summarize};
 pub use table::render_table;
 
