@@ -3,7 +3,7 @@
 //! (`caseload_workloads::model`, model in docs/model.md).
 
 use anyhow::Context;
-use caseload_workloads::model::{ModelReport, model};
+use caseload_workloads::model::{ModelReport, Setting, model};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,6 +21,11 @@ pub struct Args {
     /// no link station.
     #[arg(long, value_name = "MB/s")]
     pub link_mb_s: Option<f64>,
+    /// The workers share one machine with this many processors (as
+    /// `run --instances` and the one-box cluster do): the processors
+    /// become a shared station.
+    #[arg(long, value_name = "N")]
+    pub shared_cpus: Option<u32>,
     /// Print the model as JSON (schema `caseload-model`, version 1).
     #[arg(long)]
     pub json: bool,
@@ -73,8 +78,11 @@ fn print(m: &ModelReport) {
 /// Model.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = super::predict::load_report(&args.run)?;
-    let link = args.link_mb_s.map(|r| r * 1e6);
-    let m = model(&report, &args.workers, link)?;
+    let setting = Setting {
+        link_bytes_per_s: args.link_mb_s.map(|r| r * 1e6),
+        shared_cpus: args.shared_cpus,
+    };
+    let m = model(&report, &args.workers, setting)?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
         let html = caseload_workloads::report::render_model_html(&m)

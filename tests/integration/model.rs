@@ -82,6 +82,30 @@ fn one_worker_gives_the_recorded_times_and_more_stay_within_the_bounds() {
         assert!(html.contains(&format!("<td>{}</td>", s["name"].as_str().unwrap())));
     }
 
+    // Workers sharing this machine's processors: a cpu station, and one
+    // worker still gives the recorded times.
+    let shared = model(&["--shared-cpus", "2"]);
+    assert_eq!(shared["shared_cpus"], 2);
+    for (s, r) in shared["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(recorded["stages"].as_array().unwrap())
+    {
+        let names: Vec<&str> = s["network"]["stations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| st["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["evidence", "database", "cpu"]);
+        let t1 = s["predicted_s"][0].as_f64().unwrap();
+        let wall = r["wall_seconds"].as_f64().unwrap();
+        // Exact unless the devices and processors took more than the wall
+        // time (then the worker's own time is 0 and one worker is slower).
+        assert!(t1 + 1e-9 >= wall, "{t1} {wall}");
+    }
+
     // A slow link between the workers and the shared store adds time.
     let slow = model(&["--link-mb-s", "1"]);
     let total = |v: &Value| v["total_s"][0].as_f64().unwrap();
@@ -93,6 +117,7 @@ fn one_worker_gives_the_recorded_times_and_more_stay_within_the_bounds() {
     for (args, want) in [
         (vec!["--workers", "0,4"], "at least 1"),
         (vec!["--link-mb-s", "0"], "link rate"),
+        (vec!["--shared-cpus", "0"], "shared processors"),
     ] {
         let out = common::caseload()
             .args(["model", "--run"])

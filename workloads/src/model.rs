@@ -207,6 +207,8 @@ pub struct ModelReport {
     pub evidence_bytes: u64,
     /// Link rate assumed, bytes per second (`None`: no link station).
     pub link_bytes_per_s: Option<f64>,
+    /// Processors the workers share (`None`: a machine each).
+    pub shared_cpus: Option<u32>,
     /// Per stage.
     pub stages: Vec<StageModel>,
     /// Sum of the stages' predicted seconds per worker count.
@@ -217,17 +219,37 @@ pub struct ModelReport {
     pub throughput_mb_s: Vec<f64>,
 }
 
-/// The network of each completed stage of `run`. `link`: the rate, bytes
-/// per second, of the link that would carry the evidence and database
-/// traffic between the workers and the shared stations (none: local).
+/// Where the workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Setting {
+    /// Rate, bytes per second, of the link that carries the evidence and
+    /// database traffic between the workers and the shared stations
+    /// (`None`: local, no link station).
+    pub link_bytes_per_s: Option<f64>,
+    /// The workers share one machine's processors, this many (`None`:
+    /// each worker is its own machine). The processors become a station
+    /// whose demand is the stage's CPU seconds over their number: a
+    /// pipeline runs as many threads as there are cores, so one job can
+    /// use them all, and several jobs share them.
+    pub shared_cpus: Option<u32>,
+}
+
+/// The network of each completed stage of `run` in `setting`.
 pub fn stage_networks(
     run: &RunReport,
-    link: Option<f64>,
+    setting: Setting,
 ) -> Result<Vec<(String, f64, Network)>, ModelError> {
+    let link = setting.link_bytes_per_s;
     if let Some(r) = link
         && !(r.is_finite() && r > 0.0)
     {
         return Err(ModelError::BadFigure("the link rate", r));
+    }
+    if setting.shared_cpus == Some(0) {
+        return Err(ModelError::BadFigure(
+            "the number of shared processors",
+            0.0,
+        ));
     }
     let threads = run.threads.max(1) as f64;
     let mut out = Vec::new();
@@ -262,9 +284,18 @@ pub fn stage_networks(
                 demand_s: carried as f64 / rate,
             });
         }
-        // The worker's own time: what the shared devices did not take. The
-        // link's time is added to the stage (the recorded run had none).
-        let shared: f64 = stations[..2].iter().map(|st| st.demand_s).sum();
+        // The worker's own time: what the shared devices (and processors)
+        // did not take. The link's time is added to the stage (the
+        // recorded run had none).
+        let mut shared: f64 = stations[..2].iter().map(|st| st.demand_s).sum();
+        if let Some(m) = setting.shared_cpus {
+            let cpu = (s.cpu_user_seconds + s.cpu_system_seconds) / m as f64;
+            shared += cpu;
+            stations.push(Station {
+                name: "cpu".into(),
+                demand_s: cpu,
+            });
+        }
         let think = (s.wall_seconds - shared).max(0.0);
         out.push((
             s.name.clone(),
@@ -285,7 +316,7 @@ pub fn stage_networks(
 pub fn model(
     run: &RunReport,
     workers: &[u32],
-    link: Option<f64>,
+    setting: Setting,
 ) -> Result<ModelReport, ModelError> {
     if workers.is_empty() || workers.contains(&0) {
         return Err(ModelError::BadWorkers(workers.to_vec()));
@@ -295,7 +326,7 @@ pub fn model(
     ns.dedup();
     let max = *ns.last().unwrap_or(&1);
     let mut stages = Vec::new();
-    for (name, recorded, network) in stage_networks(run, link)? {
+    for (name, recorded, network) in stage_networks(run, setting)? {
         let points = network.solve(max)?;
         let at = |n: u32| &points[(n - 1) as usize];
         stages.push(StageModel {
@@ -333,7 +364,8 @@ pub fn model(
             .collect(),
         workers: ns,
         evidence_bytes: bytes,
-        link_bytes_per_s: link,
+        link_bytes_per_s: setting.link_bytes_per_s,
+        shared_cpus: setting.shared_cpus,
         stages,
         total_s,
         total_bound_s,
