@@ -18,7 +18,8 @@
 #   profile at a 4:1 E01).
 # Last, the corpus's shape at SIZE (seed 1, also written as E01): files
 # per GiB of the disk and of its used space, items per GiB (files, deleted
-# files, streams and e-mail attachments: what a suite lists as items) and
+# files, streams, e-mail messages and attachments: what a suite lists as
+# items) and
 # the E01 compression ratio (image bytes over E01 bytes).
 # Needs GNU time (/usr/bin/time, Debian package `time`).
 set -euo pipefail
@@ -98,10 +99,11 @@ live = [f for f in files if f["allocated"] and not f.get("stream")]
 deleted = [f for f in files if f["deleted"] and not f.get("stream")]
 streams = [f for f in files if f.get("stream")]
 attachments = sum(len(f["attachments"]) for f in files)
-items = len(live) + len(deleted) + len(streams) + attachments
+messages = m["summary"].get("messages", 0)
+items = len(live) + len(deleted) + len(streams) + attachments + messages
 e01 = sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) if n.startswith("image.E"))
 print(f"  {len(live)} live files ({len(live) / gib:.0f} per GiB of disk, {len(live) / used:.0f} per GiB used),"
-      f" {len(deleted)} deleted, {len(streams)} streams, {attachments} attachments")
+      f" {len(deleted)} deleted, {len(streams)} streams, {attachments} attachments, {messages} messages")
 print(f"  items {items} ({items / gib:.0f} per GiB of disk, {items / used:.0f} per GiB used);"
       f" used {used:.2f} of {gib:.2f} GiB; {m['summary'].get('compressed_files', 0)} compressed;"
       f" E01 ratio {m['image']['size'] / e01:.2f}:1")

@@ -1579,6 +1579,13 @@ impl ManifestOut {
             self.summary.compressed_files += e.compressed as u64;
             self.summary.sparse_files += e.sparse as u64;
             self.summary.attachments += e.attachments.len() as u64;
+            self.summary.messages += match e.content_type {
+                Some(crate::content::Kind::Eml) => 1,
+                Some(crate::content::Kind::Mbox) => {
+                    crate::content::mail::mbox_messages(e.size as usize) as u64
+                }
+                _ => 0,
+            };
             self.entry(&e)?;
             if ntfs.is_some()
                 && let Some(zone) = ntfs::write::zone_identifier(it)

@@ -488,4 +488,8 @@ pub struct Summary {
     /// messages, the compound items a suite expands).
     #[serde(default)]
     pub attachments: u64,
+    /// E-mail messages of all files, live and deleted: one per `.eml`,
+    /// those a mailbox holds.
+    #[serde(default)]
+    pub messages: u64,
 }

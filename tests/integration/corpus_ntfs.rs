@@ -776,4 +776,13 @@ fn file_density_and_mail_share_are_what_was_asked() {
     );
     assert!(mail_stores(&mail) > mail_stores(&plain) * 3 / 2);
     assert!(a1 > a0 * 3 / 2);
+    // Messages: at least one per mail store, more with more mail.
+    let messages = |m: &serde_json::Value| m["summary"]["messages"].as_u64().unwrap();
+    assert!(messages(&mail) >= mail_stores(&mail) as u64);
+    assert!(
+        messages(&mail) > messages(&plain) * 3 / 2,
+        "{} {}",
+        messages(&plain),
+        messages(&mail)
+    );
 }

@@ -308,7 +308,14 @@ pub fn eml(
     Ok((b, found))
 }
 
-/// An mboxrd mailbox of exactly `size` bytes holding several messages.
+/// Messages in a generated mailbox of `size` bytes (about one per 24 KB,
+/// 1 to 60, each at least 1,500 bytes).
+pub fn mbox_messages(size: usize) -> usize {
+    (size / 24_000).clamp(1, 60).min(size / 1500).max(1)
+}
+
+/// An mboxrd mailbox of exactly `size` bytes holding several messages
+/// ([`mbox_messages`] of them).
 pub fn mbox(
     rng: &mut Rng,
     size: usize,
@@ -317,7 +324,7 @@ pub fn mbox(
     when: u64,
 ) -> Result<(Vec<u8>, Vec<Attachment>), CorpusError> {
     let per = 1500usize;
-    let n = (size / 24_000).clamp(1, 60).min(size / per).max(1);
+    let n = mbox_messages(size);
     let mut sizes = Vec::with_capacity(n);
     let mut left = size;
     for i in 0..n {
@@ -358,6 +365,14 @@ mod tests {
             let (m, _) = mbox(&mut r, size * 2, &kw, &pool, 1 << 29).unwrap();
             assert_eq!(m.len(), size * 2);
             assert!(m.starts_with(b"From "));
+            // mboxrd: a message starts with a line "From "; body lines that
+            // would start so are quoted (">From "). The manifest's count
+            // is the separators found.
+            let separators = std::iter::once(&m[..])
+                .chain(m.split(|&c| c == b'\n').skip(1))
+                .filter(|line| line.starts_with(b"From "))
+                .count();
+            assert_eq!(separators, mbox_messages(size * 2), "size {}", size * 2);
         }
         let mut v = Vec::new();
         base64_lines(b"hello world, this is base64", b"\r\n", &mut v);

@@ -12,7 +12,7 @@
 
 mod binary;
 mod image;
-mod mail;
+pub(crate) mod mail;
 mod pdf;
 mod sqlite;
 mod text;
