@@ -128,7 +128,8 @@ pub fn size_scale_for_files(
     let (mut f_lo, mut f_hi) = (at(lo.exp())?, at(hi.exp())?);
     if target > f_lo || target < f_hi {
         return Err(CorpusError::Invalid(format!(
-            "{target} files per GiB used cannot be reached on this volume:              between {f_hi:.0} (size scale {}) and {f_lo:.0} (size scale {}) can",
+            "{target} files per GiB used cannot be reached on this volume: \
+             between {f_hi:.0} (size scale {}) and {f_lo:.0} (size scale {}) can",
             SIZE_SCALE_RANGE.1, SIZE_SCALE_RANGE.0
         )));
     }

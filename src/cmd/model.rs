@@ -56,13 +56,6 @@ fn print(m: &ModelReport) {
         print!(" {n:>9}");
     }
     println!();
-    for s in &m.stages {
-        print!("{:<12}", s.name);
-        for t in &s.predicted_s {
-            print!(" {t:>9.2}");
-        }
-        println!();
-    }
     let row = |name: &str, v: &[f64]| {
         print!("{name:<12}");
         for x in v {
@@ -70,6 +63,9 @@ fn print(m: &ModelReport) {
         }
         println!();
     };
+    for s in &m.stages {
+        row(&s.name, &s.predicted_s);
+    }
     row("total s", &m.total_s);
     row("bound s", &m.total_bound_s);
     row("MB/s", &m.throughput_mb_s);

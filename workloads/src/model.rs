@@ -205,10 +205,9 @@ pub struct ModelReport {
     pub workers: Vec<u32>,
     /// Evidence bytes (for throughput figures).
     pub evidence_bytes: u64,
-    /// Link rate assumed, bytes per second (`None`: no link station).
-    pub link_bytes_per_s: Option<f64>,
-    /// Processors the workers share (`None`: a machine each).
-    pub shared_cpus: Option<u32>,
+    /// Where the workers run (its fields at the top level of the JSON).
+    #[serde(flatten)]
+    pub setting: Setting,
     /// Per stage.
     pub stages: Vec<StageModel>,
     /// Sum of the stages' predicted seconds per worker count.
@@ -364,8 +363,7 @@ pub fn model(
             .collect(),
         workers: ns,
         evidence_bytes: bytes,
-        link_bytes_per_s: setting.link_bytes_per_s,
-        shared_cpus: setting.shared_cpus,
+        setting,
         stages,
         total_s,
         total_bound_s,

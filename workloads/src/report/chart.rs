@@ -43,6 +43,21 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// The series' legend, boxed, at `position`.
+fn legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 12))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(err)
+}
+
 /// Horizontal stacked bars: one bar per configuration (baseline first), one
 /// segment per stage (median wall seconds), a whisker over the range of run
 /// totals, and the total with its ratio at the end of the bar.
@@ -315,14 +330,7 @@ pub fn cpu_lines(series: &[StageSeries<'_>], cpus: usize) -> Result<String, Stri
             .map_err(err)?
             .label("load1 (right)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], LOAD.stroke_width(1)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -389,14 +397,7 @@ pub fn model_throughput(m: &crate::model::ModelReport) -> Result<String, String>
         chart
             .draw_series(predicted.iter().map(|p| Circle::new(*p, 3, USER.filled())))
             .map_err(err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)

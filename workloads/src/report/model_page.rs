@@ -23,7 +23,8 @@ pub fn render_model_html(m: &ModelReport) -> Result<String, String> {
         h,
         "<p>Exact Mean Value Analysis per stage of one recorded run: {:.2} GB of evidence, {}. Schema {} v{}; the model is in docs/model.md.</p>",
         m.evidence_bytes as f64 / 1e9,
-        m.link_bytes_per_s
+        m.setting
+            .link_bytes_per_s
             .map_or("no link station".to_string(), |r| format!(
                 "a link of {:.0} MB/s",
                 r / 1e6

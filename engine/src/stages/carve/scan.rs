@@ -836,19 +836,21 @@ struct Recycler {
 impl Recycler {
     fn give(&mut self, data: Arc<Vec<u8>>) {
         self.held.push_back(data);
-        let mut kept = VecDeque::with_capacity(self.held.len());
-        while let Some(a) = self.held.pop_front() {
-            match Arc::try_unwrap(a) {
-                Ok(buffer) => {
-                    let _ = self.pool.try_send(buffer);
+        // Each block once round the queue: free ones go to the pool, the
+        // others back in order.
+        for _ in 0..self.held.len() {
+            if let Some(a) = self.held.pop_front() {
+                match Arc::try_unwrap(a) {
+                    Ok(buffer) => {
+                        let _ = self.pool.try_send(buffer);
+                    }
+                    Err(a) => self.held.push_back(a),
                 }
-                Err(a) => kept.push_back(a),
             }
         }
-        while kept.len() > self.limit {
-            kept.pop_front();
+        while self.held.len() > self.limit {
+            self.held.pop_front();
         }
-        self.held = kept;
     }
 }
 
