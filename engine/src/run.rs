@@ -89,6 +89,15 @@ pub enum RunError {
     /// The run cannot be resumed.
     #[error(transparent)]
     Resume(#[from] ResumeError),
+    /// Reading a recorded run's report failed.
+    #[error("reading the run report `{}`: {source}", path.display())]
+    ReadReport {
+        /// Where.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Writing the report failed.
     #[error("writing {what} `{}`: {source}", path.display())]
     Report {
@@ -1129,8 +1138,7 @@ fn write_run_json(
 /// Read a case directory's `run.json`.
 pub fn load_run_json(case_dir: &Path) -> Result<RunReport, RunError> {
     let path = case_dir.join(RUN_JSON);
-    let err = |source: std::io::Error| RunError::Report {
-        what: "run report",
+    let err = |source: std::io::Error| RunError::ReadReport {
         path: path.clone(),
         source,
     };
