@@ -35,3 +35,4 @@ pub mod textindex;
 mod thread_priority;
 pub mod trace;
 pub mod units;
+pub mod work;

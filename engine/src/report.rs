@@ -74,6 +74,11 @@ pub struct RunReport {
     /// --resume`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed: Option<Resumed>,
+    /// Present for a case run by several workers (`caseload cluster`,
+    /// `caseload report`): per-worker figures, units, coordination and
+    /// the shared channels' throughput over time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<crate::work::DistributedReport>,
 }
 
 /// How a run was resumed.

@@ -358,7 +358,7 @@ pub fn run(
 }
 
 /// A path's canonical form (itself when that fails).
-fn canonical(dir: &Path) -> PathBuf {
+pub(crate) fn canonical(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
@@ -466,7 +466,7 @@ impl RunChannels<'_> {
 
 /// Refuse to overwrite a case unless forced; when forced, remove only what a
 /// run creates.
-fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<(), RunError> {
+pub(crate) fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<(), RunError> {
     if !force {
         if case.exists(RUN_JSON) {
             return Err(RunError::CaseExists(case.dir().to_path_buf()));
@@ -568,6 +568,7 @@ fn run_stages(
         cancel,
         stage: "",
         recorded: &no_records,
+        scope: crate::stage::Scope::Whole,
     };
     let first = resumed.as_ref().map_or(0, |p| p.finished.len());
     let preparation = match prepare_stages(&stage_list[first..], &base) {
@@ -914,12 +915,13 @@ fn run_stages(
         preparation,
         channel_fault,
         resumed: resumed_from,
+        distributed: None,
     })
 }
 
 /// Every stage's [`Stage::prepare`], in order, timed; the first failure
 /// ends the run before any stage starts.
-fn prepare_stages(
+pub(crate) fn prepare_stages(
     stage_list: &[Box<dyn Stage>],
     ctx: &StageContext<'_>,
 ) -> Result<Vec<PreparationReport>, RunError> {
@@ -945,14 +947,14 @@ fn prepare_stages(
 }
 
 /// A stage's error, with why the database server stopped when it did.
-fn with_server_problem(db: &CaseDb, e: &dyn std::fmt::Display) -> String {
+pub(crate) fn with_server_problem(db: &CaseDb, e: &dyn std::fmt::Display) -> String {
     match db.server_problem() {
         Some(p) => format!("{e} ({p})"),
         None => e.to_string(),
     }
 }
 
-fn insert_run(
+pub(crate) fn insert_run(
     db: &CaseDb,
     spec: &RunSpec,
     names: &[&str],
@@ -988,7 +990,7 @@ fn insert_run(
         .id()?)
 }
 
-fn insert_evidence(db: &CaseDb, source: &dyn EvidenceSource) -> Result<i64, RunError> {
+pub(crate) fn insert_evidence(db: &CaseDb, source: &dyn EvidenceSource) -> Result<i64, RunError> {
     let info = source.info();
     let format = serde_json::to_value(info.format)
         .ok()
@@ -1027,7 +1029,7 @@ fn insert_evidence(db: &CaseDb, source: &dyn EvidenceSource) -> Result<i64, RunE
         .id()?)
 }
 
-fn record_stage_runs(
+pub(crate) fn record_stage_runs(
     db: &CaseDb,
     run_id: i64,
     reports: &[(usize, String, StageReport)],
@@ -1081,7 +1083,7 @@ fn writable_fault(ch: &RunChannels<'_>) -> Option<(ChannelKind, String)> {
 /// the record of what was written, so a case channel that fills up during
 /// the run must still have room for it. Its I/O is caseload's own (an
 /// instrument), not the workload's.
-fn reserve_report(case: &Channel) -> Result<std::fs::File, RunError> {
+pub(crate) fn reserve_report(case: &Channel) -> Result<std::fs::File, RunError> {
     use std::os::fd::AsRawFd;
     let file = case.create_instrument(RUN_JSON_PARTIAL)?;
     let len = libc::off_t::try_from(REPORT_RESERVE).unwrap_or(libc::off_t::MAX);
@@ -1101,7 +1103,7 @@ fn reserve_report(case: &Channel) -> Result<std::fs::File, RunError> {
 /// that a failure never leaves a half-written report that looks complete.
 /// When the case directory itself is gone, it is made again to hold the
 /// report (which says what happened).
-fn write_run_json(
+pub(crate) fn write_run_json(
     case: &Channel,
     reserved: std::fs::File,
     report: &RunReport,

@@ -146,6 +146,61 @@ pub struct StageContext<'a> {
     pub stage: &'static str,
     /// Counts of what was recorded, by severity.
     pub recorded: &'a RecordCounts,
+    /// What part of the stage's work to do: all of it in a run, one work
+    /// unit of it under `caseload worker`.
+    pub scope: Scope,
+}
+
+/// The part of a stage's work a [`StageContext`] asks for. A stage whose
+/// [`crate::stages::StageSpec::units`] is [`Units::Whole`] only ever sees
+/// [`Scope::Whole`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Scope {
+    /// Everything (a single-machine run, or a stage split no further).
+    #[default]
+    Whole,
+    /// The files whose `files.id` lies in `first..=last`, without the
+    /// stage's case-wide finish (duplicate groups): one batch of a split
+    /// stage.
+    Files {
+        /// First file id.
+        first: i64,
+        /// Last file id.
+        last: i64,
+    },
+    /// Only the case-wide work after every batch is done.
+    Finish,
+}
+
+impl Scope {
+    /// Whether the stage's per-file work is to be done.
+    pub fn has_files(self) -> bool {
+        !matches!(self, Scope::Finish)
+    }
+
+    /// Whether the stage's case-wide finish is to be done.
+    pub fn has_finish(self) -> bool {
+        matches!(self, Scope::Whole | Scope::Finish)
+    }
+
+    /// The file ids to work on, when limited.
+    pub fn file_range(self) -> Option<(i64, i64)> {
+        match self {
+            Scope::Files { first, last } => Some((first, last)),
+            _ => None,
+        }
+    }
+}
+
+/// How a stage can be divided into work units for several workers
+/// (`caseload plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    /// One unit per evidence: the stage runs whole.
+    Whole,
+    /// Batches of files ([`Scope::Files`]), then one [`Scope::Finish`].
+    FileBatches,
 }
 
 /// Counts of recorded problems.

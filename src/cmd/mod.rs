@@ -4,6 +4,7 @@ pub mod compare;
 pub mod convert;
 pub mod corpus;
 pub mod db_args;
+pub mod distributed;
 pub mod export;
 pub mod hashset;
 pub mod iolog;
@@ -68,6 +69,21 @@ enum Command {
     /// workstations sharing its evidence store and database (Mean Value
     /// Analysis, docs/model.md).
     Model(model::Args),
+    /// Plan a case for several workers on a PostgreSQL server: the case,
+    /// its preparation and its work units (docs/distributed.md).
+    Plan(distributed::PlanArgs),
+    /// Work on a planned case: claim units, run them, commit each with its
+    /// figures, until none is left.
+    Worker(distributed::WorkerArgs),
+    /// A planned case's progress per stage and worker.
+    Status(distributed::StatusArgs),
+    /// A planned case's figures as run.json (per stage, per worker,
+    /// throughput over time).
+    Report(distributed::ReportArgs),
+    /// Plan a case and run it with N workers on this machine, on a private
+    /// PostgreSQL server; leaves a case `export` and `search` read like a
+    /// single run's.
+    Cluster(distributed::ClusterArgs),
 }
 
 /// Run the chosen subcommand.
@@ -77,6 +93,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Corpus(args) => corpus::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Run(args) => run::run(args),
+        Command::Plan(args) => distributed::plan(args),
+        Command::Worker(args) => distributed::worker(args),
+        Command::Status(args) => distributed::status(args),
+        Command::Report(args) => distributed::report(args),
+        Command::Cluster(args) => distributed::cluster(args),
         Command::Compare(args) => compare::run(args),
         Command::Export(args) => export::run(args),
         Command::Hashset(args) => hashset::run(args),

@@ -87,30 +87,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         args.evidence = super::lab::evidence_in(&lab, args.evidence);
     }
-    let resolved = resolve_stages(
+    let layout = args.layout.layout()?;
+    let (stage_specs, resolved) = case_stages(
+        &layout,
+        &args.evidence,
         args.workload.as_deref(),
         &args.stages,
         &args.kff,
-        &args.stage_options,
+        &mut args.stage_options,
     )?;
-    let mut stage_specs = resolved.stages;
-    let layout = args.layout.layout()?;
-    // The channel directories are checked again with the evidence when the
-    // run starts; here first, so that a missing one is named before the
-    // hash sets are imported into it.
-    let given: Vec<std::path::PathBuf> =
-        std::fs::canonicalize(&args.evidence).into_iter().collect();
-    layout.check_writable(&given)?;
-    let kff = super::hashset::prepare_run(
-        &args.kff.hashsets,
-        args.kff.kff_library.as_deref(),
-        &layout,
-        &stage_specs,
-    )?;
-    args.stage_options.splice(0..0, kff);
-    for o in &args.stage_options {
-        stage::apply_option(&mut stage_specs, o)?;
-    }
     anyhow::ensure!(
         (caseload_engine::source::MIN_RUN_BYTES..=caseload_engine::source::MAX_RUN_BYTES)
             .contains(&args.read_run),
@@ -149,6 +134,38 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
         .with_context(|| format!("run on `{}`", args.evidence.display()))?;
     finish(&report, args.json)
+}
+
+/// The stages of a case with their options: the workload or stage list,
+/// the hash sets imported into the KFF library (on the layout's database
+/// channel, checked writable first), the `--stage-option`s applied.
+/// `stage_options` gains the KFF options the import gave.
+pub fn case_stages(
+    layout: &caseload_engine::layout::Layout,
+    evidence: &std::path::Path,
+    workload: Option<&str>,
+    stages: &[String],
+    kff: &KffArgs,
+    stage_options: &mut Vec<String>,
+) -> anyhow::Result<(Vec<(String, stage::StageOptions)>, super::job_args::ResolvedStages)> {
+    let mut resolved = resolve_stages(workload, stages, kff, stage_options)?;
+    let mut stage_specs = std::mem::take(&mut resolved.stages);
+    // The channel directories are checked again with the evidence when the
+    // run starts; here first, so that a missing one is named before the
+    // hash sets are imported into it.
+    let given: Vec<std::path::PathBuf> = std::fs::canonicalize(evidence).into_iter().collect();
+    layout.check_writable(&given)?;
+    let imported = super::hashset::prepare_run(
+        &kff.hashsets,
+        kff.kff_library.as_deref(),
+        layout,
+        &stage_specs,
+    )?;
+    stage_options.splice(0..0, imported);
+    for o in stage_options.iter() {
+        stage::apply_option(&mut stage_specs, o)?;
+    }
+    Ok((stage_specs, resolved))
 }
 
 /// `--instances N`: the job described once, run N times at once

@@ -332,6 +332,7 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
         cancel: &cancel,
         stage: "index",
         recorded: &recorded,
+        scope: caseload_engine::stage::Scope::Whole,
     };
     let summary = stage
         .run(&ctx)

@@ -20,6 +20,7 @@ mod extents;
 pub(crate) mod hash_library;
 pub mod postgres;
 pub mod profile;
+pub mod queue;
 mod read;
 mod rows;
 mod value;
@@ -149,6 +150,13 @@ pub enum DbError {
     /// The database already holds a case.
     #[error("`{0}` already holds a case; use --force to replace it")]
     CaseExists(String),
+    /// A worker's lease on a work unit ran out and another worker took
+    /// the unit: this worker's results for it are not committed.
+    #[error("the lease on work unit {unit} was lost to another worker; its results were rolled back")]
+    LeaseLost {
+        /// The unit.
+        unit: i64,
+    },
 }
 
 /// Which engine holds the case.
@@ -535,52 +543,101 @@ impl CaseDb {
                     }
                     postgres::drop_case(&mut writer_client)?;
                 }
-                let (version, settings) = postgres::effective_settings(&mut writer_client)?;
-                let stats_client = pg_connect(cluster.as_ref(), url.as_deref())?;
-                let bytes_at_start = cluster
-                    .as_ref()
-                    .map(|_| channel.tree_bytes(postgres::cluster::DATA_DIR));
-                let io = ServerIo::start(
-                    channel.clone(),
-                    cluster.as_ref().map(Cluster::pid),
-                    cluster.as_ref().map(|c| c.log().to_path_buf()),
-                    stats_client,
-                );
-                let case = PgCase {
-                    cluster,
-                    url,
-                    pool: Arc::new(Mutex::new(Vec::new())),
-                    io,
-                    version,
-                    settings,
-                    bytes_at_start,
-                    temp: None,
-                    temp_dir: None,
-                };
-                let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
-                create_schema(&mut conn)?;
-                if let Some(sql) = options.profile.schema() {
-                    conn.batch(sql)?;
-                }
-                let name = match &case.cluster {
-                    Some(c) => format!("the PostgreSQL cluster in `{}`", c.data_dir().display()),
-                    None => format!(
-                        "the PostgreSQL server `{}`",
-                        case.url
-                            .as_deref()
-                            .map(postgres::redact_url)
-                            .unwrap_or_default()
-                    ),
-                };
-                let writer = DbWriter::spawn(conn, name, options.batch_size, options.profile)?;
-                Ok(CaseDb {
-                    engine: Engine::Postgres(Box::new(case)),
-                    channel: channel.clone(),
-                    vfs,
-                    writer: Some(writer),
-                    options: options.clone(),
-                })
+                Self::open_postgres(channel, options, vfs, cluster, url, writer_client, true)
             }
+        }
+    }
+
+    /// Join the case a plan made on the PostgreSQL server at
+    /// `options.postgres.url`, as a worker does: nothing is created; the
+    /// database must hold a case of this schema version.
+    pub fn join(channel: &Channel, options: &DbOptions) -> Result<Self, DbError> {
+        let options = &options.effective();
+        let Some(url) = options.postgres.url.clone() else {
+            return Err(DbError::Writer(
+                "a worker joins a case on a PostgreSQL server: give --db-url".into(),
+            ));
+        };
+        let vfs = vfs::register(Arc::clone(channel.counters()), channel.kind())?;
+        let mut writer_client = postgres::connect_url(&url)?;
+        if !postgres::holds_case(&mut writer_client)? {
+            return Err(DbError::NotACase {
+                path: PathBuf::from(postgres::redact_url(&url)),
+                reason: "the server holds no case: plan one first".into(),
+            });
+        }
+        Self::open_postgres(channel, options, vfs, None, Some(url), writer_client, false)
+    }
+
+    /// A case on PostgreSQL, its schema created when `create`.
+    fn open_postgres(
+        channel: &Channel,
+        options: &DbOptions,
+        vfs: String,
+        cluster: Option<Cluster>,
+        url: Option<String>,
+        mut writer_client: ::postgres::Client,
+        create: bool,
+    ) -> Result<Self, DbError> {
+        let (version, settings) = postgres::effective_settings(&mut writer_client)?;
+        let stats_client = pg_connect(cluster.as_ref(), url.as_deref())?;
+        let bytes_at_start = cluster
+            .as_ref()
+            .map(|_| channel.tree_bytes(postgres::cluster::DATA_DIR));
+        let io = ServerIo::start(
+            channel.clone(),
+            cluster.as_ref().map(Cluster::pid),
+            cluster.as_ref().map(|c| c.log().to_path_buf()),
+            stats_client,
+        );
+        let case = PgCase {
+            cluster,
+            url,
+            pool: Arc::new(Mutex::new(Vec::new())),
+            io,
+            version,
+            settings,
+            bytes_at_start,
+            temp: None,
+            temp_dir: None,
+        };
+        let mut conn = Conn::Postgres(Box::new(PgConn::new(writer_client)));
+        if create {
+            create_schema(&mut conn)?;
+            if let Some(sql) = options.profile.schema() {
+                conn.batch(sql)?;
+            }
+        }
+        let name = match &case.cluster {
+            Some(c) => format!("the PostgreSQL cluster in `{}`", c.data_dir().display()),
+            None => format!(
+                "the PostgreSQL server `{}`",
+                case.url
+                    .as_deref()
+                    .map(postgres::redact_url)
+                    .unwrap_or_default()
+            ),
+        };
+        let writer = DbWriter::spawn(conn, name, options.batch_size, options.profile)?;
+        Ok(CaseDb {
+            engine: Engine::Postgres(Box::new(case)),
+            channel: channel.clone(),
+            vfs,
+            writer: Some(writer),
+            options: options.clone(),
+        })
+    }
+
+    /// Where other processes reach this case's server (PostgreSQL): the
+    /// URL it was opened with, or the private cluster's socket or port as
+    /// a connection string. `None` for SQLite.
+    pub fn server_url(&self) -> Option<String> {
+        match &self.engine {
+            Engine::Sqlite { .. } => None,
+            Engine::Postgres(pg) => match (&pg.cluster, &pg.url) {
+                (Some(c), _) => Some(c.connection_string()),
+                (None, url) => url.clone(),
+            },
         }
     }
 

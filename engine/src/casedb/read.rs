@@ -194,21 +194,74 @@ impl CaseReader {
     /// Files file-hash reads (every record with locatable content,
     /// directories and labels too, as TSK's bodyfile hashes them): count
     /// and bytes.
-    pub fn files_to_hash_totals(&mut self) -> Result<(u64, u64), DbError> {
-        self.pair(
-            "SELECT count(*), CAST(coalesce(sum(size), 0) AS BIGINT) FROM files WHERE (recoverable = 1 OR size = 0)",
-        )
+    ///
+    /// `ids` limits them to one batch of a planned case (`first..=last`).
+    pub fn files_to_hash_totals(&mut self, ids: Option<(i64, i64)>) -> Result<(u64, u64), DbError> {
+        let (first, last) = ids.unwrap_or((i64::MIN, i64::MAX));
+        let mut r = self.conn()?.query_one(
+            "SELECT count(*), CAST(coalesce(sum(size), 0) AS BIGINT) FROM files
+             WHERE (recoverable = 1 OR size = 0) AND id BETWEEN ?1 AND ?2",
+            &[first.into(), last.into()],
+        )?;
+        Ok((r.get(0)?, r.get(1)?))
+    }
+
+    /// The ids of the files the file-hash stage reads, in batches of about
+    /// `files` files or `bytes` bytes of content, whichever comes first:
+    /// `(first, last)` id ranges covering them all, in id order (a
+    /// planned case's work units).
+    pub fn file_hash_batches(
+        &mut self,
+        files: u64,
+        bytes: u64,
+    ) -> Result<Vec<(i64, i64)>, DbError> {
+        let mut out = Vec::new();
+        let mut open: Option<(i64, i64, u64, u64)> = None;
+        let mut after = i64::MIN;
+        loop {
+            let page = self.conn()?.query(
+                "SELECT id, size FROM files WHERE (recoverable = 1 OR size = 0) AND id > ?1
+                 ORDER BY id LIMIT ?2",
+                &[after.into(), PAGE.into()],
+            )?;
+            if page.is_empty() {
+                break;
+            }
+            for mut row in page {
+                let id: i64 = row.get(0)?;
+                after = id;
+                let size: u64 = row.get(1)?;
+                let (first, _, n, b) = open.unwrap_or((id, id, 0, 0));
+                let (n, b) = (n + 1, b.saturating_add(size));
+                if n >= files.max(1) || b >= bytes.max(1) {
+                    out.push((first, id));
+                    open = None;
+                } else {
+                    open = Some((first, id, n, b));
+                }
+            }
+        }
+        if let Some((first, last, _, _)) = open {
+            out.push((first, last));
+        }
+        Ok(out)
     }
 
     /// The next page of those files after `after`, in disk order.
-    pub fn files_to_hash(&mut self, after: DiskKey) -> Result<Vec<FileContent>, DbError> {
+    pub fn files_to_hash(
+        &mut self,
+        after: DiskKey,
+        ids: Option<(i64, i64)>,
+    ) -> Result<Vec<FileContent>, DbError> {
+        let (first, last) = ids.unwrap_or((i64::MIN, i64::MAX));
         self.conn()?
             .query(
                 "SELECT coalesce(first_offset, -1), id, path, name, size, kind, extents, encoding, resident_data
                  FROM files WHERE (recoverable = 1 OR size = 0)
                    AND (coalesce(first_offset, -1), id) > (?1, ?2)
+                   AND id BETWEEN ?4 AND ?5
                  ORDER BY coalesce(first_offset, -1), id LIMIT ?3",
-                &[after.0.into(), after.1.into(), PAGE.into()],
+                &[after.0.into(), after.1.into(), PAGE.into(), first.into(), last.into()],
             )?
             .into_iter()
             .map(file_content)

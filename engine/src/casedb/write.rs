@@ -66,6 +66,20 @@ pub enum Write {
     /// stage's start (SQLite; `run --resume` undoing a stage cut short):
     /// table name to the largest rowid it held then.
     DiscardAfter(std::collections::BTreeMap<String, i64>),
+    /// Mark a work unit done with its figures (JSON), only if `token`
+    /// still holds its lease: the last write of a unit's transaction.
+    UnitDone {
+        /// The unit.
+        unit: i64,
+        /// The lease token it was claimed with.
+        token: String,
+        /// Its figures.
+        figures: String,
+    },
+    /// Create a planned case's work queue: its plan and first units.
+    CreatePlan(Box<super::queue::PlanRow>, Vec<super::queue::NewUnit>),
+    /// Add work units (a split unit adding its stage's batches).
+    AddUnits(Vec<super::queue::NewUnit>),
     /// Finish a run: its stage rows and final status.
     FinishRun {
         /// The run.
@@ -139,6 +153,7 @@ impl Write {
                 | Write::Duplicates(_)
                 | Write::ClearKff
                 | Write::DiscardAfter(_)
+                | Write::CreatePlan(..)
         )
     }
 
@@ -422,6 +437,15 @@ impl Write {
                 Ok(Reply::Done)
             }
             Write::Problem(p) => problem(conn, p).map(|()| Reply::Done),
+            Write::UnitDone {
+                unit,
+                token,
+                figures,
+            } => super::queue::unit_done(conn, *unit, token, figures).map(|()| Reply::Done),
+            Write::CreatePlan(plan, units) => {
+                super::queue::create(conn, plan, units).map(|()| Reply::Done)
+            }
+            Write::AddUnits(units) => super::queue::add_units(conn, units).map(|()| Reply::Done),
             Write::DiscardAfter(marks) => {
                 for (table, rowid) in marks {
                     // The names come from the database's own catalogue.

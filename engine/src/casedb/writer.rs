@@ -5,6 +5,13 @@
 //! the failed statement; PostgreSQL aborts the whole transaction, so there
 //! the writer keeps the batch's writes until it commits and, after a
 //! failure, rolls back and applies the others again.
+//!
+//! Under `caseload worker` the writer holds one transaction per work unit
+//! ([`DbWriter::begin_unit`] .. [`DbWriter::end_unit`]): what would be
+//! commits become savepoints, so a failed write still loses only itself
+//! and memory holds one batch, and the unit's rows are committed in the
+//! same transaction as the statement marking the unit done. A worker that
+//! dies mid-unit leaves nothing of it behind.
 
 use super::DbError;
 use super::conn::Conn;
@@ -17,11 +24,19 @@ use std::thread::JoinHandle;
 
 type Ack = Sender<Result<(), String>>;
 
+type ReplyTx = Sender<Result<Reply, DbError>>;
+
 enum Msg {
-    Write(Write, Option<Sender<Result<Reply, DbError>>>),
+    Write(Write, Option<ReplyTx>),
     Flush(Ack),
     Close(Ack),
+    BeginUnit(Ack),
+    /// Apply the closing write (if any) and commit, or roll back.
+    EndUnit(Option<Write>, bool, ReplyTx),
 }
+
+/// The savepoint a unit's transaction rolls back to after a failed write.
+const UNIT_SAVEPOINT: &str = "caseload_unit_batch";
 
 /// What the writer did: writes applied (each a row inserted or updated,
 /// or one set-wide statement) and transactions committed. A stage's share
@@ -144,6 +159,26 @@ impl DbWriter {
         self.round_trip(Msg::Flush)
     }
 
+    /// Hold everything written from now on in one transaction, until
+    /// [`end_unit`](Self::end_unit): a work unit's. What is queued before
+    /// is committed first.
+    pub fn begin_unit(&self) -> Result<(), DbError> {
+        self.round_trip(Msg::BeginUnit)
+    }
+
+    /// End the unit's transaction: with `done` (the write marking the unit
+    /// done, which must succeed) commit it, without it roll it back. A
+    /// write of the unit that failed since the last
+    /// [`flush`](Self::flush) rolls it back too, and is the error.
+    pub fn end_unit(&self, done: Option<Write>) -> Result<Reply, DbError> {
+        let (tx, rx) = bounded(1);
+        let commit = done.is_some();
+        self.sender
+            .send(Msg::EndUnit(done, commit, tx))
+            .map_err(|_| self.gone())?;
+        rx.recv().map_err(|_| self.gone())?
+    }
+
     /// Commit, close the connection and stop the thread. Later writes fail.
     pub fn close(&self) -> Result<(), DbError> {
         let result = self.round_trip(Msg::Close);
@@ -178,6 +213,8 @@ struct State<'a> {
     work: &'a WorkCounters,
     profile: super::Profile,
     in_transaction: bool,
+    /// Holding a work unit's transaction: batches end in savepoints.
+    unit: bool,
     /// Writes applied in the open transaction (PostgreSQL only: replayed
     /// after a failure aborted it).
     applied: Vec<Write>,
@@ -193,13 +230,32 @@ impl State<'_> {
 
     fn begin(&mut self) -> Result<(), DbError> {
         if !self.in_transaction {
-            self.conn.batch("BEGIN")?;
+            if self.unit {
+                self.conn.batch(&format!("BEGIN; SAVEPOINT {UNIT_SAVEPOINT}"))?;
+            } else {
+                self.conn.batch("BEGIN")?;
+            }
             self.in_transaction = true;
         }
         Ok(())
     }
 
+    /// The end of a batch: a commit, or in a unit a new savepoint (the
+    /// batch's writes are then safe from a later failed write).
     fn commit(&mut self) -> Result<(), DbError> {
+        if self.unit {
+            if self.in_transaction {
+                self.conn.batch(&format!(
+                    "RELEASE SAVEPOINT {UNIT_SAVEPOINT}; SAVEPOINT {UNIT_SAVEPOINT}"
+                ))?;
+                self.applied.clear();
+            }
+            return Ok(());
+        }
+        self.commit_now()
+    }
+
+    fn commit_now(&mut self) -> Result<(), DbError> {
         if !self.in_transaction {
             return Ok(());
         }
@@ -243,13 +299,48 @@ impl State<'_> {
         }
     }
 
+    /// End a unit's transaction (see [`DbWriter::end_unit`]).
+    fn end_unit(&mut self, done: Option<Write>, commit: bool) -> Result<Reply, DbError> {
+        let result = match (done, self.first_error.take()) {
+            (_, Some(e)) => Err(DbError::Writer(e)),
+            (Some(done), None) if commit => self.apply(done),
+            _ => Err(DbError::Writer("the unit was abandoned".into())),
+        };
+        self.unit = false;
+        match result {
+            Ok(reply) => {
+                self.commit_now()?;
+                Ok(reply)
+            }
+            Err(e) => {
+                if self.in_transaction {
+                    let _ = self.conn.batch("ROLLBACK");
+                    self.in_transaction = false;
+                }
+                self.applied.clear();
+                Err(e)
+            }
+        }
+    }
+
     /// PostgreSQL aborted the transaction: start a new one and apply again
     /// what had succeeded in it (unless the server is gone).
     fn restart_after_failure(&mut self, e: &DbError) {
-        let _ = self.conn.batch("ROLLBACK");
-        self.in_transaction = false;
+        let lost = matches!(e, DbError::Query { lost: true, .. });
+        if self.unit && !lost {
+            // Back to the batch's start, still inside the unit.
+            let _ = self
+                .conn
+                .batch(&format!("ROLLBACK TO SAVEPOINT {UNIT_SAVEPOINT}"));
+        } else {
+            let _ = self.conn.batch("ROLLBACK");
+            self.in_transaction = false;
+        }
+        if lost && self.unit {
+            self.note("the connection was lost in the middle of a work unit: none of it was committed");
+        }
         let earlier = std::mem::take(&mut self.applied);
-        if matches!(e, DbError::Query { lost: true, .. }) {
+        if lost {
             if !earlier.is_empty() {
                 self.note(format!(
                     "{} writes of the open transaction were lost with the connection",
@@ -278,6 +369,7 @@ fn run(
         work,
         profile,
         in_transaction: false,
+        unit: false,
         applied: Vec::new(),
         first_error: None,
     };
@@ -315,6 +407,17 @@ fn run(
                 state.conn.publish_stats();
                 in_batch = 0;
                 let _ = ack.send(state.first_error.take().map_or(Ok(()), Err));
+            }
+            Msg::BeginUnit(ack) => {
+                let committed = state.commit();
+                in_batch = 0;
+                state.unit = true;
+                let error = committed.err().map(|e| e.to_string());
+                let _ = ack.send(error.or(state.first_error.take()).map_or(Ok(()), Err));
+            }
+            Msg::EndUnit(done, commit, reply) => {
+                in_batch = 0;
+                let _ = reply.send(state.end_unit(done, commit));
             }
             Msg::Close(ack) => {
                 if let Err(e) = state.commit() {

@@ -31,6 +31,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     needs: &[],
     default: super::Inclusion::Always,
     preflight: None,
+    units: crate::stage::Units::Whole,
 };
 
 #[derive(Debug, Deserialize)]

@@ -54,6 +54,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     )],
     default: super::Inclusion::WhenConfigured,
     preflight: Some(preflight),
+    units: crate::stage::Units::Whole,
 };
 
 #[derive(Debug, Deserialize)]

@@ -12,7 +12,7 @@ mod image_hash;
 pub mod index;
 mod kff;
 
-use crate::stage::{Stage, StageError, StageOptions};
+use crate::stage::{Stage, StageError, StageOptions, Units};
 
 /// Whether a run that names no stages includes a stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub struct StageSpec {
     /// matrix of runs that could only fail (a hash library that is not
     /// there): given its options and the database channel's directory.
     pub preflight: Option<Preflight>,
+    /// How `caseload plan` divides it into work units.
+    pub units: Units,
 }
 
 /// Every stage this build has, in pipeline order.
@@ -132,6 +134,29 @@ pub fn check_order(names: &[&str]) -> Result<(), StageError> {
         }
     }
     Ok(())
+}
+
+/// How a stage divides into work units ([`Units::Whole`] for a name this
+/// build does not have).
+pub fn units_of(name: &str) -> Units {
+    REGISTRY
+        .iter()
+        .find(|s| s.name == name)
+        .map_or(Units::Whole, |s| s.units)
+}
+
+/// Whether a stage runs beside the others in a planned case instead of
+/// after the earlier ones: it reads nothing another stage writes (no
+/// [`StageSpec::needs`]) and no stage reads what it writes (image-hash).
+pub fn runs_beside(name: &str) -> bool {
+    let needed = REGISTRY
+        .iter()
+        .any(|s| s.needs.iter().any(|(any_of, _)| any_of.contains(&name)));
+    let needs = REGISTRY
+        .iter()
+        .find(|s| s.name == name)
+        .is_none_or(|s| !s.needs.is_empty());
+    !needed && !needs
 }
 
 /// Names of the stages this build has, comma-separated.

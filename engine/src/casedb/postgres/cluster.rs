@@ -497,6 +497,16 @@ impl Cluster {
         c
     }
 
+    /// Its connection settings as a libpq key/value string, for other
+    /// processes (`caseload worker --db-url`).
+    pub fn connection_string(&self) -> String {
+        let host = match &self.endpoint {
+            Endpoint::Socket(dir, port) => format!("host={} port={port}", dir.display()),
+            Endpoint::Tcp(port) => format!("host=127.0.0.1 port={port}"),
+        };
+        format!("{host} user={ROLE} dbname={DATABASE}")
+    }
+
     /// A new connection.
     pub fn connect(&self) -> Result<postgres::Client, DbError> {
         self.config()

@@ -40,6 +40,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     )],
     default: super::Inclusion::Always,
     preflight: None,
+    units: crate::stage::Units::FileBatches,
 };
 
 #[derive(Debug, Deserialize)]
@@ -396,8 +397,15 @@ impl Stage for FileHash {
         // Every record with locatable content, directories and labels too:
         // TSK's bodyfile hashes them, and a listing should agree with it.
         let mut reader = ctx.db.reader()?;
-        let (files, total) = reader.files_to_hash_totals()?;
-        if files == 0 {
+        // A planned case's batch hashes its files only; its finish unit
+        // only groups duplicates.
+        let ids = ctx.scope.file_range();
+        let (files, total) = if ctx.scope.has_files() {
+            reader.files_to_hash_totals(ids)?
+        } else {
+            (0, 0)
+        };
+        if files == 0 && ctx.scope == crate::stage::Scope::Whole {
             ctx.record(
                 Severity::Warning,
                 Problem {
@@ -500,7 +508,10 @@ impl Stage for FileHash {
             // the writer commits (a rollback-journal database would block).
             let mut after = DISK_START;
             'pages: loop {
-                let page = reader.files_to_hash(after)?;
+                if !ctx.scope.has_files() {
+                    break;
+                }
+                let page = reader.files_to_hash(after, ids)?;
                 let Some(last) = page.last() else { break };
                 after = last.key;
                 for f in page {
@@ -558,7 +569,7 @@ impl Stage for FileHash {
             bytes: bytes.load(Ordering::Relaxed),
             ..StageSummary::default()
         };
-        if self.duplicates {
+        if self.duplicates && ctx.scope.has_finish() {
             let column = if self.sha256 {
                 HashColumn::Sha256
             } else if self.sha1 {

@@ -78,6 +78,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     )],
     default: super::Inclusion::Always,
     preflight: None,
+    units: crate::stage::Units::Whole,
 };
 
 /// Where segments are built inside the temp channel.

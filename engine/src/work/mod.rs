@@ -1,0 +1,133 @@
+//! One case, many workstations: a case split into work units in the case
+//! database (`caseload plan`), claimed and run by any number of workers
+//! (`caseload worker`), watched (`caseload status`) and summed up into a
+//! run report (`caseload report`, `caseload cluster`). PostgreSQL is the
+//! only coordinator (see [`crate::casedb::queue`]): its row locks give
+//! the claims, its transactions make a unit's rows and its `done` mark
+//! one commit, its connection loss rolls back a dead worker's unit.
+//!
+//! Units follow a suite's split: image-hash per image; the file-system
+//! walk per evidence; file hashing per batch of files (a split unit cuts
+//! the batches once the walk is done; a finish unit groups duplicates);
+//! the index, carving and KFF stages whole, one unit each. A stage waits
+//! for every unit of the earlier stages it may read from.
+
+mod aggregate;
+pub mod plan;
+mod worker;
+
+pub use aggregate::{
+    AggregateInput, DistributedReport, ThroughputBin, UnitFigures, WorkerFigures, aggregate_report,
+};
+pub use plan::{PlanKnobs, PlanSpec, Planned, plan_case};
+pub use worker::{WorkerOptions, WorkerOutcome, run_worker};
+
+use crate::casedb::DbError;
+use crate::stage::Scope;
+use serde::{Deserialize, Serialize};
+
+/// Errors of planning, working and reporting.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// The case database or the queue failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// Setting the case up failed (evidence, layout, stages).
+    #[error(transparent)]
+    Run(#[from] crate::run::RunError),
+    /// A stage's configuration is wrong.
+    #[error(transparent)]
+    Stage(#[from] crate::stage::StageError),
+    /// The worker and the plan do not match.
+    #[error("{0}")]
+    Mismatch(String),
+    /// Anything else, said plainly.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// What a unit does: cut its stage into batches, or run (part of) it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum UnitScope {
+    /// Cut the stage's files into batch units.
+    Split,
+    /// The whole stage.
+    Whole,
+    /// A batch of files.
+    Files {
+        /// First file id.
+        first: i64,
+        /// Last file id.
+        last: i64,
+    },
+    /// The stage's case-wide finish.
+    Finish,
+}
+
+impl UnitScope {
+    /// The stage scope it runs with (`None` for a split).
+    pub fn stage_scope(self) -> Option<Scope> {
+        match self {
+            UnitScope::Split => None,
+            UnitScope::Whole => Some(Scope::Whole),
+            UnitScope::Files { first, last } => Some(Scope::Files { first, last }),
+            UnitScope::Finish => Some(Scope::Finish),
+        }
+    }
+
+    /// As stored in the queue.
+    pub fn to_json(self) -> String {
+        serde_json::to_string(&self).unwrap_or_default()
+    }
+
+    /// Parse a stored scope.
+    pub fn from_json(text: &str) -> Result<Self, WorkError> {
+        serde_json::from_str(text)
+            .map_err(|e| WorkError::Other(format!("unit scope `{text}` is not readable: {e}")))
+    }
+
+    /// For tables: `whole`, `files 1-200`, `split`, `finish`.
+    pub fn label(self) -> String {
+        match self {
+            UnitScope::Split => "split".into(),
+            UnitScope::Whole => "whole".into(),
+            UnitScope::Files { first, last } => format!("files {first}-{last}"),
+            UnitScope::Finish => "finish".into(),
+        }
+    }
+}
+
+/// Phase of a unit within its stage: splits, then work, then finish.
+pub(crate) fn phase_of(scope: UnitScope) -> i32 {
+    match scope {
+        UnitScope::Split => 0,
+        UnitScope::Whole | UnitScope::Files { .. } => 1,
+        UnitScope::Finish => 2,
+    }
+}
+
+/// Record a planned case's end in its database (the run's stage rows and
+/// status), as a single run does when it closes.
+pub fn record_finish(db: &crate::casedb::CaseDb, report: &crate::report::RunReport, run_id: i64) -> Result<(), WorkError> {
+    let stages: Vec<(usize, String, crate::report::StageReport)> = report
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, report.started_at.clone(), s.clone()))
+        .collect();
+    crate::run::record_stage_runs(db, run_id, &stages, &report.status, &report.finished_at)?;
+    Ok(())
+}
+
+/// Write `run.json` into the case directory (replacing one there), the
+/// way a run writes its own: into reserved space, then renamed.
+pub fn write_report(
+    case: &crate::channel::Channel,
+    report: &crate::report::RunReport,
+) -> Result<(), WorkError> {
+    let _ = case.remove_instrument(crate::run::RUN_JSON_PARTIAL);
+    let reserved = crate::run::reserve_report(case)?;
+    crate::run::write_run_json(case, reserved, report)?;
+    Ok(())
+}
