@@ -466,7 +466,11 @@ impl RunChannels<'_> {
 
 /// Refuse to overwrite a case unless forced; when forced, remove only what a
 /// run creates.
-pub(crate) fn prepare_case_dirs(database: &Channel, case: &Channel, force: bool) -> Result<(), RunError> {
+pub(crate) fn prepare_case_dirs(
+    database: &Channel,
+    case: &Channel,
+    force: bool,
+) -> Result<(), RunError> {
     if !force {
         if case.exists(RUN_JSON) {
             return Err(RunError::CaseExists(case.dir().to_path_buf()));

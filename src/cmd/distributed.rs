@@ -11,9 +11,7 @@ use caseload_engine::casedb::{CaseDb, DbEngine};
 use caseload_engine::channel::{Channel, ChannelKind, ChannelSnapshot};
 use caseload_engine::report::{ChannelInfo, RunReport};
 use caseload_engine::run::RunSpec;
-use caseload_engine::work::{
-    self, AggregateInput, PlanKnobs, PlanSpec, UnitScope, WorkerOptions,
-};
+use caseload_engine::work::{self, AggregateInput, PlanKnobs, PlanSpec, UnitScope, WorkerOptions};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -214,8 +212,8 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         hold_before_commit: args.hold_before_commit_ms.map(Duration::from_millis),
     };
     let cancel = util::interrupt_flag();
-    let outcome = work::run_worker(&opts, &cancel)
-        .with_context(|| format!("worker {}", opts.name))?;
+    let outcome =
+        work::run_worker(&opts, &cancel).with_context(|| format!("worker {}", opts.name))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
@@ -251,10 +249,7 @@ pub struct StatusArgs {
 /// `caseload status`: progress per stage and worker.
 pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let mut queue = Queue::connect(&args.db_url)?;
-    anyhow::ensure!(
-        queue.plan()?.is_some(),
-        "the server holds no planned case"
-    );
+    anyhow::ensure!(queue.plan()?.is_some(), "the server holds no planned case");
     let units = queue.units()?;
     let workers = queue.workers()?;
     if args.json {
@@ -510,7 +505,10 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let code = util::finish(&report, args.json)?;
     if !failures.is_empty() {
-        eprintln!("workers that did not finish cleanly: {}", failures.join(", "));
+        eprintln!(
+            "workers that did not finish cleanly: {}",
+            failures.join(", ")
+        );
         return Ok(ExitCode::FAILURE);
     }
     Ok(code)
@@ -592,7 +590,13 @@ mod tests {
             unit(4, "file-hash", 1, "failed"),
         ];
         let t = status_table(&units, &[]);
-        assert!(t.contains("file-hash         3      1        1      0       1"), "{t}");
-        assert!(t.contains("failed: file-hash whole after 1 attempts: evidence missing"), "{t}");
+        assert!(
+            t.contains("file-hash         3      1        1      0       1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("failed: file-hash whole after 1 attempts: evidence missing"),
+            "{t}"
+        );
     }
 }

@@ -147,7 +147,10 @@ pub fn case_stages(
     stages: &[String],
     kff: &KffArgs,
     stage_options: &mut Vec<String>,
-) -> anyhow::Result<(Vec<(String, stage::StageOptions)>, super::job_args::ResolvedStages)> {
+) -> anyhow::Result<(
+    Vec<(String, stage::StageOptions)>,
+    super::job_args::ResolvedStages,
+)> {
     let mut resolved = resolve_stages(workload, stages, kff, stage_options)?;
     let mut stage_specs = std::mem::take(&mut resolved.stages);
     // The channel directories are checked again with the evidence when the

@@ -36,30 +36,6 @@ fn run_cmd_db(evidence: &Path, db: &Path, dir: &Path, stages: &str, extra: &[&st
     cmd
 }
 
-fn run_json(dir: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap()
-}
-
-fn export(case: &Path, format: &str, extra: &[&str]) -> Vec<u8> {
-    common::run_ok(
-        common::caseload()
-            .args(["export", "--format", format, "--case"])
-            .arg(case)
-            .args(extra),
-    )
-    .stdout
-}
-
-fn search(case: &Path, query: &str) -> Vec<u8> {
-    common::run_ok(
-        common::caseload()
-            .args(["search", "--json", "--case"])
-            .arg(case)
-            .arg(query),
-    )
-    .stdout
-}
-
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -92,7 +68,10 @@ fn details(run: &Value) -> Vec<(String, Value)> {
 /// for byte, stage results, and (with an index) search results.
 fn assert_same_case(lite: &Path, pg: &Path, queries: &[&str]) {
     for format in ["bodyfile", "dfxml", "csv"] {
-        let (a, b) = (export(lite, format, &[]), export(pg, format, &[]));
+        let (a, b) = (
+            common::export(lite, format, &[]),
+            common::export(pg, format, &[]),
+        );
         assert!(!a.is_empty());
         assert!(
             a == b,
@@ -101,12 +80,16 @@ fn assert_same_case(lite: &Path, pg: &Path, queries: &[&str]) {
             pg.display()
         );
     }
-    let (a, b) = (run_json(lite), run_json(pg));
+    let (a, b) = (common::run_json(lite), common::run_json(pg));
     assert_eq!(a["database"]["backend"], "sqlite");
     assert_eq!(b["database"]["backend"], "postgres");
     assert_eq!(details(&a), details(&b));
     for q in queries {
-        assert_eq!(search(lite, q), search(pg, q), "search `{q}`");
+        assert_eq!(
+            common::search_json(lite, q, &[]),
+            common::search_json(pg, q, &[]),
+            "search `{q}`"
+        );
     }
 }
 
@@ -148,7 +131,7 @@ fn sqlite_and_postgres_cases_of_a_corpus_read_the_same() {
         &[&word, "fragment*", "\"known file\" OR notable"],
     );
     // KFF found something to agree on.
-    let kff = &run_json(&pg)["stages"][5]["summary"]["details"];
+    let kff = &common::run_json(&pg)["stages"][5]["summary"]["details"];
     assert!(kff["hits"].as_u64().unwrap() > 0, "{kff}");
     // Reading a finished case started its server again and stopped it.
     common::assert_no_server_left(work.path());
@@ -208,7 +191,7 @@ fn a_private_cluster_is_charged_with_its_own_io() {
         &["--db-engine", "postgres", "--batch-size", "1"],
     ));
     common::assert_no_server_left(work.path());
-    let run = run_json(&dir);
+    let run = common::run_json(&dir);
     let db = &run["database"];
     assert_eq!(db["backend"], "postgres");
     assert!(db["engine"].as_str().unwrap().starts_with("PostgreSQL "));
@@ -337,7 +320,7 @@ fn killing_the_server_mid_run_fails_the_stage_and_loses_nothing_committed() {
         .unwrap();
     assert!(!status.success(), "a run whose server died cannot succeed");
     common::assert_no_server_left(work.path());
-    let run = run_json(&dir);
+    let run = common::run_json(&dir);
     // The database channel failed: the run stopped at that stage.
     assert_eq!(run["status"], "failed", "{err}");
     assert_eq!(run["channel_fault"]["channel"], "database", "{run}");
@@ -358,7 +341,7 @@ fn killing_the_server_mid_run_fails_the_stage_and_loses_nothing_committed() {
     );
     // The server recovers the committed work: every record the completed
     // filesystem stage wrote is in the export.
-    let body = export(&dir, "bodyfile", &[]);
+    let body = common::export(&dir, "bodyfile", &[]);
     let lines = body
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -505,7 +488,7 @@ fn a_full_database_channel_fails_the_stage_with_its_cause() {
     let end_size = |stages: &str, name: &str| -> u64 {
         let probe = work.path().join(name);
         common::run_ok(&mut run_cmd(&image, &probe, stages, &flags));
-        run_json(&probe)["database"]["bytes_at_end"]
+        common::run_json(&probe)["database"]["bytes_at_end"]
             .as_u64()
             .unwrap()
     };
@@ -578,13 +561,13 @@ fn a_case_of_the_other_engine_is_replaced_only_with_force() {
         &["--db-engine", "postgres", "--force"],
     ));
     assert!(!dir.join("case.sqlite").exists());
-    assert_eq!(run_json(&dir)["database"]["backend"], "postgres");
+    assert_eq!(common::run_json(&dir)["database"]["backend"], "postgres");
     // And back: a PostgreSQL case in the directory is refused, then replaced.
     let out = run_cmd(&image, &dir, "filesystem", &[]).output().unwrap();
     assert!(!out.status.success());
     common::run_ok(&mut run_cmd(&image, &dir, "filesystem", &["--force"]));
     assert!(!dir.join("pgdata").exists());
-    assert_eq!(run_json(&dir)["database"]["backend"], "sqlite");
+    assert_eq!(common::run_json(&dir)["database"]["backend"], "sqlite");
     common::assert_no_server_left(work.path());
 }
 
@@ -616,7 +599,7 @@ fn an_existing_server_holds_the_case_with_db_url() {
     let remote = work.path().join("remote");
     common::run_ok(&mut run_cmd(&image, &lite, stages, &[]));
     common::run_ok(&mut run_cmd(&image, &remote, stages, &["--db-url", &url]));
-    let run = run_json(&remote);
+    let run = common::run_json(&remote);
     assert_eq!(run["database"]["backend"], "postgres");
     assert!(
         run["database"]["accounting"]
@@ -640,7 +623,10 @@ fn an_existing_server_holds_the_case_with_db_url() {
         stderr(&out)
     );
     for format in ["bodyfile", "dfxml", "csv"] {
-        assert!(export(&lite, format, &[]) == export(&remote, format, &["--db-url", &url]));
+        assert!(
+            common::export(&lite, format, &[])
+                == common::export(&remote, format, &["--db-url", &url])
+        );
     }
     // --force replaces it, whichever profile's tables either case has.
     for (name, profile) in [("forced-ftk4", "ftk4"), ("forced-native", "native")] {
@@ -651,7 +637,10 @@ fn an_existing_server_holds_the_case_with_db_url() {
             stages,
             &["--db-url", &url, "--force", "--profile", profile],
         ));
-        assert_eq!(run_json(&dir)["database"]["options"]["profile"], profile);
+        assert_eq!(
+            common::run_json(&dir)["database"]["options"]["profile"],
+            profile
+        );
     }
     server.stop().unwrap();
     common::assert_no_server_left(work.path());
@@ -748,7 +737,7 @@ fn ctrl_c_stops_the_run_and_its_server() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_exit(&mut child, Duration::from_secs(120)).expect("no hang");
     common::assert_no_server_left(work.path());
-    let run = run_json(&dir);
+    let run = common::run_json(&dir);
     // Interrupted, or (on a fast machine) already done.
     assert!(
         run["status"] == "interrupted" || (status.success() && run["status"] == "completed"),

@@ -23,6 +23,7 @@ mod corpus_e01;
 mod corpus_filesystem;
 mod corpus_ntfs;
 mod corpus_support;
+mod distributed;
 mod engine_channels;
 mod engine_corrupt_e01;
 mod engine_ewf_layouts;

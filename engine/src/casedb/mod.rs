@@ -152,7 +152,9 @@ pub enum DbError {
     CaseExists(String),
     /// A worker's lease on a work unit ran out and another worker took
     /// the unit: this worker's results for it are not committed.
-    #[error("the lease on work unit {unit} was lost to another worker; its results were rolled back")]
+    #[error(
+        "the lease on work unit {unit} was lost to another worker; its results were rolled back"
+    )]
     LeaseLost {
         /// The unit.
         unit: i64,

@@ -336,7 +336,8 @@ impl Queue {
         units_done: i64,
         traffic: &Coordination,
     ) -> Result<(), DbError> {
-        let sql = "UPDATE work_workers SET state = $2, message = $3, last_seen = now(), units_done = $4,
+        let sql =
+            "UPDATE work_workers SET state = $2, message = $3, last_seen = now(), units_done = $4,
                 coordination = $5 WHERE name = $1";
         let mut counted = *traffic;
         counted.statements += 1;
@@ -391,7 +392,8 @@ impl Queue {
     /// Extend a lease; false when `token` no longer holds the unit (it
     /// ran out and another worker claimed it).
     pub fn renew(&mut self, unit: i64, token: &str, lease: Duration) -> Result<bool, DbError> {
-        let sql = "UPDATE work_units SET lease_until = clock_timestamp() + make_interval(secs => $3)
+        let sql =
+            "UPDATE work_units SET lease_until = clock_timestamp() + make_interval(secs => $3)
              WHERE id = $1 AND token = $2 AND state = 'running'";
         let secs = lease.as_secs_f64();
         let n = self.timed(sql, |c| c.execute(sql, &[&unit, &token, &secs]))?;
@@ -402,7 +404,8 @@ impl Queue {
     /// Give a unit back after a failed attempt, with the error: ready for
     /// another worker, or failed for good after [`MAX_FAILURES`].
     pub fn release(&mut self, unit: i64, token: &str, error: &str) -> Result<(), DbError> {
-        let sql = "UPDATE work_units SET failures = failures + 1, last_error = $3, lease_until = NULL,
+        let sql =
+            "UPDATE work_units SET failures = failures + 1, last_error = $3, lease_until = NULL,
                 state = CASE WHEN failures + 1 >= $4 THEN 'failed' ELSE 'ready' END
              WHERE id = $1 AND token = $2 AND state = 'running'";
         self.timed(sql, |c| {
@@ -455,7 +458,8 @@ impl Queue {
 
     /// Every worker that registered.
     pub fn workers(&mut self) -> Result<Vec<WorkerRow>, DbError> {
-        let sql = "SELECT name, host, pid, caseload_version, state, message, units_done, coordination,
+        let sql =
+            "SELECT name, host, pid, caseload_version, state, message, units_done, coordination,
                 EXTRACT(EPOCH FROM now() - last_seen)::float8
              FROM work_workers ORDER BY name";
         let rows = self.timed(sql, |c| c.query(sql, &[]))?;

@@ -231,7 +231,8 @@ impl State<'_> {
     fn begin(&mut self) -> Result<(), DbError> {
         if !self.in_transaction {
             if self.unit {
-                self.conn.batch(&format!("BEGIN; SAVEPOINT {UNIT_SAVEPOINT}"))?;
+                self.conn
+                    .batch(&format!("BEGIN; SAVEPOINT {UNIT_SAVEPOINT}"))?;
             } else {
                 self.conn.batch("BEGIN")?;
             }
@@ -337,7 +338,9 @@ impl State<'_> {
             self.in_transaction = false;
         }
         if lost && self.unit {
-            self.note("the connection was lost in the middle of a work unit: none of it was committed");
+            self.note(
+                "the connection was lost in the middle of a work unit: none of it was committed",
+            );
         }
         let earlier = std::mem::take(&mut self.applied);
         if lost {

@@ -10,9 +10,7 @@ use crate::casedb::queue::{Coordination, UnitRow, WorkerRow};
 use crate::casedb::{DatabaseInfo, DbWork};
 use crate::channel::{ChannelKind, ChannelSnapshot};
 use crate::metrics::PeakScope;
-use crate::report::{
-    self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals,
-};
+use crate::report::{self, ChannelFigures, ChannelInfo, Recorded, RunReport, StageReport, Totals};
 use crate::stage::StageSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -315,10 +313,11 @@ fn stage_report(
     let failed = units.iter().find(|u| u.state == "failed");
     let (status, error) = match failed {
         Some(u) => ("failed", u.last_error.clone()),
-        None if units.iter().all(|u| u.state == "done") && !units.is_empty() => {
-            ("completed", None)
-        }
-        None => ("incomplete", Some("not every unit of the stage is done".to_string())),
+        None if units.iter().all(|u| u.state == "done") && !units.is_empty() => ("completed", None),
+        None => (
+            "incomplete",
+            Some("not every unit of the stage is done".to_string()),
+        ),
     };
     // Units of a stage reported with the number of units, for reading.
     summary
@@ -458,7 +457,11 @@ fn throughput(figures: &[UnitFigures], series: &[(f64, ChannelSnapshot)]) -> Vec
         })
         .collect();
     // Spread `amount` over [a, b] (seconds after `first`) into the bins.
-    let spread = |bins: &mut Vec<ThroughputBin>, a: f64, b: f64, amount: f64, pick: fn(&mut ThroughputBin) -> &mut f64| {
+    let spread = |bins: &mut Vec<ThroughputBin>,
+                  a: f64,
+                  b: f64,
+                  amount: f64,
+                  pick: fn(&mut ThroughputBin) -> &mut f64| {
         let len = (b - a).max(1e-9);
         for bin in bins.iter_mut() {
             let overlap = (bin.at_seconds + width).min(b) - bin.at_seconds.max(a);
@@ -468,16 +471,28 @@ fn throughput(figures: &[UnitFigures], series: &[(f64, ChannelSnapshot)]) -> Vec
         }
         // An instant unit lands whole in its bin.
         if b - a <= 1e-9
-            && let Some(bin) = bins.iter_mut().find(|x| x.at_seconds <= a && a < x.at_seconds + width)
+            && let Some(bin) = bins
+                .iter_mut()
+                .find(|x| x.at_seconds <= a && a < x.at_seconds + width)
         {
             *pick(bin) += amount;
         }
     };
     for f in figures {
         let (a, b) = (f.started - first, f.ended() - first);
-        let ev = f.channels.get(&ChannelKind::Evidence).copied().unwrap_or_default();
-        let case = f.channels.get(&ChannelKind::Case).copied().unwrap_or_default();
-        spread(&mut bins, a, b, ev.bytes_read as f64, |x| &mut x.evidence_mb_per_s);
+        let ev = f
+            .channels
+            .get(&ChannelKind::Evidence)
+            .copied()
+            .unwrap_or_default();
+        let case = f
+            .channels
+            .get(&ChannelKind::Case)
+            .copied()
+            .unwrap_or_default();
+        spread(&mut bins, a, b, ev.bytes_read as f64, |x| {
+            &mut x.evidence_mb_per_s
+        });
         spread(
             &mut bins,
             a,
@@ -539,7 +554,10 @@ mod tests {
 
     #[test]
     fn throughput_keeps_every_byte_and_counts_running_units() {
-        let f = vec![unit("a", 100.0, 4.0, 8_000_000), unit("b", 102.0, 2.0, 2_000_000)];
+        let f = vec![
+            unit("a", 100.0, 4.0, 8_000_000),
+            unit("b", 102.0, 2.0, 2_000_000),
+        ];
         let bins = throughput(&f, &[]);
         assert_eq!(bins.len(), 4);
         let total: f64 = bins.iter().map(|b| b.evidence_mb_per_s * b.seconds).sum();

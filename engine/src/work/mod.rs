@@ -109,7 +109,11 @@ pub(crate) fn phase_of(scope: UnitScope) -> i32 {
 
 /// Record a planned case's end in its database (the run's stage rows and
 /// status), as a single run does when it closes.
-pub fn record_finish(db: &crate::casedb::CaseDb, report: &crate::report::RunReport, run_id: i64) -> Result<(), WorkError> {
+pub fn record_finish(
+    db: &crate::casedb::CaseDb,
+    report: &crate::report::RunReport,
+    run_id: i64,
+) -> Result<(), WorkError> {
     let stages: Vec<(usize, String, crate::report::StageReport)> = report
         .stages
         .iter()

@@ -175,13 +175,19 @@ pub fn plan_case(spec: &RunSpec, knobs: PlanKnobs) -> Result<Planned, WorkError>
         .check_writable(&protected)
         .map_err(crate::run::RunError::from)?;
     let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
-    let database = Channel::new(ChannelKind::Database, dir(ChannelKind::Database), protected.clone());
+    let database = Channel::new(
+        ChannelKind::Database,
+        dir(ChannelKind::Database),
+        protected.clone(),
+    );
     let case = Channel::new(ChannelKind::Case, dir(ChannelKind::Case), protected.clone());
     let temp_root = Channel::new(ChannelKind::Temp, dir(ChannelKind::Temp), protected.clone());
     stages::preflight(&spec.stages, database.dir())?;
     run::prepare_case_dirs(&database, &case, spec.force)?;
     let temp_dir = format!("caseload-plan-{}", std::process::id());
-    let temp = temp_root.sub(&temp_dir).map_err(crate::run::RunError::from)?;
+    let temp = temp_root
+        .sub(&temp_dir)
+        .map_err(crate::run::RunError::from)?;
     let mut db = CaseDb::create(&database, &spec.db, spec.force)?;
     db.attach_temp(&temp)?;
     let url = db.server_url().unwrap_or_default();
@@ -234,8 +240,7 @@ pub fn plan_case(spec: &RunSpec, knobs: PlanKnobs) -> Result<Planned, WorkError>
         lease_seconds: knobs.lease_seconds,
     };
     let n = units.len();
-    db.writer()
-        .call(Write::CreatePlan(Box::new(row), units))?;
+    db.writer().call(Write::CreatePlan(Box::new(row), units))?;
     db.writer().flush()?;
     Ok(Planned {
         db,

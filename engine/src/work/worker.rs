@@ -90,19 +90,34 @@ pub fn run_worker(opts: &WorkerOptions, cancel: &AtomicBool) -> Result<WorkerOut
     {
         return Err(WorkError::Mismatch(format!(
             "this worker's workload ({}) is not the plan's ({}): a worker runs the plan's workload; leave --workload/--stages out to take it",
-            stages.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(","),
-            spec.stages.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(","),
+            stages
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            spec.stages
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
         )));
     }
     let stage_list = run::build_stages(&spec.stages)?;
-    let evidence_path = opts.evidence.clone().unwrap_or_else(|| spec.evidence.clone());
+    let evidence_path = opts
+        .evidence
+        .clone()
+        .unwrap_or_else(|| spec.evidence.clone());
     let protected = vec![run::canonical(&evidence_path)];
     let dirs = opts
         .layout
         .check_writable(&protected)
         .map_err(run::RunError::from)?;
     let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
-    let database = Channel::new(ChannelKind::Database, dir(ChannelKind::Database), protected.clone());
+    let database = Channel::new(
+        ChannelKind::Database,
+        dir(ChannelKind::Database),
+        protected.clone(),
+    );
     let case = Channel::new(ChannelKind::Case, dir(ChannelKind::Case), protected.clone());
     let temp_root = Channel::new(ChannelKind::Temp, dir(ChannelKind::Temp), protected.clone());
     let private = format!(
@@ -323,9 +338,7 @@ fn work(
             Ok(c) => c,
             Err(e) => {
                 *queue = reach(&w.opts.url, w.opts.retry_for, w.cancel).map_err(|again| {
-                    WorkError::Other(format!(
-                        "lost the case database's server ({e}); {again}"
-                    ))
+                    WorkError::Other(format!("lost the case database's server ({e}); {again}"))
                 })?;
                 continue;
             }
@@ -342,7 +355,10 @@ fn work(
         idle = Duration::from_millis(20);
         let scope = UnitScope::from_json(&unit.scope)?;
         let Some(stage) = w.stages.iter().find(|s| s.name() == unit.stage) else {
-            let why = format!("worker {}: no stage `{}` in the plan", w.opts.name, unit.stage);
+            let why = format!(
+                "worker {}: no stage `{}` in the plan",
+                w.opts.name, unit.stage
+            );
             queue.release(unit.id, &token, &why)?;
             return Err(WorkError::Mismatch(why));
         };
@@ -362,11 +378,14 @@ fn work(
                 }
             },
         };
-        *w.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((unit.id, token.clone()));
+        *w.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((unit.id, token.clone()));
         w.unit_cancel.store(false, Ordering::Relaxed);
         let done = run_unit(&w, &evidence, stage.as_ref(), &unit, scope, &token);
-        *w.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *w.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         match done {
             Ok(()) => {
                 outcome.units_done += 1;
@@ -376,14 +395,20 @@ fn work(
             }
             Err(UnitEnd::LeaseLost) => outcome.leases_lost += 1,
             Err(UnitEnd::Interrupted) => {
-                let _ = queue.release(unit.id, &token, &format!("worker {} was interrupted", w.opts.name));
+                let _ = queue.release(
+                    unit.id,
+                    &token,
+                    &format!("worker {} was interrupted", w.opts.name),
+                );
                 return Ok(());
             }
             Err(UnitEnd::Failed(why)) => {
                 outcome.units_failed += 1;
                 let why = format!("worker {}: {why}", w.opts.name);
                 if let Err(e) = queue.release(unit.id, &token, &why) {
-                    return Err(WorkError::Other(format!("{why}; giving the unit back failed too: {e}")));
+                    return Err(WorkError::Other(format!(
+                        "{why}; giving the unit back failed too: {e}"
+                    )));
                 }
                 // The case database itself is gone: nothing more can be
                 // committed from here.
@@ -405,7 +430,12 @@ fn open_evidence(w: &WorkSetting<'_>) -> Result<Arc<dyn EvidenceSource>, String>
             cache_runs: 2 * w.opts.threads.max(1) + 4,
         },
     )
-    .map_err(|e| format!("worker {}: the evidence cannot be opened here: {e}", w.opts.name))?;
+    .map_err(|e| {
+        format!(
+            "worker {}: the evidence cannot be opened here: {e}",
+            w.opts.name
+        )
+    })?;
     if opened.size() != w.spec.media_size {
         return Err(format!(
             "worker {}: `{}` holds {} bytes of media, the planned evidence {}: not the same evidence",
@@ -534,10 +564,9 @@ fn run_unit(
 
 /// A split unit: cut the stage's files into batches and queue them.
 fn split(w: &WorkSetting<'_>, unit: &Claimed) -> Result<StageSummary, StageError> {
-    let batches = w
-        .db
-        .reader()?
-        .file_hash_batches(w.spec.batch_files, w.spec.batch_bytes)?;
+    let batches =
+        w.db.reader()?
+            .file_hash_batches(w.spec.batch_files, w.spec.batch_bytes)?;
     let waits = !crate::stages::runs_beside(&unit.stage);
     let units: Vec<NewUnit> = batches
         .iter()

@@ -344,3 +344,31 @@ pub fn channels_run(stages: &str, image: &Path, root: &Path) -> Command {
     }
     cmd
 }
+
+/// A case's run.json.
+pub fn run_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap()
+}
+
+/// `caseload export --format FORMAT --case CASE EXTRA...`'s output.
+pub fn export(case: &Path, format: &str, extra: &[&str]) -> Vec<u8> {
+    run_ok(
+        caseload()
+            .args(["export", "--format", format, "--case"])
+            .arg(case)
+            .args(extra),
+    )
+    .stdout
+}
+
+/// `caseload search --json --case CASE QUERY EXTRA...`'s output.
+pub fn search_json(case: &Path, query: &str, extra: &[&str]) -> Vec<u8> {
+    run_ok(
+        caseload()
+            .args(["search", "--json", "--case"])
+            .arg(case)
+            .arg(query)
+            .args(extra),
+    )
+    .stdout
+}

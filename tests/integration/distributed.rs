@@ -1,0 +1,488 @@
+//! One case, several workers (`plan`, `worker`, `status`, `report`,
+//! `cluster`): four workers on a private PostgreSQL server leave the case a
+//! single run leaves (exports, KFF verdicts, search results, evidence and
+//! case bytes); a worker killed mid-unit loses the unit to another after
+//! its lease, which redoes it once and duplicates nothing; bad set-ups are
+//! refused clearly. Needs PostgreSQL's server binaries (SKIPPED without).
+
+use crate::common;
+
+use caseload_engine::casedb::postgres::cluster::{Cluster, Endpoint, server_user};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const STAGES: &str = "image-hash,filesystem,file-hash,index,carve,kff";
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Channel flags: database, case and temp directories under `dir`.
+fn channels(cmd: &mut Command, dir: &Path) {
+    for (flag, sub) in [("--database", "db"), ("--case", "case"), ("--temp", "tmp")] {
+        let d = dir.join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        cmd.arg(flag).arg(d);
+    }
+}
+
+/// The corpus's hash sets as `--hashset` flags.
+fn hashsets(corpus: &Path) -> Vec<String> {
+    vec![
+        "--hashset".into(),
+        format!("known={}", corpus.join("NSRLFile.txt").display()),
+        "--hashset".into(),
+        format!("notable={}", corpus.join("notable.md5").display()),
+    ]
+}
+
+/// A server of the test's own (stopped when dropped, also on failure)
+/// and its URL.
+fn server(dir: &Path) -> (Cluster, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let user = server_user(None).unwrap();
+    let server = Cluster::create(dir, &[], user.as_ref()).unwrap();
+    let url = match server.endpoint() {
+        Endpoint::Socket(d, port) => format!(
+            "postgres:///postgres?user=caseload&host={}&port={port}",
+            d.display()
+        ),
+        Endpoint::Tcp(port) => format!("postgres://caseload@127.0.0.1:{port}/postgres"),
+    };
+    (server, url)
+}
+
+fn channel_bytes(run: &Value, channel: &str, field: &str) -> f64 {
+    run["totals"]["channels"][channel][field].as_f64().unwrap()
+}
+
+#[test]
+fn four_workers_leave_the_case_a_single_run_leaves() {
+    let test = "four_workers_leave_the_case_a_single_run_leaves";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, manifest) = common::corpus(
+        &work.path().join("ev"),
+        &["--size", "48MiB", "--seed", "11"],
+    );
+    let corpus = image.parent().unwrap().to_path_buf();
+    let single = work.path().join("single");
+    let mut cmd = common::caseload();
+    cmd.args([
+        "run",
+        "--cache",
+        "warm",
+        "--threads",
+        "1",
+        "--db-engine",
+        "postgres",
+    ])
+    .args(["--stages", STAGES])
+    .arg("--evidence")
+    .arg(&image)
+    .args(hashsets(&corpus));
+    channels(&mut cmd, &single);
+    common::run_ok(&mut cmd);
+
+    let many = work.path().join("cluster");
+    let mut cmd = common::caseload();
+    cmd.args([
+        "cluster",
+        "--workers",
+        "4",
+        "--threads",
+        "1",
+        "--batch-files",
+        "7",
+    ])
+    .args(["--stages", STAGES])
+    .arg("--evidence")
+    .arg(&image)
+    .args(hashsets(&corpus));
+    channels(&mut cmd, &many);
+    common::run_ok(&mut cmd);
+    common::assert_no_server_left(work.path());
+
+    let (one, four) = (single.join("case"), many.join("case"));
+    for format in ["bodyfile", "dfxml", "csv"] {
+        let (a, b) = (
+            common::export(&one, format, &[]),
+            common::export(&four, format, &[]),
+        );
+        assert!(!a.is_empty());
+        assert!(
+            a == b,
+            "{format} export differs between the single run and the cluster"
+        );
+    }
+    let queries: Vec<String> = manifest
+        .files
+        .iter()
+        .flat_map(|f| f.keywords.iter().map(|k| k.token.clone()))
+        .take(8)
+        .collect();
+    assert!(!queries.is_empty());
+    for q in &queries {
+        let (a, b) = (
+            common::search_json(&one, q, &[]),
+            common::search_json(&four, q, &[]),
+        );
+        assert_eq!(a, b, "search {q}");
+    }
+    let (a, b) = (common::run_json(&one), common::run_json(&four));
+    assert_eq!(b["status"], "completed");
+    // KFF's verdicts and hits, and every stage's result counts.
+    let counts = |run: &Value, stage: &str, key: &str| {
+        run["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == stage)
+            .unwrap()["summary"]["details"][key]
+            .clone()
+    };
+    for (stage, key) in [
+        ("kff", "hits"),
+        ("kff", "known_files"),
+        ("kff", "notable_files"),
+        ("kff", "known_carved"),
+        ("file-hash", "files_hashed"),
+        ("file-hash", "duplicate_groups"),
+        ("carve", "carved_items"),
+        ("image-hash", "md5"),
+    ] {
+        assert_eq!(
+            counts(&a, stage, key),
+            counts(&b, stage, key),
+            "{stage} {key}"
+        );
+    }
+    // Every unit done exactly once, by the four workers together.
+    let d = &b["distributed"];
+    let units = d["units"].as_u64().unwrap();
+    assert_eq!(d["units_done"].as_u64().unwrap(), units);
+    assert_eq!(d["units_redone"].as_u64().unwrap(), 0);
+    let workers = d["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 4);
+    let by_workers: u64 = workers.iter().map(|w| w["units"].as_u64().unwrap()).sum();
+    assert_eq!(by_workers, units);
+    assert!(
+        units >= 10,
+        "file-hash was split into batches of 7 files: {units} units"
+    );
+    assert!(workers.iter().all(|w| w["state"] == "finished"));
+    assert!(d["coordination"]["claims"].as_u64().unwrap() >= units);
+    assert!(!d["throughput"].as_array().unwrap().is_empty());
+    // The same evidence and case bytes, within 5%: batches read their
+    // files as the whole stage does, at the batch edges a run more or
+    // less.
+    for (channel, field) in [("evidence", "bytes_read"), ("case", "bytes_written")] {
+        let (x, y) = (
+            channel_bytes(&a, channel, field),
+            channel_bytes(&b, channel, field),
+        );
+        assert!(
+            (y - x).abs() <= 0.05 * x,
+            "{channel} {field}: single run {x}, four workers {y}"
+        );
+    }
+}
+
+/// Poll `status --json` until `pred` holds on it.
+fn wait_status(url: &str, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let out = common::caseload()
+            .args(["status", "--json", "--db-url", url])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if pred(&v) {
+                return v;
+            }
+        }
+        assert!(start.elapsed() < limit, "status never got there");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn worker_cmd(url: &str, dir: &Path, id: &str) -> Command {
+    let mut cmd = common::caseload();
+    cmd.args([
+        "worker",
+        "--json",
+        "--threads",
+        "1",
+        "--db-url",
+        url,
+        "--id",
+        id,
+    ]);
+    channels(&mut cmd, dir);
+    cmd
+}
+
+#[test]
+fn a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once() {
+    let test = "a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "5"]);
+    let (_server, url) = server(&work.path().join("server"));
+    let stages = "filesystem,file-hash";
+    let shared = work.path().join("shared");
+    let mut plan = common::caseload();
+    plan.args(["plan", "--db-url", &url, "--stages", stages])
+        .args(["--batch-files", "10", "--lease-seconds", "2"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut plan, &shared);
+    common::run_ok(&mut plan);
+
+    // Two plans for one case: refused.
+    let mut again = common::caseload();
+    again
+        .args(["plan", "--db-url", &url, "--stages", stages])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut again, &work.path().join("again"));
+    let out = again.output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("already holds a case"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Worker a finishes its units but holds each one a minute before
+    // committing: killed there, mid-unit.
+    let mut a = worker_cmd(&url, &shared, "a")
+        .args(["--hold-before-commit-ms", "60000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = wait_status(&url, Duration::from_secs(60), |v| {
+        v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["state"] == "running" && u["worker"] == "a")
+    });
+    let held_id = held["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["state"] == "running")
+        .unwrap()["id"]
+        .clone();
+    // Give it time to write the unit's rows (uncommitted) before the kill.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(a.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let _ = a.wait();
+
+    let out = worker_cmd(&url, &shared, "b").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b["units_redone"], 1, "{b}");
+    assert!(b["finished"].as_bool().unwrap());
+
+    let status = wait_status(&url, Duration::from_secs(5), |_| true);
+    let units = status["units"].as_array().unwrap();
+    assert!(units.iter().all(|u| u["state"] == "done"), "{status}");
+    let redone = units.iter().find(|u| u["id"] == held_id).unwrap();
+    assert_eq!(redone["attempts"], 2, "{redone}");
+    assert_eq!(redone["worker"], "b");
+    assert_eq!(
+        units.iter().filter(|u| u["attempts"] != 1).count(),
+        1,
+        "only the killed unit was claimed twice: {status}"
+    );
+
+    // The report makes the shared case directory a case `export` reads:
+    // the same listing as a single run, no row twice.
+    let case = shared.join("case");
+    common::run_ok(
+        common::caseload()
+            .args(["report", "--db-url", &url, "--out"])
+            .arg(&case),
+    );
+    let run = common::run_json(&case);
+    assert_eq!(run["distributed"]["units_redone"], 1);
+    assert_eq!(run["status"], "completed");
+    let single = work.path().join("single");
+    let mut cmd = common::caseload();
+    cmd.args(["run", "--cache", "warm", "--stages", stages])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &single);
+    common::run_ok(&mut cmd);
+    let (one, shared) = (single.join("case"), &case);
+    assert!(
+        common::export(&one, "bodyfile", &[])
+            == common::export(shared, "bodyfile", &["--db-url", &url]),
+        "the bodyfile differs after the redone unit"
+    );
+    // Row ids come from sequences, which PostgreSQL never rolls back: the
+    // redone walk's rows have new ids. Everything else is the same, row
+    // for row.
+    let without_ids = |csv: Vec<u8>| -> Vec<String> {
+        String::from_utf8(csv)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                l.split(',')
+                    .enumerate()
+                    .filter(|(i, _)| !matches!(i, 0 | 1 | 20))
+                    .map(|(_, f)| f)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    };
+    let (a, b) = (
+        without_ids(common::export(&one, "csv", &[])),
+        without_ids(common::export(shared, "csv", &["--db-url", &url])),
+    );
+    assert_eq!(a.len(), b.len(), "no row twice, none lost");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn workers_that_cannot_work_are_refused_or_give_their_units_back() {
+    let test = "workers_that_cannot_work_are_refused_or_give_their_units_back";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "2"]);
+    let (_server, url) = server(&work.path().join("server"));
+    let shared = work.path().join("shared");
+
+    // No plan yet.
+    let out = worker_cmd(&url, &shared, "early").output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("holds no plan"), "{}", stderr(&out));
+
+    let mut plan = common::caseload();
+    plan.args(["plan", "--db-url", &url, "--stages", "filesystem,file-hash"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut plan, &shared);
+    common::run_ok(&mut plan);
+
+    // Another workload than the plan's.
+    let out = worker_cmd(&url, &shared, "other")
+        .args(["--stages", "filesystem,carve"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is not the plan's"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The evidence missing on this worker's mount: its first unit goes
+    // back with the error, for others.
+    let out = worker_cmd(&url, &shared, "blind")
+        .arg("--evidence")
+        .arg(work.path().join("not-mounted/image.dd"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("evidence cannot be opened here"),
+        "{}",
+        stderr(&out)
+    );
+    let status = wait_status(&url, Duration::from_secs(5), |_| true);
+    let units = status["units"].as_array().unwrap();
+    let given_back = units.iter().find(|u| u["failures"] == 1).unwrap();
+    assert_eq!(given_back["state"], "ready");
+    assert!(
+        given_back["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("worker blind")
+    );
+    let good = worker_cmd(&url, &shared, "good").output().unwrap();
+    assert!(good.status.success(), "{}", stderr(&good));
+    let status = wait_status(&url, Duration::from_secs(5), |_| true);
+    assert!(
+        status["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| u["state"] == "done")
+    );
+    let workers = status["workers"].as_array().unwrap();
+    let blind = workers.iter().find(|w| w["name"] == "blind").unwrap();
+    assert_eq!(blind["state"], "failed");
+
+    // A plan made by another caseload version: refused.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .execute("UPDATE work_plan SET caseload_version = '0.0.0-other'", &[])
+        .unwrap();
+    drop(client);
+    let out = worker_cmd(&url, &shared, "late").output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("planned by caseload 0.0.0-other"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A server that is not there: retried, then a clear message.
+    let out = common::caseload()
+        .args(["worker", "--retry-seconds", "1", "--db-url"])
+        .arg("postgres://caseload@127.0.0.1:9/case")
+        .args(["--database", "/tmp", "--case", "/tmp", "--temp", "/tmp"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("gave up after") && e.contains("cannot reach"),
+        "{e}"
+    );
+
+    // plan without a server, cluster on SQLite: refused.
+    let mut cmd = common::caseload();
+    cmd.args(["plan", "--stages", "filesystem"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &work.path().join("noserver"));
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("plan needs --db-url"),
+        "{}",
+        stderr(&out)
+    );
+    let mut cmd = common::caseload();
+    cmd.args(["cluster", "--workers", "2", "--db-engine", "sqlite"])
+        .args(["--stages", "filesystem"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &work.path().join("lite"));
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("lives on PostgreSQL"),
+        "{}",
+        stderr(&out)
+    );
+    common::assert_no_server_left(&work.path().join("lite"));
+}
