@@ -177,6 +177,26 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     assert!(workers.iter().all(|w| w["state"] == "finished"));
     assert!(d["coordination"]["claims"].as_u64().unwrap() >= units);
     assert!(!d["throughput"].as_array().unwrap().is_empty());
+    // The model of this case gives a stage no more workers than units it
+    // can run at once: the whole stages' times stay, file-hash's batches
+    // spread.
+    let out = common::run_ok(
+        common::caseload()
+            .args(["model", "--json", "--workers", "1,4", "--run"])
+            .arg(four.join("run.json")),
+    );
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in m["stages"].as_array().unwrap() {
+        let t = s["predicted_s"].as_array().unwrap();
+        let (one, four) = (t[0].as_f64().unwrap(), t[1].as_f64().unwrap());
+        if s["name"] == "file-hash" {
+            assert!(s["parallel_units"].as_u64().unwrap() >= 4, "{s}");
+            assert!(four < one, "{s}");
+        } else {
+            assert_eq!(s["parallel_units"], 1, "{s}");
+            assert!((four - one).abs() < 1e-12, "{s}");
+        }
+    }
     // The same evidence and case bytes, within 5%: batches read their
     // files as the whole stage does, at the batch edges a run more or
     // less.

@@ -18,7 +18,11 @@
 //!   n / (Z + Σ R_k(n))`, `Q_k(n) = X(n)·R_k(n)`;
 //! * the stage's time on `N` workers is `1 / X(N)` with the whole stage as
 //!   the job (splitting it into `U` units scales every demand by `1/U` and
-//!   the throughput by `U`, so `U` cancels); the asymptotic bounds are
+//!   the throughput by `U`, so `U` cancels), except that a stage cannot
+//!   use more workers than it has units to run at once: a run recorded by
+//!   a distributed case (`cluster`, `report`) says how many (`batches`, or
+//!   `work_units`), and the stage gets `min(N, U)` workers; the asymptotic
+//!   bounds are
 //!   `X(N) ≤ min(N / (D + Z), 1 / D_max)` and the knee `N* = (D + Z) /
 //!   D_max`, where the bottleneck starts to saturate.
 
@@ -192,6 +196,10 @@ pub struct StageModel {
     pub predicted_s: Vec<f64>,
     /// Lower bound on the wall seconds per worker count: `1 / bound`.
     pub bound_s: Vec<f64>,
+    /// Units the stage can run at once, when the run says (a distributed
+    /// case's): no more workers than this serve it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_units: Option<u32>,
 }
 
 /// A run's model over worker counts.
@@ -311,6 +319,17 @@ pub fn stage_networks(
     Ok(out)
 }
 
+/// The units stage `name` of `run` can run at once, when the run was a
+/// distributed case's: its batches, else its units.
+fn parallel_units(run: &RunReport, name: &str) -> Option<u32> {
+    let details = &run.stages.iter().find(|s| s.name == name)?.summary.details;
+    details
+        .get("batches")
+        .or_else(|| details.get("work_units"))
+        .and_then(serde_json::Value::as_u64)
+        .map(|u| u32::try_from(u).unwrap_or(u32::MAX))
+}
+
 /// Model `run` on each of `workers` workstations.
 pub fn model(
     run: &RunReport,
@@ -327,7 +346,9 @@ pub fn model(
     let mut stages = Vec::new();
     for (name, recorded, network) in stage_networks(run, setting)? {
         let points = network.solve(max)?;
-        let at = |n: u32| &points[(n - 1) as usize];
+        let parallel_units = parallel_units(run, &name);
+        let cap = |n: u32| parallel_units.map_or(n, |u| n.min(u.max(1)));
+        let at = |n: u32| &points[(cap(n) - 1) as usize];
         stages.push(StageModel {
             name,
             recorded_s: recorded,
@@ -335,8 +356,9 @@ pub fn model(
             predicted_s: ns.iter().map(|&n| 1.0 / at(n).throughput).collect(),
             bound_s: ns
                 .iter()
-                .map(|&n| 1.0 / network.throughput_bound(n))
+                .map(|&n| 1.0 / network.throughput_bound(cap(n)))
                 .collect(),
+            parallel_units,
             network,
         });
     }
