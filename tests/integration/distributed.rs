@@ -44,14 +44,18 @@ fn server(dir: &Path) -> (Cluster, String) {
     std::fs::create_dir_all(dir).unwrap();
     let user = server_user(None).unwrap();
     let server = Cluster::create(dir, &[], user.as_ref()).unwrap();
-    let url = match server.endpoint() {
+    let url = url_of(&server);
+    (server, url)
+}
+
+fn url_of(server: &Cluster) -> String {
+    match server.endpoint() {
         Endpoint::Socket(d, port) => format!(
             "postgres:///postgres?user=caseload&host={}&port={port}",
             d.display()
         ),
         Endpoint::Tcp(port) => format!("postgres://caseload@127.0.0.1:{port}/postgres"),
-    };
-    (server, url)
+    }
 }
 
 fn channel_bytes(run: &Value, channel: &str, field: &str) -> f64 {
@@ -135,6 +139,7 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     }
     let (a, b) = (common::run_json(&one), common::run_json(&four));
     assert_eq!(b["status"], "completed");
+    crate::run_json::check(&b, "cluster run.json");
     // KFF's verdicts and hits, and every stage's result counts.
     let counts = |run: &Value, stage: &str, key: &str| {
         run["stages"]
@@ -505,4 +510,104 @@ fn workers_that_cannot_work_are_refused_or_give_their_units_back() {
         stderr(&out)
     );
     common::assert_no_server_left(&work.path().join("lite"));
+}
+
+#[test]
+fn a_worker_that_loses_the_server_stops_clearly_and_nothing_committed_is_lost() {
+    let test = "a_worker_that_loses_the_server_stops_clearly_and_nothing_committed_is_lost";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "8"]);
+    let server_dir = work.path().join("server");
+    let (mut server, url) = server(&server_dir);
+    let shared = work.path().join("shared");
+    let mut plan = common::caseload();
+    plan.args(["plan", "--db-url", &url, "--stages", "filesystem,file-hash"])
+        .args(["--batch-files", "10"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut plan, &shared);
+    common::run_ok(&mut plan);
+
+    // Each unit held a second before its commit: the server goes while
+    // the worker is between commits, some units done.
+    let a = worker_cmd(&url, &shared, "a")
+        .args(["--hold-before-commit-ms", "1000", "--retry-seconds", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let before = wait_status(&url, Duration::from_secs(60), |v| {
+        v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["state"] == "done")
+            .count()
+            >= 2
+    });
+    server.stop_now().unwrap();
+    let out = a.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("worker a") && (e.contains("server") || e.contains("connection")),
+        "{e}"
+    );
+
+    // Back up (recovering from its WAL): what was committed is there, and
+    // another worker finishes the rest.
+    drop(server);
+    let user = server_user(None).unwrap();
+    let server = Cluster::start_existing(&server_dir, &[], user.as_ref()).unwrap();
+    let url = url_of(&server);
+    let done_before: Vec<Value> = before["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["state"] == "done")
+        .map(|u| u["id"].clone())
+        .collect();
+    let status = wait_status(&url, Duration::from_secs(10), |_| true);
+    for id in &done_before {
+        let u = status["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| &u["id"] == id)
+            .unwrap();
+        assert_eq!(u["state"], "done", "committed unit {id} survived: {u}");
+        assert_eq!(u["worker"], "a");
+    }
+    let out = worker_cmd(&url, &shared, "b").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = wait_status(&url, Duration::from_secs(10), |_| true);
+    assert!(
+        status["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| u["state"] == "done"),
+        "{status}"
+    );
+    let case = shared.join("case");
+    common::run_ok(
+        common::caseload()
+            .args(["report", "--db-url", &url, "--out"])
+            .arg(&case),
+    );
+    let single = work.path().join("single");
+    let mut cmd = common::caseload();
+    cmd.args(["run", "--cache", "warm", "--stages", "filesystem,file-hash"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &single);
+    common::run_ok(&mut cmd);
+    assert!(
+        common::export(&single.join("case"), "bodyfile", &[])
+            == common::export(&case, "bodyfile", &["--db-url", &url]),
+        "the case differs after the server was lost"
+    );
 }
