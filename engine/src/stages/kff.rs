@@ -54,7 +54,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     )],
     default: super::Inclusion::WhenConfigured,
     preflight: Some(preflight),
-    units: crate::stage::Units::Whole,
+    units: crate::stage::Units::FileBatches,
 };
 
 #[derive(Debug, Deserialize)]
@@ -271,10 +271,16 @@ impl Kff {
         counts: &mut Counts,
     ) -> Result<(), StageError> {
         let mut reader = ctx.db.reader()?;
-        let mut after = i64::MIN;
+        // A planned case's batch looks up its own files only.
+        let (first, last_id) = match (items, ctx.scope.file_range()) {
+            (HashedTable::Files, Some(range)) => range,
+            _ => (i64::MIN, i64::MAX),
+        };
+        let mut after = first.saturating_sub(1);
         loop {
             ctx.check_cancel()?;
-            let page = reader.hashed_items(items, after, PAGE)?;
+            let mut page = reader.hashed_items(items, after, PAGE)?;
+            page.retain(|item| item.id <= last_id);
             let Some(last) = page.last() else { break };
             after = last.id;
             // Queries of the page, and which item and kind each belongs to.
@@ -482,8 +488,13 @@ impl Stage for Kff {
             )?;
         }
 
-        // A stage run twice in one case must not count its hits twice.
-        ctx.db.writer().call(Write::ClearKff)?;
+        // A stage run twice in one case must not count its hits twice. (A
+        // planned case's units start from none, and a unit redone after
+        // its worker died starts from what its rolled-back attempt left:
+        // nothing.)
+        if ctx.scope == crate::stage::Scope::Whole {
+            ctx.db.writer().call(Write::ClearKff)?;
+        }
 
         let mut reader = ctx.db.reader()?;
         let n_files = reader.hashed_count(HashedTable::Files)?;
@@ -498,7 +509,7 @@ impl Stage for Kff {
         drop(reader);
         ctx.progress
             .set_total(n_files + n_carved + n_extracted, ProgressUnit::Items);
-        if n_files == 0 && n_carved == 0 {
+        if n_files == 0 && n_carved == 0 && ctx.scope == crate::stage::Scope::Whole {
             ctx.record(
                 Severity::Warning,
                 Problem {
@@ -514,12 +525,18 @@ impl Stage for Kff {
         let mut carved = Counts::default();
         let mut extracted = Counts::default();
         if !set_names.is_empty() {
-            let mut tables = vec![HashedTable::Files];
-            if n_extracted > 0 {
-                tables.push(HashedTable::Extracted);
+            // Batches look up files; the finish, every other item.
+            let mut tables = Vec::new();
+            if ctx.scope.has_files() {
+                tables.push(HashedTable::Files);
             }
-            if self.carved {
-                tables.push(HashedTable::Carved);
+            if ctx.scope.has_finish() {
+                if n_extracted > 0 {
+                    tables.push(HashedTable::Extracted);
+                }
+                if self.carved {
+                    tables.push(HashedTable::Carved);
+                }
             }
             for table in tables {
                 let counts = match table {

@@ -300,7 +300,8 @@ mod tests {
                 ("filesystem", 1, 1, true),
                 ("file-hash", 2, 0, true),
                 ("file-hash", 2, 2, true),
-                ("kff", 3, 1, true),
+                ("kff", 3, 0, true),
+                ("kff", 3, 2, true),
             ]
         );
         assert_eq!(units[2].scope, r#"{"kind":"split"}"#);
