@@ -284,23 +284,30 @@ impl CaseReader {
 
     /// The next page of files to index after `after`, in disk order,
     /// leaving out known files when `skip_known`.
+    ///
+    /// `ids` limits them to one batch of a planned case (`first..=last`).
     pub fn files_to_index(
         &mut self,
         after: DiskKey,
         skip_known: bool,
+        ids: Option<(i64, i64)>,
     ) -> Result<Vec<FileContent>, DbError> {
+        let (first, last) = ids.unwrap_or((i64::MIN, i64::MAX));
         self.conn()?
             .query(
                 "SELECT coalesce(first_offset, -1), id, path, name, size, kind, extents, encoding, resident_data
                  FROM files WHERE kind = 'file' AND recoverable = 1 AND size > 0
                    AND (?3 = 0 OR coalesce(kff, '') <> 'known')
                    AND (coalesce(first_offset, -1), id) > (?1, ?2)
+                   AND id BETWEEN ?5 AND ?6
                  ORDER BY coalesce(first_offset, -1), id LIMIT ?4",
                 &[
                     after.0.into(),
                     after.1.into(),
                     skip_known.into(),
                     PAGE.into(),
+                    first.into(),
+                    last.into(),
                 ],
             )?
             .into_iter()

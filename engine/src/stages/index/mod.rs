@@ -78,11 +78,16 @@ pub(super) const SPEC: StageSpec = StageSpec {
     )],
     default: super::Inclusion::Always,
     preflight: None,
-    units: crate::stage::Units::Whole,
+    units: crate::stage::Units::FileBatches,
 };
 
 /// Where segments are built inside the temp channel.
 const BUILD_DIR: &str = "index-build";
+/// In a planned case, each file batch's index, in the case directory
+/// (`index-shards/FIRST-LAST`) until the finish unit merges them.
+pub const SHARDS_DIR: &str = "index-shards";
+/// Where the finish unit merges the shards, in the temp directory.
+const MERGED_DIR: &str = "index-merged";
 
 /// Text per document: an item's text is indexed in chunks of about this
 /// size (split at white space), so no document is unbounded.
@@ -660,7 +665,7 @@ impl Stage for IndexStage {
         if self.o.files {
             let (n, bytes) = reader.files_to_index_totals()?;
             total += bytes;
-            if n == 0 {
+            if n == 0 && ctx.scope == crate::stage::Scope::Whole {
                 ctx.record(
                     Severity::Warning,
                     Problem {
@@ -791,7 +796,29 @@ impl Stage for IndexStage {
         writer.wait_merging_threads().map_err(tantivy_err)?;
         drop(index);
 
-        let index_bytes = copy_index(ctx.temp, ctx.case)?;
+        // A batch's index is a shard in the case directory (a redone
+        // batch replaces its own); the finish merges every shard with its
+        // own items into the case's index.
+        let (index_bytes, shard) = match ctx.scope {
+            crate::stage::Scope::Files { first, last } => {
+                let shard = format!("{SHARDS_DIR}/{first}-{last}");
+                ctx.case.remove_all(&shard)?;
+                ctx.case.create_dir(SHARDS_DIR)?;
+                (copy_index(ctx.temp, BUILD_DIR, ctx.case, &shard)?, true)
+            }
+            crate::stage::Scope::Finish => {
+                let merged = merge_shards(ctx, build_dir)?;
+                let bytes = copy_index(ctx.temp, MERGED_DIR, ctx.case, INDEX_DIR)?;
+                drop(merged);
+                let _ = ctx.temp.remove_all(MERGED_DIR);
+                ctx.case.remove_all(SHARDS_DIR)?;
+                (bytes, false)
+            }
+            crate::stage::Scope::Whole => {
+                drop(build_dir);
+                (copy_index(ctx.temp, BUILD_DIR, ctx.case, INDEX_DIR)?, false)
+            }
+        };
         let _ = ctx.temp.remove_all(BUILD_DIR);
 
         let secs = started.elapsed().as_secs_f64();
@@ -808,8 +835,13 @@ impl Stage for IndexStage {
             tally.docs.load(Ordering::Relaxed).into(),
         );
         d.insert("text_bytes".into(), text_bytes.into());
-        d.insert("index_bytes".into(), index_bytes.into());
-        if text_bytes > 0 {
+        if shard {
+            d.insert("shard_bytes".into(), index_bytes.into());
+        } else {
+            d.insert("index_bytes".into(), index_bytes.into());
+        }
+        // Ratios of a whole run only: a unit's text is part of the index's.
+        if text_bytes > 0 && ctx.scope == crate::stage::Scope::Whole {
             d.insert(
                 "index_share_of_text".into(),
                 serde_json::json!(
@@ -817,7 +849,7 @@ impl Stage for IndexStage {
                 ),
             );
         }
-        if secs > 0.0 {
+        if secs > 0.0 && ctx.scope == crate::stage::Scope::Whole {
             d.insert(
                 "text_mb_per_s".into(),
                 serde_json::json!((text_bytes as f64 / 1e6 / secs * 10.0).round() / 10.0),
@@ -884,12 +916,15 @@ impl IndexStage {
             }
             tx.send(job).map_err(|_| StageError::Interrupted)
         };
-        if self.o.files {
+        // A planned case's batches index their files; its finish, every
+        // other item (carved, slack, unallocated).
+        if self.o.files && ctx.scope.has_files() {
             // Short pages, so no read transaction stays open while the
             // writer commits.
             let mut after = DISK_START;
             loop {
-                let page = reader.files_to_index(after, self.o.skip_known)?;
+                let page =
+                    reader.files_to_index(after, self.o.skip_known, ctx.scope.file_range())?;
                 let Some(last) = page.last() else { break };
                 after = last.key;
                 for f in page {
@@ -935,6 +970,9 @@ impl IndexStage {
                     })?;
                 }
             }
+        }
+        if !ctx.scope.has_finish() {
+            return Ok(());
         }
         if self.o.carved {
             self.feed_carved(ctx, reader, &send)?;
@@ -1216,21 +1254,21 @@ fn merge_groups(dir: &ChannelDirectory, metas: &[SegmentMeta]) -> Vec<Vec<Segmen
     groups
 }
 
-/// Copy the built index from the temp channel to the case channel (both
-/// counted) and sync it; returns its size in bytes.
-fn copy_index(temp: &Channel, case: &Channel) -> Result<u64, StageError> {
+/// Copy a built index from `from` on the temp channel to `to` on the case
+/// channel (both counted) and sync it; returns its size in bytes.
+fn copy_index(temp: &Channel, from: &str, case: &Channel, to: &str) -> Result<u64, StageError> {
     let io = |what: &str, e: std::io::Error| StageError::Other(format!("index: {what}: {e}"));
     let names: Vec<String> = temp
-        .list(BUILD_DIR)?
+        .list(from)?
         .into_iter()
         .filter(|n| !n.ends_with(".lock") && !n.ends_with(".tmp"))
         .collect();
-    case.create_dir(INDEX_DIR)?;
+    case.create_dir(to)?;
     let mut total = 0u64;
     let mut buf = vec![0u8; WINDOW];
     for name in names {
-        let src = temp.open(format!("{BUILD_DIR}/{name}"))?;
-        let mut dst = case.create(format!("{INDEX_DIR}/{name}"))?;
+        let src = temp.open(format!("{from}/{name}"))?;
+        let mut dst = case.create(format!("{to}/{name}"))?;
         let mut at = 0u64;
         loop {
             let n = src.read_at(&mut buf, at).map_err(|e| io(&name, e))?;
@@ -1244,8 +1282,30 @@ fn copy_index(temp: &Channel, case: &Channel) -> Result<u64, StageError> {
         total += at;
     }
     // The names too, so a crash after the stage leaves the whole index.
-    case.sync_dir(INDEX_DIR)?;
+    case.sync_dir(to)?;
     Ok(total)
+}
+
+/// The finish unit of a planned case: merge the index it built (in
+/// `build`) with every batch's shard into one index in the temp channel's
+/// [`MERGED_DIR`], read through the channels (counted).
+fn merge_shards(ctx: &StageContext<'_>, build: ChannelDirectory) -> Result<Index, StageError> {
+    let mut indexes = vec![Index::open(build).map_err(tantivy_err)?];
+    let mut shards: Vec<String> = if ctx.case.exists(SHARDS_DIR) {
+        ctx.case.list(SHARDS_DIR)?
+    } else {
+        Vec::new()
+    };
+    shards.sort();
+    for shard in shards {
+        let dir = ChannelDirectory::new(ctx.case.clone(), format!("{SHARDS_DIR}/{shard}"))
+            .map_err(|e| StageError::Other(format!("index shard `{shard}`: {e}")))?;
+        indexes.push(Index::open(dir).map_err(tantivy_err)?);
+    }
+    let _ = ctx.temp.remove_all(MERGED_DIR);
+    let out = ChannelDirectory::new(ctx.temp.clone(), MERGED_DIR)
+        .map_err(|e| StageError::Other(format!("index merge directory: {e}")))?;
+    tantivy::indexer::merge_indices(&indexes, out).map_err(tantivy_err)
 }
 
 #[cfg(test)]
