@@ -373,8 +373,22 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     );
     let report = aggregate(&mut queue, &spec, database, &[], channels)?;
     work::write_report(&case, &report)?;
+    write_page(&case, &report)?;
     util::finish(&report, args.json)
 }
+
+/// `report.html` beside run.json.
+fn write_page(case: &Channel, report: &RunReport) -> anyhow::Result<()> {
+    let html = caseload_workloads::report::render_case_html(report)
+        .map_err(|e| anyhow::anyhow!("drawing report.html: {e}"))?;
+    let mut file = case.create_instrument(REPORT_HTML)?;
+    std::io::Write::write_all(&mut file, html.as_bytes())
+        .with_context(|| format!("writing `{}`", case.dir().join(REPORT_HTML).display()))?;
+    Ok(())
+}
+
+/// The page `report` and `cluster` write beside run.json.
+const REPORT_HTML: &str = "report.html";
 
 /// The case's run report from the queue.
 fn aggregate(
@@ -497,6 +511,7 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
     }
     report.database.note = (!notes.is_empty()).then(|| notes.join("; "));
     work::write_report(&case, &report)?;
+    write_page(&case, &report)?;
     let failures: Vec<String> = statuses
         .iter()
         .enumerate()

@@ -182,6 +182,11 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     assert!(workers.iter().all(|w| w["state"] == "finished"));
     assert!(d["coordination"]["claims"].as_u64().unwrap() >= units);
     assert!(!d["throughput"].as_array().unwrap().is_empty());
+    let page = std::fs::read_to_string(four.join("report.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("evidence read MB/s"));
+    for w in workers {
+        assert!(page.contains(&format!("<td>{}</td>", w["name"].as_str().unwrap())));
+    }
     // The model of this case gives a stage no more workers than units it
     // can run at once: the whole stages' times stay, the batched ones
     // spread.

@@ -21,8 +21,9 @@
 //!   the throughput by `U`, so `U` cancels), except that a stage cannot
 //!   use more workers than it has units to run at once: a run recorded by
 //!   a distributed case (`cluster`, `report`) says how many (`batches`, or
-//!   `work_units`), and the stage gets `min(N, U)` workers; the asymptotic
-//!   bounds are
+//!   `work_units`), and the stage gets `min(N, U)` workers, while the time
+//!   of its split and finish units (`serial_seconds`) stays serial; the
+//!   asymptotic bounds are
 //!   `X(N) ≤ min(N / (D + Z), 1 / D_max)` and the knee `N* = (D + Z) /
 //!   D_max`, where the bottleneck starts to saturate.
 
@@ -200,6 +201,9 @@ pub struct StageModel {
     /// case's): no more workers than this serve it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel_units: Option<u32>,
+    /// Seconds of the stage no other of its units runs beside (a
+    /// distributed case's split and finish units), kept whatever N.
+    pub serial_s: f64,
 }
 
 /// A run's model over worker counts.
@@ -330,6 +334,17 @@ fn parallel_units(run: &RunReport, name: &str) -> Option<u32> {
         .map(|u| u32::try_from(u).unwrap_or(u32::MAX))
 }
 
+/// The seconds of stage `name` of `run` that ran alone (a distributed
+/// case's split and finish units), 0 when the run does not say.
+fn serial_seconds(run: &RunReport, name: &str) -> f64 {
+    run.stages
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.summary.details.get("serial_seconds"))
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or(0.0)
+}
+
 /// Model `run` on each of `workers` workstations.
 pub fn model(
     run: &RunReport,
@@ -349,16 +364,28 @@ pub fn model(
         let parallel_units = parallel_units(run, &name);
         let cap = |n: u32| parallel_units.map_or(n, |u| n.min(u.max(1)));
         let at = |n: u32| &points[(cap(n) - 1) as usize];
+        // The split and finish of a batched stage run alone: that share of
+        // its time stays whatever N (Amdahl), the rest is the network's.
+        let serial_s = serial_seconds(run, &name).clamp(0.0, recorded.max(0.0));
+        let share = if recorded > 0.0 {
+            1.0 - serial_s / recorded
+        } else {
+            1.0
+        };
         stages.push(StageModel {
             name,
             recorded_s: recorded,
             bounds: network.bounds(),
-            predicted_s: ns.iter().map(|&n| 1.0 / at(n).throughput).collect(),
+            predicted_s: ns
+                .iter()
+                .map(|&n| serial_s + share / at(n).throughput)
+                .collect(),
             bound_s: ns
                 .iter()
-                .map(|&n| 1.0 / network.throughput_bound(cap(n)))
+                .map(|&n| serial_s + share / network.throughput_bound(cap(n)))
                 .collect(),
             parallel_units,
+            serial_s,
             network,
         });
     }

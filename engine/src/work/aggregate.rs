@@ -319,10 +319,23 @@ fn stage_report(
             Some("not every unit of the stage is done".to_string()),
         ),
     };
-    // Units of a stage reported with the number of units, for reading.
+    // Units of a stage reported with the number of units, for reading;
+    // the time of its split and finish units, which no other unit of the
+    // stage runs beside (`caseload model` keeps it serial).
     summary
         .details
         .insert("work_units".into(), (units.len() as u64).into());
+    let serial: f64 = figures
+        .iter()
+        .filter(|f| matches!(f.scope, UnitScope::Split | UnitScope::Finish))
+        .map(|f| f.wall_seconds)
+        .sum();
+    if figures.iter().any(|f| !matches!(f.scope, UnitScope::Whole)) {
+        summary.details.insert(
+            "serial_seconds".into(),
+            serde_json::json!((serial * 1000.0).round() / 1000.0),
+        );
+    }
     StageReport {
         name: name.to_string(),
         status: status.into(),

@@ -402,3 +402,64 @@ pub fn model_throughput(m: &crate::model::ModelReport) -> Result<String, String>
     }
     Ok(svg)
 }
+
+/// The shared channels' throughput over a distributed case (`cluster`,
+/// `report`): evidence, case and database MB/s against seconds since the
+/// first unit started.
+pub fn case_throughput(bins: &[caseload_engine::work::ThroughputBin]) -> Result<String, String> {
+    let line = |f: fn(&caseload_engine::work::ThroughputBin) -> f64| -> Vec<(f64, f64)> {
+        bins.iter()
+            .map(|b| (b.at_seconds + b.seconds / 2.0, f(b)))
+            .collect()
+    };
+    let series = [
+        ("evidence read MB/s", line(|b| b.evidence_mb_per_s), USER),
+        ("case MB/s", line(|b| b.case_mb_per_s), IOWAIT),
+        (
+            "database server MB/s",
+            line(|b| b.database_mb_per_s),
+            SYSTEM,
+        ),
+    ];
+    let x_max = bins
+        .last()
+        .map_or(1.0, |b| b.at_seconds + b.seconds)
+        .max(1.0);
+    let y_max = series
+        .iter()
+        .flat_map(|(_, s, _)| s.iter().map(|(_, y)| *y))
+        .filter(|y| y.is_finite())
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (700, 320)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the first unit started")
+            .y_desc("MB/s, all workers")
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 12))
+            .draw()
+            .map_err(err)?;
+        for (label, points, colour) in series {
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
+                });
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

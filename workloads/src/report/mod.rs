@@ -8,6 +8,7 @@
 //! (`caseload model --out`) is rendered from the
 //! [`ModelReport`](crate::model::ModelReport) alone.
 
+mod case_page;
 mod chart;
 mod csv_files;
 mod html;
@@ -15,6 +16,7 @@ mod model_page;
 mod summary;
 mod table;
 
+pub use case_page::render_case_html;
 pub use html::render_html;
 pub use model_page::render_model_html;
 pub use summary::{figures_from_instances, figures_from_run, summarize};
