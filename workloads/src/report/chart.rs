@@ -366,6 +366,43 @@ pub fn model_throughput(m: &crate::model::ModelReport) -> Result<String, String>
         .filter(|y| y.is_finite())
         .fold(1.0, f64::max)
         * 1.1;
+    xy_chart(
+        (1.0..x_max, y_max),
+        ("workstations", "evidence MB/s"),
+        SeriesLabelPosition::LowerRight,
+        |chart| {
+            chart
+                .draw_series(LineSeries::new(bound, LOAD.stroke_width(1)))
+                .map_err(err)?
+                .label("bound: min(N/(D+Z), 1/D_max) per stage")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], LOAD.stroke_width(1)));
+            chart
+                .draw_series(LineSeries::new(predicted.clone(), USER.stroke_width(2)))
+                .map_err(err)?
+                .label("MVA prediction")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], USER.stroke_width(2)));
+            chart
+                .draw_series(predicted.iter().map(|p| Circle::new(*p, 3, USER.filled())))
+                .map_err(err)?;
+            Ok(())
+        },
+    )
+}
+
+/// An SVG chart of lines over `x` (a range) and `0..y_max`, its axes
+/// described, its legend at `legend_at`: what `draw` puts on it.
+type XyChart<'a> = ChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+fn xy_chart(
+    (x, y_max): (std::ops::Range<f64>, f64),
+    (x_desc, y_desc): (&str, &str),
+    legend_at: SeriesLabelPosition,
+    draw: impl for<'a> FnOnce(&mut XyChart<'a>) -> Result<(), String>,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (700, 320)).into_drawing_area();
@@ -374,30 +411,18 @@ pub fn model_throughput(m: &crate::model::ModelReport) -> Result<String, String>
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(56)
-            .build_cartesian_2d(1.0..x_max, 0.0..y_max)
+            .build_cartesian_2d(x, 0.0..y_max)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("workstations")
-            .y_desc("evidence MB/s")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .label_style((FONT, 12))
             .axis_desc_style((FONT, 12))
             .draw()
             .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(bound, LOAD.stroke_width(1)))
-            .map_err(err)?
-            .label("bound: min(N/(D+Z), 1/D_max) per stage")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], LOAD.stroke_width(1)));
-        chart
-            .draw_series(LineSeries::new(predicted.clone(), USER.stroke_width(2)))
-            .map_err(err)?
-            .label("MVA prediction")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], USER.stroke_width(2)));
-        chart
-            .draw_series(predicted.iter().map(|p| Circle::new(*p, 3, USER.filled())))
-            .map_err(err)?;
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        draw(&mut chart)?;
+        legend(&mut chart, legend_at)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -431,35 +456,21 @@ pub fn case_throughput(bins: &[caseload_engine::work::ThroughputBin]) -> Result<
         .filter(|y| y.is_finite())
         .fold(1.0, f64::max)
         * 1.1;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (700, 320)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds since the first unit started")
-            .y_desc("MB/s, all workers")
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 12))
-            .draw()
-            .map_err(err)?;
-        for (label, points, colour) in series {
-            chart
-                .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
-                });
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+    xy_chart(
+        (0.0..x_max, y_max),
+        ("seconds since the first unit started", "MB/s, all workers"),
+        SeriesLabelPosition::UpperRight,
+        |chart| {
+            for (label, points, colour) in series {
+                chart
+                    .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+                    .map_err(err)?
+                    .label(label)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
+                    });
+            }
+            Ok(())
+        },
+    )
 }
