@@ -93,6 +93,11 @@ pub struct Placement {
     pub free_bytes: Option<u64>,
 }
 
+/// This machine's host name (empty when it cannot be read).
+pub fn hostname() -> String {
+    read_trimmed("/proc/sys/kernel/hostname")
+}
+
 fn read_trimmed(path: impl AsRef<Path>) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())

@@ -195,9 +195,9 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             Some(resolved.stages)
         }
     };
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "worker".into());
+    let host = Some(caseload_engine::system::hostname())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
     let opts = WorkerOptions {
         url: args.db_url.clone(),
         layout,

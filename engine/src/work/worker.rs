@@ -132,9 +132,7 @@ pub fn run_worker(opts: &WorkerOptions, cancel: &AtomicBool) -> Result<WorkerOut
     let mut db_options = spec.db.clone();
     db_options.postgres.url = Some(opts.url.clone());
     let db = CaseDb::join(&database, &db_options)?;
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default();
+    let host = crate::system::hostname();
     queue.register(&opts.name, &host, std::process::id())?;
     let lease = Duration::from_secs_f64(plan.lease_seconds);
 

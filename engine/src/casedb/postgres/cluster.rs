@@ -500,8 +500,13 @@ impl Cluster {
     /// Its connection settings as a libpq key/value string, for other
     /// processes (`caseload worker --db-url`).
     pub fn connection_string(&self) -> String {
+        // Values quoted as libpq wants them: a socket directory may hold
+        // spaces or quotes.
+        let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"));
         let host = match &self.endpoint {
-            Endpoint::Socket(dir, port) => format!("host={} port={port}", dir.display()),
+            Endpoint::Socket(dir, port) => {
+                format!("host={} port={port}", quote(&dir.to_string_lossy()))
+            }
             Endpoint::Tcp(port) => format!("host=127.0.0.1 port={port}"),
         };
         format!("{host} user={ROLE} dbname={DATABASE}")
