@@ -342,7 +342,16 @@ fn work(
             }
         };
         let Some(unit) = claimed else {
-            if queue.outstanding()?.finished() {
+            let left = match queue.outstanding() {
+                Ok(left) => left,
+                Err(e) => {
+                    *queue = reach(&w.opts.url, w.opts.retry_for, w.cancel).map_err(|again| {
+                        WorkError::Other(format!("lost the case database's server ({e}); {again}"))
+                    })?;
+                    continue;
+                }
+            };
+            if left.finished() {
                 outcome.finished = true;
                 return Ok(());
             }
