@@ -335,9 +335,7 @@ fn work(
         let claimed = match queue.claim(&w.opts.name, &token, w.lease) {
             Ok(c) => c,
             Err(e) => {
-                *queue = reach(&w.opts.url, w.opts.retry_for, w.cancel).map_err(|again| {
-                    WorkError::Other(format!("lost the case database's server ({e}); {again}"))
-                })?;
+                reconnect(queue, &w, &e)?;
                 continue;
             }
         };
@@ -345,9 +343,7 @@ fn work(
             let left = match queue.outstanding() {
                 Ok(left) => left,
                 Err(e) => {
-                    *queue = reach(&w.opts.url, w.opts.retry_for, w.cancel).map_err(|again| {
-                        WorkError::Other(format!("lost the case database's server ({e}); {again}"))
-                    })?;
+                    reconnect(queue, &w, &e)?;
                     continue;
                 }
             };
@@ -425,6 +421,15 @@ fn work(
             }
         }
     }
+    Ok(())
+}
+
+/// The queue's connection failed with `e`: connect again, retrying with
+/// backoff, or give up with both errors.
+fn reconnect(queue: &mut Queue, w: &WorkSetting<'_>, e: &DbError) -> Result<(), WorkError> {
+    *queue = reach(&w.opts.url, w.opts.retry_for, w.cancel).map_err(|again| {
+        WorkError::Other(format!("lost the case database's server ({e}); {again}"))
+    })?;
     Ok(())
 }
 
