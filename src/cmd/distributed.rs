@@ -443,6 +443,10 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .max(1);
     let (spec, knobs) = args.case.spec(threads)?;
     let planned = work::plan_case(&spec, knobs).context("planning the case")?;
+    eprintln!(
+        "planned {} units; {} workers; watch with: caseload status --db-url \"{}\"",
+        planned.units, args.workers, planned.url
+    );
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let cancel = util::interrupt_flag();
     // The server's I/O, sampled where it runs, for the report.

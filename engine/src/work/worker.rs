@@ -266,12 +266,15 @@ fn renew_leases(
             Ok(false) => {
                 // Still ours by the token? The unit may have just been
                 // committed; only a unit still held is told to stop.
-                let still = held
+                // The lock is held while the flag is set, so it cannot land
+                // on the next unit (which clears it under the same lock).
+                let guard = held
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if guard
                     .as_ref()
-                    .is_some_and(|(u, t)| *u == unit && *t == token);
-                if still {
+                    .is_some_and(|(u, t)| *u == unit && *t == token)
+                {
                     unit_cancel.store(true, Ordering::Relaxed);
                 }
             }
@@ -381,10 +384,14 @@ fn work(
                 }
             },
         };
-        *w.held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((unit.id, token.clone()));
-        w.unit_cancel.store(false, Ordering::Relaxed);
+        {
+            let mut held = w
+                .held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *held = Some((unit.id, token.clone()));
+            w.unit_cancel.store(false, Ordering::Relaxed);
+        }
         let done = run_unit(&w, &evidence, stage.as_ref(), &unit, scope, &token);
         *w.held
             .lock()
