@@ -319,15 +319,33 @@ fn a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once() {
         .find(|u| u["state"] == "running")
         .unwrap()["id"]
         .clone();
-    // Give it time to write the unit's rows (uncommitted) before the kill.
-    std::thread::sleep(Duration::from_millis(500));
+    // Worker b starts meanwhile. For longer than the 2 s lease, a keeps
+    // its unit by renewing it: b cannot take it (and nothing else is
+    // ready before it).
+    let b = worker_cmd(&url, &shared, "b")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    let still = wait_status(&url, Duration::from_secs(5), |_| true);
+    let unit = still["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["id"] == held_id)
+        .unwrap()
+        .clone();
+    assert_eq!(unit["worker"], "a", "renewed, not taken: {unit}");
+    assert_eq!(unit["attempts"], 1, "{unit}");
+    assert_eq!(unit["state"], "running", "{unit}");
     // SAFETY: our own child.
     unsafe {
         libc::kill(a.id() as libc::pid_t, libc::SIGKILL);
     }
     let _ = a.wait();
 
-    let out = worker_cmd(&url, &shared, "b").output().unwrap();
+    let out = b.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let b: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(b["units_redone"], 1, "{b}");

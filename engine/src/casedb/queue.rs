@@ -392,9 +392,12 @@ impl Queue {
     /// Extend a lease; false when `token` no longer holds the unit (it
     /// ran out and another worker claimed it).
     pub fn renew(&mut self, unit: i64, token: &str, lease: Duration) -> Result<bool, DbError> {
-        let sql =
-            "UPDATE work_units SET lease_until = clock_timestamp() + make_interval(secs => $3)
-             WHERE id = $1 AND token = $2 AND state = 'running'";
+        // The worker is seen alive with it (one statement, one answer: 1
+        // when the lease was extended).
+        let sql = "WITH renewed AS (
+                UPDATE work_units SET lease_until = clock_timestamp() + make_interval(secs => $3)
+                WHERE id = $1 AND token = $2 AND state = 'running' RETURNING worker)
+             UPDATE work_workers SET last_seen = now() WHERE name IN (SELECT worker FROM renewed)";
         let secs = lease.as_secs_f64();
         let n = self.timed(sql, |c| c.execute(sql, &[&unit, &token, &secs]))?;
         self.traffic.renewals += 1;
@@ -458,10 +461,12 @@ impl Queue {
 
     /// Every worker that registered.
     pub fn workers(&mut self) -> Result<Vec<WorkerRow>, DbError> {
-        let sql =
-            "SELECT name, host, pid, caseload_version, state, message, units_done, coordination,
-                EXTRACT(EPOCH FROM now() - last_seen)::float8
-             FROM work_workers ORDER BY name";
+        // Units done counted from the units themselves: a worker still
+        // working has not reported its own count yet.
+        let sql = "SELECT w.name, w.host, w.pid, w.caseload_version, w.state, w.message,
+                (SELECT count(*) FROM work_units u WHERE u.worker = w.name AND u.state = 'done'),
+                w.coordination, EXTRACT(EPOCH FROM now() - w.last_seen)::float8
+             FROM work_workers w ORDER BY w.name";
         let rows = self.timed(sql, |c| c.query(sql, &[]))?;
         Ok(rows
             .into_iter()
