@@ -282,7 +282,9 @@ fn a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once() {
     channels(&mut plan, &shared);
     common::run_ok(&mut plan);
 
-    // Two plans for one case: refused.
+    // Two plans for one case: refused; with --force the second replaces
+    // the first, queue included (planned twice here, so the test goes on
+    // with a fresh plan).
     let mut again = common::caseload();
     again
         .args(["plan", "--db-url", &url, "--stages", stages])
@@ -296,6 +298,14 @@ fn a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once() {
         "{}",
         stderr(&out)
     );
+    let mut replan = common::caseload();
+    replan
+        .args(["plan", "--force", "--db-url", &url, "--stages", stages])
+        .args(["--batch-files", "10", "--lease-seconds", "2"])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut replan, &shared);
+    common::run_ok(&mut replan);
 
     // Worker a finishes its units but holds each one a minute before
     // committing: killed there, mid-unit.

@@ -188,70 +188,116 @@ pub fn plan_case(spec: &RunSpec, knobs: PlanKnobs) -> Result<Planned, WorkError>
     let temp = temp_root
         .sub(&temp_dir)
         .map_err(crate::run::RunError::from)?;
-    let mut db = CaseDb::create(&database, &spec.db, spec.force)?;
-    db.attach_temp(&temp)?;
-    let url = db.server_url().unwrap_or_default();
-    let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
-    let run_id = run::insert_run(&db, spec, &names, &started_at)?;
-    let evidence_id = run::insert_evidence(&db, source.as_ref())?;
+    let mut db = match CaseDb::create(&database, &spec.db, spec.force) {
+        Ok(db) => db,
+        Err(e) => {
+            let _ = temp_root.remove_all(&temp_dir);
+            return Err(e.into());
+        }
+    };
+    let setup = Setup {
+        spec,
+        knobs,
+        source: &source,
+        stage_list: &stage_list,
+        evidence: protected.first().cloned().unwrap_or_default(),
+        case: &case,
+        temp: &temp,
+        started_at,
+    };
+    match fill(&mut db, setup) {
+        Ok((plan_spec, units)) => Ok(Planned {
+            url: db.server_url().unwrap_or_default(),
+            db,
+            spec: plan_spec,
+            units,
+            case,
+            database,
+            temp_root,
+            temp_dir,
+        }),
+        Err(e) => {
+            // Nothing that could pass for a case is left here (a private
+            // server stops with the database).
+            let _ = db.release_temp();
+            let _ = db.close();
+            for entry in crate::casedb::DB_DIR_ENTRIES {
+                let _ = database.remove_all(entry);
+            }
+            let _ = temp_root.remove_all(&temp_dir);
+            Err(e)
+        }
+    }
+}
+
+/// What [`fill`] works with.
+struct Setup<'a> {
+    spec: &'a RunSpec,
+    knobs: PlanKnobs,
+    source: &'a Arc<dyn EvidenceSource>,
+    stage_list: &'a [Box<dyn crate::stage::Stage>],
+    evidence: PathBuf,
+    case: &'a Channel,
+    temp: &'a Channel,
+    started_at: String,
+}
+
+/// The new case's run and evidence rows, the stages' preparation and the
+/// queue; the plan and the number of units.
+fn fill(db: &mut CaseDb, s: Setup<'_>) -> Result<(PlanSpec, usize), WorkError> {
+    db.attach_temp(s.temp)?;
+    let names: Vec<&str> = s.stage_list.iter().map(|st| st.name()).collect();
+    let run_id = run::insert_run(db, s.spec, &names, &s.started_at)?;
+    let evidence_id = run::insert_evidence(db, s.source.as_ref())?;
     db.writer().flush()?;
     let cancel = AtomicBool::new(false);
     let recorded = RecordCounts::default();
     let ctx = StageContext {
-        evidence: &source,
+        evidence: s.source,
         evidence_id,
         run_id,
-        db: &db,
-        case: &case,
-        temp: &temp,
-        threads: spec.threads.max(1),
+        db,
+        case: s.case,
+        temp: s.temp,
+        threads: s.spec.threads.max(1),
         progress: &crate::stage::NoProgress,
         cancel: &cancel,
         stage: "",
         recorded: &recorded,
         scope: Scope::Whole,
     };
-    let preparation = run::prepare_stages(&stage_list, &ctx)?;
+    let preparation = run::prepare_stages(s.stage_list, &ctx)?;
     let mut db_options = db.options().clone();
     db_options.postgres.url = None;
     let plan_spec = PlanSpec {
-        evidence: protected.first().cloned().unwrap_or_default(),
-        media_size: source.size(),
-        evidence_info: source.info().clone(),
-        stages: spec.stages.clone(),
-        workload: spec.workload.clone(),
+        evidence: s.evidence,
+        media_size: s.source.size(),
+        evidence_info: s.source.info().clone(),
+        stages: s.spec.stages.clone(),
+        workload: s.spec.workload.clone(),
         run_id,
         evidence_id,
         db: db_options,
-        batch_files: knobs.batch_files.max(1),
-        batch_bytes: knobs.batch_bytes.max(1),
-        read_run: spec.read_run,
-        started_at: started_at.clone(),
-        layout: spec.layout.clone(),
+        batch_files: s.knobs.batch_files.max(1),
+        batch_bytes: s.knobs.batch_bytes.max(1),
+        read_run: s.spec.read_run,
+        started_at: s.started_at.clone(),
+        layout: s.spec.layout.clone(),
         preparation,
     };
     let units = first_units(&plan_spec.stages);
     let row = PlanRow {
         caseload_version: env!("CARGO_PKG_VERSION").into(),
-        planned_at: started_at,
+        planned_at: s.started_at,
         fingerprint: PlanSpec::fingerprint(&plan_spec.stages, &plan_spec.db),
         spec: serde_json::to_string(&plan_spec)
             .map_err(|e| WorkError::Other(format!("writing the plan: {e}")))?,
-        lease_seconds: knobs.lease_seconds,
+        lease_seconds: s.knobs.lease_seconds,
     };
     let n = units.len();
     db.writer().call(Write::CreatePlan(Box::new(row), units))?;
     db.writer().flush()?;
-    Ok(Planned {
-        db,
-        url,
-        spec: plan_spec,
-        units: n,
-        case,
-        database,
-        temp_root,
-        temp_dir,
-    })
+    Ok((plan_spec, n))
 }
 
 /// The units known before anything ran: a whole unit per undivided

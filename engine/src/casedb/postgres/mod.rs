@@ -149,6 +149,10 @@ pub fn connect_url(url: &str) -> Result<postgres::Client, DbError> {
 /// The names of the case schema's tables, children first (for dropping),
 /// and those a profile adds on PostgreSQL (ftk4's).
 pub const TABLES: &[&str] = &[
+    // A planned case's queue (casedb/queue.rs).
+    "work_units",
+    "work_plan",
+    "work_workers",
     "ftk_item_properties",
     "ftk_items",
     "ftk_property_names",
