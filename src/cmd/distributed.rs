@@ -428,6 +428,10 @@ pub struct ClusterArgs {
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Internal (tests): each worker holds each finished unit this many
+    /// milliseconds before committing it.
+    #[arg(long, hide = true)]
+    pub worker_hold_ms: Option<u64>,
 }
 
 /// `caseload cluster`: plan the case on a private server (or --db-url),
@@ -466,7 +470,12 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
                 std::thread::sleep(Duration::from_millis(250));
             }
         });
-        let r = run_workers(&exe, &planned, args.workers, threads, &cancel);
+        let r = run_workers(
+            &exe,
+            &planned,
+            (args.workers, threads, args.worker_hold_ms),
+            &cancel,
+        );
         stop.store(true, Ordering::Relaxed);
         r
     })?;
@@ -533,18 +542,27 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-/// Start the workers and wait for them; whether each ended cleanly.
+/// Start the workers, each the leader of its own process group, and wait
+/// for them, passing Ctrl-C on (a worker gives its unit back and stops);
+/// whether each ended cleanly.
 fn run_workers(
     exe: &std::path::Path,
     planned: &work::Planned,
-    n: usize,
-    threads: usize,
-    _cancel: &AtomicBool,
+    (n, threads, hold_ms): (usize, usize, Option<u64>),
+    cancel: &AtomicBool,
 ) -> anyhow::Result<Vec<bool>> {
+    use std::os::unix::process::CommandExt;
     let mut children = Vec::new();
     for k in 1..=n {
-        let child = std::process::Command::new(exe)
-            .arg("worker")
+        let mut cmd = std::process::Command::new(exe);
+        if let Some(ms) = hold_ms {
+            cmd.arg("worker")
+                .arg("--hold-before-commit-ms")
+                .arg(ms.to_string());
+        } else {
+            cmd.arg("worker");
+        }
+        let child = cmd
             .arg("--db-url")
             .arg(&planned.url)
             .arg("--database")
@@ -560,27 +578,17 @@ fn run_workers(
             .arg("--evidence")
             .arg(&planned.spec.evidence)
             .stdout(std::process::Stdio::null())
+            .process_group(0)
             .spawn()
             .with_context(|| format!("starting worker w{k}"))?;
         children.push(child);
     }
-    let mut statuses = vec![None; n];
-    loop {
-        for (i, c) in children.iter_mut().enumerate() {
-            if statuses[i].is_none()
-                && let Ok(Some(s)) = c.try_wait()
-            {
-                statuses[i] = Some(s.success());
-            }
-        }
-        if statuses.iter().all(Option::is_some) {
-            break;
-        }
-        // An interrupt reaches the workers too (one process group): each
-        // gives its unit back and stops; this waits for them.
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(statuses.into_iter().map(|s| s == Some(true)).collect())
+    Ok(
+        caseload_workloads::compare::wait_children(&mut children, cancel)
+            .into_iter()
+            .map(|o| o.status.is_some_and(|s| s.success()) && !o.interrupted)
+            .collect(),
+    )
 }
 
 #[cfg(test)]

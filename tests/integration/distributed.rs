@@ -247,6 +247,19 @@ fn wait_status(url: &str, limit: Duration, pred: impl Fn(&Value) -> bool) -> Val
     }
 }
 
+/// Poll `status --json` until at least `n` units are done; the status.
+fn wait_done(url: &str, n: usize) -> Value {
+    wait_status(url, Duration::from_secs(60), |v| {
+        v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["state"] == "done")
+            .count()
+            >= n
+    })
+}
+
 fn worker_cmd(url: &str, dir: &Path, id: &str) -> Command {
     let mut cmd = common::caseload();
     cmd.args([
@@ -578,15 +591,7 @@ fn a_worker_that_loses_the_server_stops_clearly_and_nothing_committed_is_lost() 
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let before = wait_status(&url, Duration::from_secs(60), |v| {
-        v["units"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|u| u["state"] == "done")
-            .count()
-            >= 2
-    });
+    let before = wait_done(&url, 2);
     server.stop_now().unwrap();
     let out = a.wait_with_output().unwrap();
     assert!(!out.status.success());
@@ -649,4 +654,84 @@ fn a_worker_that_loses_the_server_stops_clearly_and_nothing_committed_is_lost() 
             == common::export(&case, "bodyfile", &["--db-url", &url]),
         "the case differs after the server was lost"
     );
+}
+
+#[test]
+fn an_interrupted_cluster_stops_its_workers_and_server_and_says_the_case_is_incomplete() {
+    let test =
+        "an_interrupted_cluster_stops_its_workers_and_server_and_says_the_case_is_incomplete";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "4"]);
+    let dir = work.path().join("cluster");
+    let mut cmd = common::caseload();
+    cmd.args([
+        "cluster",
+        "--workers",
+        "2",
+        "--threads",
+        "1",
+        "--batch-files",
+        "5",
+    ])
+    .args([
+        "--worker-hold-ms",
+        "300",
+        "--stages",
+        "filesystem,file-hash",
+    ])
+    .arg("--evidence")
+    .arg(&image)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    channels(&mut cmd, &dir);
+    let mut child = cmd.spawn().unwrap();
+    // The server's address, from the line `cluster` prints for `status`.
+    let stderr_pipe = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr_pipe)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some((_, url)) = line.split_once("--db-url \"") {
+                let _ = tx.send(url.trim_end_matches('"').to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let url = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    // Some units in, some not.
+    wait_done(&url, 2);
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let start = Instant::now();
+    let status = child.wait().unwrap();
+    let errors = reader.join().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "the cluster took {:?} to stop",
+        start.elapsed()
+    );
+    assert!(!status.success(), "{errors}");
+    common::assert_no_server_left(work.path());
+    let run = common::run_json(&dir.join("case"));
+    assert_eq!(run["status"], "incomplete", "{}", run["distributed"]);
+    let d = &run["distributed"];
+    let (units, done) = (
+        d["units"].as_u64().unwrap(),
+        d["units_done"].as_u64().unwrap(),
+    );
+    assert!(done >= 2 && done < units, "{d}");
+    for w in d["workers"].as_array().unwrap() {
+        assert_eq!(w["state"], "stopped", "{w}");
+    }
 }

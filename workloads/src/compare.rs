@@ -378,52 +378,87 @@ impl Drop for Scratch {
 }
 
 /// How a child run ended.
-struct ChildOutcome {
-    status: Option<ExitStatus>,
-    interrupted: bool,
-    wait_error: Option<String>,
+#[derive(Debug)]
+pub struct ChildOutcome {
+    /// Its exit status (none when waiting for it failed).
+    pub status: Option<ExitStatus>,
+    /// Whether Ctrl-C was passed on to it.
+    pub interrupted: bool,
+    /// Why waiting for it failed.
+    pub wait_error: Option<String>,
 }
 
-/// Wait for `child`, passing Ctrl-C on to its process group and killing it
-/// if it does not stop within [`STOP_GRACE`].
-fn wait_child(child: &mut std::process::Child, cancel: &AtomicBool) -> ChildOutcome {
-    let pgid = child.id() as libc::pid_t;
+/// Wait for `child` (started as the leader of its own process group),
+/// passing Ctrl-C on to its process group and killing it if it does not
+/// stop within [`STOP_GRACE`].
+pub fn wait_child(child: &mut std::process::Child, cancel: &AtomicBool) -> ChildOutcome {
+    wait_children(std::slice::from_mut(child), cancel)
+        .pop()
+        .unwrap_or(ChildOutcome {
+            status: None,
+            interrupted: false,
+            wait_error: Some("no child".into()),
+        })
+}
+
+/// [`wait_child`] for several children at once: on Ctrl-C every one still
+/// running is told at the same time.
+pub fn wait_children(
+    children: &mut [std::process::Child],
+    cancel: &AtomicBool,
+) -> Vec<ChildOutcome> {
+    let mut out: Vec<Option<ChildOutcome>> = children.iter().map(|_| None).collect();
     let mut signalled: Option<Instant> = None;
     let mut killed = false;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                return ChildOutcome {
-                    status: Some(status),
-                    interrupted: signalled.is_some(),
-                    wait_error: None,
-                };
+        for (child, slot) in children.iter_mut().zip(out.iter_mut()) {
+            if slot.is_some() {
+                continue;
             }
-            Ok(None) => {}
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return ChildOutcome {
-                    status: None,
-                    interrupted: signalled.is_some(),
-                    wait_error: Some(e.to_string()),
-                };
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    *slot = Some(ChildOutcome {
+                        status: Some(status),
+                        interrupted: signalled.is_some(),
+                        wait_error: None,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    *slot = Some(ChildOutcome {
+                        status: None,
+                        interrupted: signalled.is_some(),
+                        wait_error: Some(e.to_string()),
+                    });
+                }
             }
         }
+        if out.iter().all(Option::is_some) {
+            return out.into_iter().flatten().collect();
+        }
         if cancel.load(Ordering::Relaxed) {
-            match signalled {
+            let signal = match signalled {
                 None => {
-                    // SAFETY: kill(2) on the child's own process group
-                    // (it was started as its leader); no memory is involved.
-                    unsafe { libc::kill(-pgid, libc::SIGINT) };
                     signalled = Some(Instant::now());
+                    Some(libc::SIGINT)
                 }
                 Some(at) if !killed && at.elapsed() > STOP_GRACE => {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
                     killed = true;
+                    Some(libc::SIGKILL)
                 }
-                Some(_) => {}
+                Some(_) => None,
+            };
+            if let Some(signal) = signal {
+                for (child, slot) in children.iter().zip(&out) {
+                    if slot.is_none() {
+                        // SAFETY: kill(2) on the child's own process group
+                        // (it was started as its leader); no memory is
+                        // involved.
+                        unsafe { libc::kill(-(child.id() as libc::pid_t), signal) };
+                    }
+                }
             }
         }
         std::thread::sleep(POLL);
