@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `caseload model` against measured runs of several workers on this one
-# machine (issue 21). Until `caseload cluster` exists, the workers are
-# `caseload run --instances N`: N pipelines at once, each processing the
+# machine (issue 21), the workers being `caseload run --instances N` (for
+# one case split over N workers, see cluster-check.sh): N pipelines at
+# once, each processing the
 # whole case, sharing the evidence, the channel devices and the
 # processors. The model is built from the single run (N = 1) with
 # --shared-cpus $(nproc); N jobs that start together finish after about
