@@ -1,7 +1,7 @@
 //! corpus-gen: deterministic synthetic evidence disks with exact ground
 //! truth.
 //!
-//! [`generate`] writes `image.dd` (an MBR or GPT disk holding one FAT or
+//! [`generate()`] writes `image.dd` (an MBR or GPT disk holding one FAT or
 //! NTFS partition shaped like a Windows user's disk), `manifest.json` (every
 //! file, deleted entry, carvable item and planted keyword, schema in
 //! `docs/manifest.md`, types in [`manifest`]) and the known/notable hash

@@ -113,7 +113,7 @@ impl ChunkEncoder {
     /// compressed (at level 0, i.e. stored deflate blocks, when compression
     /// is `none`); it costs at most a few bytes over the raw form.
     ///
-    /// Chunks whose content is near-random (see [`looks_incompressible`])
+    /// Chunks whose content is near-random (see `looks_incompressible`)
     /// are stored without trying deflate.
     pub fn encode(&mut self, raw: &[u8], force_compressed: bool, out: &mut Vec<u8>) -> bool {
         let constant = self.deflate.is_some() && is_constant(raw);

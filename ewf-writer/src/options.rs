@@ -8,7 +8,7 @@
 /// (observed in the zlib headers of chunks libewf writes: `78 01` and
 /// `78 da`). This writer compresses with libdeflate at levels 1 and 6,
 /// which give output at most as large as libewf's at the same setting; see
-/// [`crate::chunk`] for the backend choice.
+/// `crate::chunk` for the backend choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Compression {
     /// Store chunks uncompressed.

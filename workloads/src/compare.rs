@@ -390,7 +390,7 @@ pub struct ChildOutcome {
 
 /// Wait for `child` (started as the leader of its own process group),
 /// passing Ctrl-C on to its process group and killing it if it does not
-/// stop within [`STOP_GRACE`].
+/// stop within `STOP_GRACE` (30 s).
 pub fn wait_child(child: &mut std::process::Child, cancel: &AtomicBool) -> ChildOutcome {
     wait_children(std::slice::from_mut(child), cancel)
         .pop()

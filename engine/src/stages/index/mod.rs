@@ -21,7 +21,7 @@
 //!
 //! # Channels and counting
 //!
-//! tantivy's file I/O goes through [`directory::ChannelDirectory`], a
+//! tantivy's file I/O goes through [`crate::textindex::ChannelDirectory`], a
 //! `Directory` over channel files, never memory maps (page faults on a map
 //! would bypass the counters): segments are written and merged on the temp
 //! channel (as IPED and Autopsy put their index temp on a fast disk), then
@@ -35,7 +35,7 @@
 //! level); the documents queued for tantivy, held under
 //! [`QUEUE_BYTES`] by a byte budget; tantivy's per-thread indexing arena
 //! (`memory_mib`, flushed to a segment when full); the final merge, done in
-//! groups of at most [`MERGE_BYTES`] of segments so that what tantivy holds
+//! groups of at most `MERGE_BYTES` of segments so that what tantivy holds
 //! per merged segment does not grow with the image.
 //!
 //! # Determinism
