@@ -448,7 +448,7 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
     let (spec, knobs) = args.case.spec(threads)?;
     let planned = work::plan_case(&spec, knobs).context("planning the case")?;
     eprintln!(
-        "planned {} units; {} workers; watch with: caseload status --db-url \"{}\"",
+        "planned {} units (split stages add their batches); {} workers; watch with: caseload status --db-url \"{}\"",
         planned.units, args.workers, planned.url
     );
     let exe = std::env::current_exe().context("locating the caseload executable")?;

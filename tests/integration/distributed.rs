@@ -735,3 +735,67 @@ fn an_interrupted_cluster_stops_its_workers_and_server_and_says_the_case_is_inco
         assert_eq!(w["state"], "stopped", "{w}");
     }
 }
+
+#[test]
+fn an_ftk4_case_over_three_workers_reads_like_an_ftk4_run() {
+    let test = "an_ftk4_case_over_three_workers_reads_like_an_ftk4_run";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(
+        &work.path().join("ev"),
+        &["--size", "32MiB", "--seed", "13"],
+    );
+    let corpus = image.parent().unwrap().to_path_buf();
+    let mut cases = Vec::new();
+    for (name, how) in [
+        ("single", vec!["run", "--cache", "warm"]),
+        (
+            "cluster",
+            vec!["cluster", "--workers", "3", "--batch-files", "10"],
+        ),
+    ] {
+        let dir = work.path().join(name);
+        let mut cmd = common::caseload();
+        cmd.args(&how)
+            .args(["--threads", "1", "--workload", "ftk4-default"])
+            .arg("--evidence")
+            .arg(&image)
+            .args(hashsets(&corpus));
+        channels(&mut cmd, &dir);
+        common::run_ok(&mut cmd);
+        cases.push(dir.join("case"));
+    }
+    common::assert_no_server_left(work.path());
+    for format in ["bodyfile", "dfxml", "csv"] {
+        assert!(
+            common::export(&cases[0], format, &[]) == common::export(&cases[1], format, &[]),
+            "{format} differs between the ftk4 run and the ftk4 cluster"
+        );
+    }
+    let (a, b) = (common::run_json(&cases[0]), common::run_json(&cases[1]));
+    let detail = |run: &Value, stage: &str, key: &str| {
+        run["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == stage)
+            .unwrap()["summary"]["details"][key]
+            .clone()
+    };
+    // Compound files expanded by the batches, looked up by kff's finish.
+    for (stage, key) in [
+        ("file-hash", "extracted_items"),
+        ("kff", "extracted_looked_up"),
+        ("kff", "hits"),
+        ("index", "items_indexed"),
+    ] {
+        assert_eq!(
+            detail(&a, stage, key),
+            detail(&b, stage, key),
+            "{stage} {key}"
+        );
+    }
+    assert_eq!(b["database"]["options"]["profile"], "ftk4");
+}
