@@ -58,6 +58,17 @@ fn url_of(server: &Cluster) -> String {
     }
 }
 
+/// A stage's detail `key` in a run.json.
+fn detail(run: &Value, stage: &str, key: &str) -> Value {
+    run["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == stage)
+        .unwrap()["summary"]["details"][key]
+        .clone()
+}
+
 fn channel_bytes(run: &Value, channel: &str, field: &str) -> f64 {
     run["totals"]["channels"][channel][field].as_f64().unwrap()
 }
@@ -141,15 +152,6 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     assert_eq!(b["status"], "completed");
     crate::run_json::check(&b, "cluster run.json");
     // KFF's verdicts and hits, and every stage's result counts.
-    let counts = |run: &Value, stage: &str, key: &str| {
-        run["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == stage)
-            .unwrap()["summary"]["details"][key]
-            .clone()
-    };
     for (stage, key) in [
         ("kff", "hits"),
         ("kff", "known_files"),
@@ -161,8 +163,8 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
         ("image-hash", "md5"),
     ] {
         assert_eq!(
-            counts(&a, stage, key),
-            counts(&b, stage, key),
+            detail(&a, stage, key),
+            detail(&b, stage, key),
             "{stage} {key}"
         );
     }
@@ -211,7 +213,7 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     // files as the whole stage does, at the batch edges a run more or
     // less; the case directory also holds the index batches' shards until
     // the finish merges them (written once more there: `shard_bytes`).
-    let shards = counts(&b, "index", "shard_bytes").as_f64().unwrap();
+    let shards = detail(&b, "index", "shard_bytes").as_f64().unwrap();
     assert!(shards > 0.0);
     for (channel, field, extra) in [
         ("evidence", "bytes_read", 0.0),
@@ -775,15 +777,6 @@ fn an_ftk4_case_over_three_workers_reads_like_an_ftk4_run() {
         );
     }
     let (a, b) = (common::run_json(&cases[0]), common::run_json(&cases[1]));
-    let detail = |run: &Value, stage: &str, key: &str| {
-        run["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == stage)
-            .unwrap()["summary"]["details"][key]
-            .clone()
-    };
     // Compound files expanded by the batches, looked up by kff's finish.
     for (stage, key) in [
         ("file-hash", "extracted_items"),
