@@ -143,6 +143,16 @@ pub struct ChannelInfo {
     pub placement: Placement,
 }
 
+impl ChannelInfo {
+    /// A channel's directory and where it sits.
+    pub fn at(dir: &std::path::Path) -> ChannelInfo {
+        ChannelInfo {
+            dir: dir.to_path_buf(),
+            placement: crate::system::placement(dir),
+        }
+    }
+}
+
 /// How the case database ran (defined with the case database).
 pub use crate::casedb::DatabaseInfo;
 
@@ -196,6 +206,27 @@ pub struct Recorded {
     pub warnings: u64,
     /// Findings.
     pub findings: u64,
+}
+
+impl Recorded {
+    /// The sum of two counts.
+    pub fn plus(&self, other: &Recorded) -> Recorded {
+        Recorded {
+            errors: self.errors + other.errors,
+            warnings: self.warnings + other.warnings,
+            findings: self.findings + other.findings,
+        }
+    }
+
+    /// What a stage's counters hold now.
+    pub fn of(counts: &crate::stage::RecordCounts) -> Recorded {
+        use std::sync::atomic::Ordering;
+        Recorded {
+            errors: counts.errors.load(Ordering::Relaxed),
+            warnings: counts.warnings.load(Ordering::Relaxed),
+            findings: counts.findings.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One channel's figures over one stage.

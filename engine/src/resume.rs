@@ -41,6 +41,19 @@ pub const PROGRESS_VERSION: u32 = 1;
 /// process id and a time.
 pub const TEMP_PREFIX: &str = "caseload-tmp-";
 
+/// A name for this process's private directory in the temp channel
+/// ([`TEMP_PREFIX`], the process id, the time), so that runs and workers
+/// sharing a temp directory never collide.
+pub fn private_temp_name() -> String {
+    format!(
+        "{TEMP_PREFIX}{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    )
+}
+
 /// A run's progress, as recorded in its reserved report file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProgressRecord {

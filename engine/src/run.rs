@@ -14,7 +14,7 @@ use crate::report::{
 };
 use crate::resume::{
     FinishedStage, PROGRESS_FILE, PROGRESS_TMP, ProgressFile, ProgressRecord, ResumeError,
-    StageStart, TEMP_PREFIX,
+    StageStart,
 };
 use crate::source::{self, EvidenceSource, SourceError};
 use crate::stage::{
@@ -202,17 +202,7 @@ pub fn run(
     let protected: Vec<PathBuf> = source.files().iter().map(|f| canonical(f)).collect();
     // The evidence as the progress record names it.
     let evidence_file = protected.first().cloned().unwrap_or_default();
-    let dirs = spec.layout.check_writable(&protected)?;
-    let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
-    let (db_dir, case_dir, temp_root) = (
-        dir(ChannelKind::Database),
-        dir(ChannelKind::Case),
-        dir(ChannelKind::Temp),
-    );
-
-    let database = Channel::new(ChannelKind::Database, &db_dir, protected.clone());
-    let case = Channel::new(ChannelKind::Case, &case_dir, protected.clone());
-    let temp_root_channel = Channel::new(ChannelKind::Temp, &temp_root, protected.clone());
+    let [database, case, temp_root_channel] = writable_channels(&spec.layout, &protected)?;
     let stage_names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let (reserved, progress) = if spec.resume {
         resume_case(
@@ -258,13 +248,7 @@ pub fn run(
     if spec.resume {
         crate::resume::remove_dead_temp_dirs(&temp_root_channel);
     }
-    let private = format!(
-        "{TEMP_PREFIX}{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
+    let private = crate::resume::private_temp_name();
     // Stages see only the run's private directory, so concurrent runs on
     // one temp directory never collide.
     let temp = temp_root_channel
@@ -338,18 +322,8 @@ pub fn run(
             placement: evidence_place,
         },
     );
-    for (kind, d) in [
-        (ChannelKind::Database, &db_dir),
-        (ChannelKind::Case, &case_dir),
-        (ChannelKind::Temp, &temp_root),
-    ] {
-        channels.insert(
-            kind,
-            ChannelInfo {
-                dir: d.clone(),
-                placement: system::placement(d),
-            },
-        );
+    for c in [&database, &case, &temp_root_channel] {
+        channels.insert(c.kind(), ChannelInfo::at(c.dir()));
     }
     report.channels = channels;
     write_run_json(&case, reserved, &report)?;
@@ -462,6 +436,25 @@ impl RunChannels<'_> {
     fn all(&self) -> [&Channel; 4] {
         [self.evidence, self.database, self.case, self.temp]
     }
+}
+
+/// The layout's writable channels, database, case and temp (its root),
+/// their directories checked writable and apart from `protected` (the
+/// evidence's files, which no channel may write).
+pub(crate) fn writable_channels(
+    layout: &crate::layout::Layout,
+    protected: &[PathBuf],
+) -> Result<[Channel; 3], crate::layout::LayoutError> {
+    let dirs = layout.check_writable(protected)?;
+    Ok(
+        [ChannelKind::Database, ChannelKind::Case, ChannelKind::Temp].map(|k| {
+            Channel::new(
+                k,
+                dirs.get(&k).cloned().unwrap_or_default(),
+                protected.to_vec(),
+            )
+        }),
+    )
 }
 
 /// Refuse to overwrite a case unless forced; when forced, remove only what a
@@ -793,11 +786,7 @@ fn run_stages(
                 0.0
             },
             summary,
-            recorded: Recorded {
-                errors: recorded.errors.load(Ordering::Relaxed),
-                warnings: recorded.warnings.load(Ordering::Relaxed),
-                findings: recorded.findings.load(Ordering::Relaxed),
-            },
+            recorded: Recorded::of(&recorded),
             channels,
             bound_by,
             machine,
@@ -884,9 +873,7 @@ fn run_stages(
     let mut in_stages: BTreeMap<ChannelKind, crate::channel::ChannelSnapshot> = BTreeMap::new();
     for s in &stages {
         totals.wall_seconds += s.wall_seconds;
-        totals.recorded.errors += s.recorded.errors;
-        totals.recorded.warnings += s.recorded.warnings;
-        totals.recorded.findings += s.recorded.findings;
+        totals.recorded = totals.recorded.plus(&s.recorded);
         for (k, f) in &s.channels {
             let e = in_stages.entry(*k).or_default();
             *e = e.plus(&f.counters);

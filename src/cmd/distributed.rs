@@ -364,13 +364,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let database = db.info();
     db.close()?;
     let mut channels = BTreeMap::new();
-    channels.insert(
-        ChannelKind::Case,
-        ChannelInfo {
-            dir: args.out.clone(),
-            placement: caseload_engine::system::placement(&args.out),
-        },
-    );
+    channels.insert(ChannelKind::Case, ChannelInfo::at(&args.out));
     let report = aggregate(&mut queue, &spec, database, &[], channels)?;
     work::write_report(&case, &report)?;
     write_page(&case, &report)?;
@@ -492,13 +486,7 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
     let mut queue = Queue::connect(&planned.url)?;
     let mut channels = BTreeMap::new();
     for c in [&planned.database, &planned.case, &planned.temp_root] {
-        channels.insert(
-            c.kind(),
-            ChannelInfo {
-                dir: c.dir().to_path_buf(),
-                placement: caseload_engine::system::placement(c.dir()),
-            },
-        );
+        channels.insert(c.kind(), ChannelInfo::at(c.dir()));
     }
     let mut report = aggregate(
         &mut queue,

@@ -180,6 +180,19 @@ pub struct Coordination {
     pub renewals: u64,
 }
 
+impl Coordination {
+    /// The sum of two workers' (or connections') traffic.
+    pub fn plus(&self, other: &Coordination) -> Coordination {
+        Coordination {
+            statements: self.statements + other.statements,
+            seconds: self.seconds + other.seconds,
+            claims: self.claims + other.claims,
+            empty_claims: self.empty_claims + other.empty_claims,
+            renewals: self.renewals + other.renewals,
+        }
+    }
+}
+
 /// Whether a case database holds a plan.
 pub(crate) fn has_plan(conn: &mut Conn) -> Result<bool, DbError> {
     let mut r = conn.query_one(

@@ -53,6 +53,15 @@ pub struct DbWork {
 }
 
 impl DbWork {
+    /// The sum of two readings' work.
+    pub fn plus(&self, other: &DbWork) -> DbWork {
+        DbWork {
+            writes: self.writes + other.writes,
+            transactions: self.transactions + other.transactions,
+            rows: self.rows + other.rows,
+        }
+    }
+
     /// The work done between `earlier` and `self`.
     pub fn since(&self, earlier: &DbWork) -> DbWork {
         DbWork {

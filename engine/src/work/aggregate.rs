@@ -177,9 +177,7 @@ pub fn aggregate_report(input: &AggregateInput<'_>) -> RunReport {
     let mut totals = Totals::default();
     for s in &stages {
         totals.wall_seconds += s.wall_seconds;
-        totals.recorded.errors += s.recorded.errors;
-        totals.recorded.warnings += s.recorded.warnings;
-        totals.recorded.findings += s.recorded.findings;
+        totals.recorded = totals.recorded.plus(&s.recorded);
         for (k, f) in &s.channels {
             let e = totals.channels.entry(*k).or_default();
             *e = e.plus(&f.counters);
@@ -218,13 +216,7 @@ pub fn aggregate_report(input: &AggregateInput<'_>) -> RunReport {
             .iter()
             .filter_map(|w| w.coordination.as_deref())
             .filter_map(|c| serde_json::from_str::<Coordination>(c).ok())
-            .fold(Coordination::default(), |a, c| Coordination {
-                statements: a.statements + c.statements,
-                seconds: a.seconds + c.seconds,
-                claims: a.claims + c.claims,
-                empty_claims: a.empty_claims + c.empty_claims,
-                renewals: a.renewals + c.renewals,
-            }),
+            .fold(Coordination::default(), |a, c| a.plus(&c)),
         throughput: throughput(&figures, input.server_io),
         database_io: if input.server_io.is_empty() {
             "not measured: the server is not on this machine; stages show what workers sent it (database_work)".into()
@@ -289,16 +281,12 @@ fn stage_report(
         for (k, v) in &f.summary.details {
             merge_detail(&mut summary.details, k, v);
         }
-        recorded.errors += f.recorded.errors;
-        recorded.warnings += f.recorded.warnings;
-        recorded.findings += f.recorded.findings;
+        recorded = recorded.plus(&f.recorded);
         for (k, c) in &f.channels {
             let e = sums.entry(*k).or_default();
             *e = e.plus(c);
         }
-        work.writes += f.database_work.writes;
-        work.rows += f.database_work.rows;
-        work.transactions += f.database_work.transactions;
+        work = work.plus(&f.database_work);
         user += f.cpu_user_seconds;
         system += f.cpu_system_seconds;
     }
@@ -439,9 +427,7 @@ fn worker_figures(workers: &[WorkerRow], figures: &[UnitFigures]) -> Vec<WorkerF
                     let e = out.channels.entry(*k).or_default();
                     *e = e.plus(c);
                 }
-                out.database_work.writes += f.database_work.writes;
-                out.database_work.rows += f.database_work.rows;
-                out.database_work.transactions += f.database_work.transactions;
+                out.database_work = out.database_work.plus(&f.database_work);
             }
             out
         })

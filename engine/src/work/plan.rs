@@ -170,18 +170,8 @@ pub fn plan_case(spec: &RunSpec, knobs: PlanKnobs) -> Result<Planned, WorkError>
         .map_err(crate::run::RunError::from)?,
     );
     let protected: Vec<PathBuf> = source.files().iter().map(|f| run::canonical(f)).collect();
-    let dirs = spec
-        .layout
-        .check_writable(&protected)
-        .map_err(crate::run::RunError::from)?;
-    let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
-    let database = Channel::new(
-        ChannelKind::Database,
-        dir(ChannelKind::Database),
-        protected.clone(),
-    );
-    let case = Channel::new(ChannelKind::Case, dir(ChannelKind::Case), protected.clone());
-    let temp_root = Channel::new(ChannelKind::Temp, dir(ChannelKind::Temp), protected.clone());
+    let [database, case, temp_root] =
+        run::writable_channels(&spec.layout, &protected).map_err(crate::run::RunError::from)?;
     stages::preflight(&spec.stages, database.dir())?;
     run::prepare_case_dirs(&database, &case, spec.force)?;
     let temp_dir = format!("caseload-plan-{}", std::process::id());

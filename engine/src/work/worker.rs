@@ -108,26 +108,9 @@ pub fn run_worker(opts: &WorkerOptions, cancel: &AtomicBool) -> Result<WorkerOut
         .clone()
         .unwrap_or_else(|| spec.evidence.clone());
     let protected = vec![run::canonical(&evidence_path)];
-    let dirs = opts
-        .layout
-        .check_writable(&protected)
-        .map_err(run::RunError::from)?;
-    let dir = |k: ChannelKind| dirs.get(&k).cloned().unwrap_or_default();
-    let database = Channel::new(
-        ChannelKind::Database,
-        dir(ChannelKind::Database),
-        protected.clone(),
-    );
-    let case = Channel::new(ChannelKind::Case, dir(ChannelKind::Case), protected.clone());
-    let temp_root = Channel::new(ChannelKind::Temp, dir(ChannelKind::Temp), protected.clone());
-    let private = format!(
-        "{}{}-{}",
-        crate::resume::TEMP_PREFIX,
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
+    let [database, case, temp_root] =
+        run::writable_channels(&opts.layout, &protected).map_err(run::RunError::from)?;
+    let private = crate::resume::private_temp_name();
     let temp = temp_root.sub(&private).map_err(run::RunError::from)?;
     let mut db_options = spec.db.clone();
     db_options.postgres.url = Some(opts.url.clone());
@@ -194,10 +177,8 @@ pub fn run_worker(opts: &WorkerOptions, cancel: &AtomicBool) -> Result<WorkerOut
         Err(e) => ("failed", Some(e.to_string())),
     };
     let done = i64::try_from(outcome.units_done).unwrap_or(i64::MAX);
-    let mut traffic = queue.traffic();
-    traffic.statements += renewals.statements;
-    traffic.seconds += renewals.seconds;
-    traffic.renewals += renewals.renewals;
+    // The renewing connection's traffic is the worker's too.
+    let traffic = queue.traffic().plus(&renewals);
     outcome.coordination = traffic;
     let _ = queue.unregister(&opts.name, state, message.as_deref(), done, &traffic);
     let closed = db.close();
@@ -296,9 +277,7 @@ fn add_traffic(total: &Mutex<Coordination>, t: Coordination) {
     let mut g = total
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    g.statements += t.statements;
-    g.seconds += t.seconds;
-    g.renewals += t.renewals;
+    *g = g.plus(&t);
 }
 
 /// What the claim loop works with.
@@ -552,11 +531,7 @@ fn run_unit(
         cpu_user_seconds: cpu.user.as_secs_f64(),
         cpu_system_seconds: cpu.system.as_secs_f64(),
         summary,
-        recorded: Recorded {
-            errors: recorded.errors.load(Ordering::Relaxed),
-            warnings: recorded.warnings.load(Ordering::Relaxed),
-            findings: recorded.findings.load(Ordering::Relaxed),
-        },
+        recorded: Recorded::of(&recorded),
         channels,
         // The unit's one commit, made with its done mark below.
         database_work: {
