@@ -169,6 +169,17 @@ pub enum Scope {
         /// Last file id.
         last: i64,
     },
+    /// One part of a stage split by byte ranges of the evidence (carving
+    /// by region): the ranges its split stored for `part`, without the
+    /// stage's case-wide finish.
+    Regions {
+        /// The part, from 0 in evidence-scan order.
+        part: u32,
+        /// How many ranges it holds.
+        regions: u64,
+        /// How many bytes they hold.
+        bytes: u64,
+    },
     /// Only the case-wide work after every batch is done.
     Finish,
 }
@@ -201,6 +212,9 @@ pub enum Units {
     Whole,
     /// Batches of files ([`Scope::Files`]), then one [`Scope::Finish`].
     FileBatches,
+    /// Parts of byte ranges the stage cuts itself ([`Stage::split`],
+    /// [`Scope::Regions`]), then one [`Scope::Finish`].
+    Regions,
 }
 
 /// Counts of recorded problems.
@@ -275,6 +289,19 @@ pub trait Stage: Send + Sync {
 
     /// Do the work.
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError>;
+
+    /// Cut the stage into parts for a planned case's workers (a stage
+    /// whose units are [`Units::Regions`]): store what each part needs
+    /// through `ctx.db` and return the parts' scopes, in order. Problems
+    /// found while cutting are recorded here, once, not by each part.
+    /// A part holds at most `max_bytes` (`caseload plan --batch-bytes`),
+    /// or one range alone when that is larger.
+    fn split(&self, _ctx: &StageContext<'_>, _max_bytes: u64) -> Result<Vec<Scope>, StageError> {
+        Err(StageError::Other(format!(
+            "stage `{}` is not split by regions",
+            self.name()
+        )))
+    }
 }
 
 /// What a stage's [`Stage::prepare`] did.

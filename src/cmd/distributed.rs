@@ -58,7 +58,8 @@ pub struct CaseArgs {
     /// Files per file-hash unit, at most.
     #[arg(long, default_value_t = work::plan::DEFAULT_BATCH_FILES)]
     pub batch_files: u64,
-    /// Content bytes per file-hash unit, at most.
+    /// Bytes per unit at most: content bytes of a file-hash, index or kff
+    /// batch, region bytes of a carve part.
     #[arg(long, default_value = "256MiB", value_parser = util::parse_size)]
     pub batch_bytes: u64,
 }

@@ -8,6 +8,7 @@
 use crate::common;
 
 use caseload_engine::casedb::postgres::cluster::{Cluster, Endpoint, server_user};
+use md5::Digest;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -113,6 +114,8 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
         "1",
         "--batch-files",
         "7",
+        "--batch-bytes",
+        "2MiB",
     ])
     .args(["--stages", STAGES])
     .arg("--evidence")
@@ -160,6 +163,10 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
         ("file-hash", "files_hashed"),
         ("file-hash", "duplicate_groups"),
         ("carve", "carved_items"),
+        ("carve", "data_valid"),
+        ("carve", "meta_valid"),
+        ("carve", "meta_invalid"),
+        ("carve", "followed"),
         ("image-hash", "md5"),
     ] {
         assert_eq!(
@@ -168,6 +175,19 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
             "{stage} {key}"
         );
     }
+    // Carving was split by regions, and its finish gave every item the id,
+    // and every file the path and bytes, a single run gives them.
+    let parts = detail(&b, "carve", "batches").as_u64().unwrap();
+    assert!(parts >= 4, "carve parts of 2 MiB: {parts}");
+    let (x, y) = (carved_files(&one), carved_files(&four));
+    assert!(x.len() > 10, "{} carved files", x.len());
+    assert!(
+        x == y,
+        "carved files differ: single run {} files, cluster {}; first difference {:?}",
+        x.len(),
+        y.len(),
+        x.iter().zip(&y).find(|(p, q)| p != q)
+    );
     // Every unit done exactly once, by the four workers together.
     let d = &b["distributed"];
     let units = d["units"].as_u64().unwrap();
@@ -201,7 +221,7 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     for s in m["stages"].as_array().unwrap() {
         let t = s["predicted_s"].as_array().unwrap();
         let (one, four) = (t[0].as_f64().unwrap(), t[1].as_f64().unwrap());
-        if ["file-hash", "index", "kff"].contains(&s["name"].as_str().unwrap()) {
+        if ["file-hash", "index", "kff", "carve"].contains(&s["name"].as_str().unwrap()) {
             assert!(s["parallel_units"].as_u64().unwrap() >= 4, "{s}");
             assert!(four < one, "{s}");
         } else {
@@ -228,6 +248,126 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
             "{channel} {field}: single run (+ shards) {x}, four workers {y}"
         );
     }
+}
+
+#[test]
+fn carving_split_into_parts_numbers_and_names_items_as_a_single_run_does() {
+    let test = "carving_split_into_parts_numbers_and_names_items_as_a_single_run_does";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    // A suspect FAT disk (deleted entries whose clusters overlap: the
+    // finish's FAT conflict check), and an NTFS disk with deleted
+    // fragmented files (carved again along their runs: followed items,
+    // numbered after the scan's).
+    for (name, args) in [
+        (
+            "fat",
+            &[
+                "--size",
+                "48MiB",
+                "--seed",
+                "5",
+                "--profile",
+                "suspect",
+                "--fs",
+                "fat",
+            ][..],
+        ),
+        (
+            "ntfs",
+            &[
+                "--size",
+                "80MiB",
+                "--seed",
+                "5",
+                "--fs",
+                "ntfs",
+                "--fragmented-share",
+                "0.5",
+                "--deleted-share",
+                "0.4",
+            ][..],
+        ),
+    ] {
+        let (image, _) = common::corpus(&work.path().join(name), args);
+        let single = work.path().join(format!("{name}-single"));
+        let mut cmd = common::caseload();
+        cmd.args(["run", "--cache", "warm", "--threads", "1"])
+            .args(["--db-engine", "postgres", "--stages", "filesystem,carve"])
+            .arg("--evidence")
+            .arg(&image);
+        channels(&mut cmd, &single);
+        common::run_ok(&mut cmd);
+        let many = work.path().join(format!("{name}-cluster"));
+        let mut cmd = common::caseload();
+        cmd.args(["cluster", "--workers", "3", "--threads", "1"])
+            .args(["--batch-bytes", "1MiB", "--stages", "filesystem,carve"])
+            .arg("--evidence")
+            .arg(&image);
+        channels(&mut cmd, &many);
+        common::run_ok(&mut cmd);
+        common::assert_no_server_left(work.path());
+        let (one, three) = (single.join("case"), many.join("case"));
+        let (a, b) = (common::run_json(&one), common::run_json(&three));
+        assert!(
+            detail(&b, "carve", "batches").as_u64().unwrap() >= 8,
+            "{name}"
+        );
+        let wanted = if name == "fat" {
+            "meta_invalid"
+        } else {
+            "followed"
+        };
+        assert!(
+            detail(&a, "carve", wanted).as_u64().unwrap() > 0,
+            "{name} {wanted}"
+        );
+        // Every count of the single run, summed over the parts and the
+        // finish.
+        let single_details = a["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "carve")
+            .unwrap()["summary"]["details"]
+            .as_object()
+            .unwrap()
+            .clone();
+        for (key, value) in single_details {
+            assert_eq!(detail(&b, "carve", &key), value, "{name}: carve {key}");
+        }
+        let (x, y) = (carved_files(&one), carved_files(&three));
+        assert!(!x.is_empty(), "{name}");
+        assert!(x == y, "{name}: carved files differ");
+        // No provisional name is left.
+        assert!(!y.iter().any(|(p, _)| p.contains("provisional")), "{name}");
+    }
+}
+
+/// The files under a case's `carved/` directory, as (path, MD5).
+fn carved_files(case: &Path) -> Vec<(String, String)> {
+    let root = case.join("carved");
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(&root).unwrap().display().to_string();
+                let digest: String = md5::Md5::digest(std::fs::read(&p).unwrap())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                out.push((rel, digest));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Poll `status --json` until `pred` holds on it.

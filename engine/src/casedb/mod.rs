@@ -32,7 +32,7 @@ pub use conn::Dialect;
 pub use extents::{Extents, ExtentsError, Run};
 pub use hash_library::{HashCopy, LIBRARY_KINDS, LibraryLoader, LibrarySet};
 pub use profile::Profile;
-pub use read::{CaseReader, ExtractedListing, HashedTable, PAGE};
+pub use read::{CaseReader, ExtractedListing, FatMetaContent, HashedTable, PAGE};
 pub use rows::{
     CarvedContent, CarvedItem, CarvedMeta, DISK_START, DiskKey, EvidenceHashes, FileContent,
     FileDigests, FileSlack, HashColumn, HashedItem, ItemKind, KffHit, ListedFile, NewEvidence,

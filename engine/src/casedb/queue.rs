@@ -61,7 +61,39 @@ CREATE TABLE work_workers (
     units_done BIGINT NOT NULL DEFAULT 0,
     coordination TEXT
 );
+CREATE TABLE work_ranges (
+    stage TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    start_byte BIGINT NOT NULL,
+    end_byte BIGINT NOT NULL,
+    volume_offset BIGINT,
+    tag INTEGER NOT NULL,
+    PRIMARY KEY (stage, part, idx)
+);
+CREATE TABLE work_parts (
+    stage TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    facts TEXT NOT NULL,
+    PRIMARY KEY (stage, part)
+);
 ";
+
+/// A byte range of the evidence that one part of a stage split by ranges
+/// covers (carving's regions), stored by the stage's split unit for the
+/// worker that claims the part: the split reads the file systems once,
+/// the parts need not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Where the volume it lies in starts, if any.
+    pub volume_offset: Option<u64>,
+    /// What the stage needs to know of it, in its own code.
+    pub tag: i64,
+}
 
 /// Failures of one unit after which it is failed for good (each by a
 /// worker that could not do it: evidence missing on its mount, a stage
@@ -241,6 +273,65 @@ pub(crate) fn add_units(conn: &mut Conn, units: &[NewUnit]) -> Result<(), DbErro
             ],
         )?;
     }
+    Ok(())
+}
+
+/// Store part `part`'s ranges of `stage`, in the split unit's
+/// transaction; several rows per statement, as a bulk load would.
+pub(crate) fn add_ranges(
+    conn: &mut Conn,
+    stage: &str,
+    part: u32,
+    ranges: &[WorkRange],
+) -> Result<(), DbError> {
+    const ROWS: usize = 200;
+    for (c, chunk) in ranges.chunks(ROWS).enumerate() {
+        let mut sql = String::from(
+            "INSERT INTO work_ranges (stage, part, idx, start_byte, end_byte, volume_offset, tag) VALUES ",
+        );
+        let mut params: Vec<super::Value> = Vec::with_capacity(chunk.len() * 5 + 2);
+        params.push(stage.to_string().into());
+        params.push(i64::from(part).into());
+        for (i, r) in chunk.iter().enumerate() {
+            let p = 3 + i * 5;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(?1, ?2, ?{}, ?{}, ?{}, ?{}, ?{})",
+                p,
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4
+            ));
+            params.push(((c * ROWS + i) as i64).into());
+            params.push(r.start.into());
+            params.push(r.end.into());
+            params.push(r.volume_offset.into());
+            params.push(r.tag.into());
+        }
+        conn.execute(&sql, &params)?;
+    }
+    Ok(())
+}
+
+/// Record what part `part` of `stage` found that the stage's finish needs
+/// (a JSON text of the stage's own), in the part's transaction.
+pub(crate) fn part_facts(
+    conn: &mut Conn,
+    stage: &str,
+    part: u32,
+    facts: &str,
+) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO work_parts (stage, part, facts) VALUES (?1, ?2, ?3)",
+        &[
+            stage.to_string().into(),
+            i64::from(part).into(),
+            facts.to_string().into(),
+        ],
+    )?;
     Ok(())
 }
 

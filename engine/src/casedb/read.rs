@@ -21,6 +21,20 @@ pub const PAGE: usize = 1000;
 /// whose I/O counters must outlive the stage that used it).
 pub(crate) type Pool = Arc<Mutex<Vec<Conn>>>;
 
+/// A FAT meta item's recovered content, as the carve stage's conflict
+/// check reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FatMetaContent {
+    /// The item.
+    pub id: i64,
+    /// Media offset of its content's first run.
+    pub start: i64,
+    /// Its content's length.
+    pub length: i64,
+    /// Its validation.
+    pub validation: String,
+}
+
 /// A read connection to the case database. Call
 /// [`DbWriter::flush`](super::DbWriter::flush) first to see everything
 /// written so far.
@@ -423,7 +437,12 @@ impl CaseReader {
     /// The id the next `carved_items` row gets.
     pub fn next_carved_id(&mut self) -> Result<i64, DbError> {
         self.conn()?
-            .query_one("SELECT coalesce(max(id), 0) + 1 FROM carved_items", &[])?
+            // Final ids only: a split carve's parts number theirs below 0
+            // until its finish.
+            .query_one(
+                "SELECT coalesce(max(id), 0) + 1 FROM carved_items WHERE id > 0",
+                &[],
+            )?
             .get(0)
     }
 
@@ -474,55 +493,122 @@ impl CaseReader {
         Ok(out)
     }
 
-    /// Carved items of an evidence from id `first_id` on, counted by
+    /// Carved items of an evidence with ids in `ids`, counted by
     /// `method_validation`.
     pub fn carved_counts(
         &mut self,
-        first_id: i64,
+        ids: std::ops::RangeInclusive<i64>,
         evidence_id: i64,
     ) -> Result<Vec<(String, u64)>, DbError> {
         self.conn()?
             .query(
                 "SELECT method || '_' || validation, count(*) FROM carved_items
-                 WHERE id >= ?1 AND evidence_id = ?2 GROUP BY 1",
-                &[first_id.into(), evidence_id.into()],
+                 WHERE id BETWEEN ?1 AND ?2 AND evidence_id = ?3 GROUP BY 1",
+                &[
+                    (*ids.start()).into(),
+                    (*ids.end()).into(),
+                    evidence_id.into(),
+                ],
             )?
             .into_iter()
             .map(|mut r| Ok((r.get(0)?, r.get(1)?)))
             .collect()
     }
 
-    /// FAT meta items (from `first_id` on) with recovered content, as `(id,
-    /// start of content, content length)` in order of start and id,
-    /// handed to `f` one at a time.
+    /// Carved items of an evidence numbered provisionally (a split
+    /// carve's parts, below id 0), as `(id, case path)`, handed to `f` one
+    /// at a time.
+    pub fn provisional_carved(
+        &mut self,
+        evidence_id: i64,
+        f: &mut dyn FnMut(i64, Option<String>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        self.conn()?.for_each(
+            "SELECT id, case_path FROM carved_items WHERE id < 0 AND evidence_id = ?1 ORDER BY id DESC",
+            &[evidence_id.into()],
+            &mut |mut r| f(r.get(0)?, r.get(1)?),
+        )
+    }
+
+    /// The ranges of part `part` of a stage split by ranges, in order.
+    pub fn work_ranges(
+        &mut self,
+        stage: &str,
+        part: u32,
+    ) -> Result<Vec<super::queue::WorkRange>, DbError> {
+        self.conn()?
+            .query(
+                "SELECT start_byte, end_byte, volume_offset, tag FROM work_ranges
+                 WHERE stage = ?1 AND part = ?2 ORDER BY idx",
+                &[stage.into(), i64::from(part).into()],
+            )?
+            .into_iter()
+            .map(|mut r| {
+                Ok(super::queue::WorkRange {
+                    start: r.get(0)?,
+                    end: r.get(1)?,
+                    volume_offset: r.get(2)?,
+                    tag: r.get(3)?,
+                })
+            })
+            .collect()
+    }
+
+    /// What each part of a split stage recorded for its finish, by part.
+    pub fn part_facts(&mut self, stage: &str) -> Result<Vec<(u32, String)>, DbError> {
+        self.conn()?
+            .query(
+                "SELECT part, facts FROM work_parts WHERE stage = ?1 ORDER BY part",
+                &[stage.into()],
+            )?
+            .into_iter()
+            .map(|mut r| {
+                let part: i64 = r.get(0)?;
+                Ok((u32::try_from(part).unwrap_or(u32::MAX), r.get(1)?))
+            })
+            .collect()
+    }
+
+    /// FAT meta items (ids in `ids`) with recovered content, in order of
+    /// start and id, handed to `f` one at a time.
     pub fn fat_meta_contents(
         &mut self,
-        first_id: i64,
+        ids: std::ops::RangeInclusive<i64>,
         evidence_id: i64,
-        f: &mut dyn FnMut(i64, i64, i64) -> Result<(), DbError>,
+        f: &mut dyn FnMut(FatMetaContent) -> Result<(), DbError>,
     ) -> Result<(), DbError> {
         let conn = self.conn()?;
         // The first run's offset, read out of the JSON by each engine.
         let sql = match conn.dialect() {
             Dialect::Sqlite => {
-                "SELECT id, json_extract(extents, '$[0][0]') AS start, content_length
+                "SELECT id, json_extract(extents, '$[0][0]') AS start, content_length, validation
                  FROM carved_items
-                 WHERE method = 'meta' AND record = 'fat-dentry' AND id >= ?1 AND evidence_id = ?2
+                 WHERE method = 'meta' AND record = 'fat-dentry' AND id BETWEEN ?1 AND ?2 AND evidence_id = ?3
                    AND extents IS NOT NULL AND content_length > 0
                  ORDER BY start, id"
             }
             Dialect::Postgres => {
-                "SELECT id, CAST((extents::json -> 0 ->> 0) AS BIGINT) AS start, content_length
+                "SELECT id, CAST((extents::json -> 0 ->> 0) AS BIGINT) AS start, content_length, validation
                  FROM carved_items
-                 WHERE method = 'meta' AND record = 'fat-dentry' AND id >= ?1 AND evidence_id = ?2
+                 WHERE method = 'meta' AND record = 'fat-dentry' AND id BETWEEN ?1 AND ?2 AND evidence_id = ?3
                    AND extents IS NOT NULL AND content_length > 0
                  ORDER BY start, id"
             }
         };
-        conn.for_each(sql, &[first_id.into(), evidence_id.into()], &mut |mut r| {
+        let params = [
+            (*ids.start()).into(),
+            (*ids.end()).into(),
+            evidence_id.into(),
+        ];
+        conn.for_each(sql, &params, &mut |mut r| {
             let start: Option<i64> = r.get(1)?;
             match start {
-                Some(start) => f(r.get(0)?, start, r.get(2)?),
+                Some(start) => f(FatMetaContent {
+                    id: r.get(0)?,
+                    start,
+                    length: r.get(2)?,
+                    validation: r.get(3)?,
+                }),
                 // A sparse first run has no offset: nothing to compare.
                 None => Ok(()),
             }

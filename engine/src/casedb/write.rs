@@ -80,6 +80,34 @@ pub enum Write {
     CreatePlan(Box<super::queue::PlanRow>, Vec<super::queue::NewUnit>),
     /// Add work units (a split unit adding its stage's batches).
     AddUnits(Vec<super::queue::NewUnit>),
+    /// Store the ranges of one part of a stage split by ranges.
+    AddRanges {
+        /// The stage.
+        stage: String,
+        /// The part.
+        part: u32,
+        /// Its ranges, in order.
+        ranges: Vec<super::queue::WorkRange>,
+    },
+    /// What one part of a split stage found that its finish needs.
+    PartFacts {
+        /// The stage.
+        stage: String,
+        /// The part.
+        part: u32,
+        /// The stage's JSON.
+        facts: String,
+    },
+    /// Give a carved item its final id (and its file's new case path),
+    /// where it is referred to: the finish of carving split over workers.
+    RenumberCarved {
+        /// Its provisional id.
+        from: i64,
+        /// Its final id.
+        to: i64,
+        /// Its file's case path under the final id.
+        case_path: Option<String>,
+    },
     /// Finish a run: its stage rows and final status.
     FinishRun {
         /// The run.
@@ -446,6 +474,30 @@ impl Write {
                 super::queue::create(conn, plan, units).map(|()| Reply::Done)
             }
             Write::AddUnits(units) => super::queue::add_units(conn, units).map(|()| Reply::Done),
+            Write::AddRanges {
+                stage,
+                part,
+                ranges,
+            } => super::queue::add_ranges(conn, stage, *part, ranges).map(|()| Reply::Done),
+            Write::PartFacts { stage, part, facts } => {
+                super::queue::part_facts(conn, stage, *part, facts).map(|()| Reply::Done)
+            }
+            Write::RenumberCarved {
+                from,
+                to,
+                case_path,
+            } => {
+                conn.execute(
+                    "UPDATE carved_items SET id = ?1, case_path = ?2 WHERE id = ?3",
+                    &[(*to).into(), case_path.clone().into(), (*from).into()],
+                )?;
+                conn.execute(
+                    "UPDATE processing_errors SET item_id = ?1, path = coalesce(?2, path)
+                     WHERE item_kind = 'carved' AND item_id = ?3",
+                    &[(*to).into(), case_path.clone().into(), (*from).into()],
+                )?;
+                Ok(Reply::Done)
+            }
             Write::DiscardAfter(marks) => {
                 for (table, rowid) in marks {
                     // The names come from the database's own catalogue.

@@ -61,6 +61,15 @@ pub enum UnitScope {
         /// Last file id.
         last: i64,
     },
+    /// One part of a stage split by regions.
+    Regions {
+        /// The part.
+        part: u32,
+        /// Its ranges.
+        regions: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
     /// The stage's case-wide finish.
     Finish,
 }
@@ -72,6 +81,15 @@ impl UnitScope {
             UnitScope::Split => None,
             UnitScope::Whole => Some(Scope::Whole),
             UnitScope::Files { first, last } => Some(Scope::Files { first, last }),
+            UnitScope::Regions {
+                part,
+                regions,
+                bytes,
+            } => Some(Scope::Regions {
+                part,
+                regions,
+                bytes,
+            }),
             UnitScope::Finish => Some(Scope::Finish),
         }
     }
@@ -93,7 +111,34 @@ impl UnitScope {
             UnitScope::Split => "split".into(),
             UnitScope::Whole => "whole".into(),
             UnitScope::Files { first, last } => format!("files {first}-{last}"),
+            UnitScope::Regions {
+                part,
+                regions,
+                bytes,
+            } => format!(
+                "part {part}: {regions} regions, {:.1} MiB",
+                bytes as f64 / 1048576.0
+            ),
             UnitScope::Finish => "finish".into(),
+        }
+    }
+}
+
+impl From<Scope> for UnitScope {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::Whole => UnitScope::Whole,
+            Scope::Files { first, last } => UnitScope::Files { first, last },
+            Scope::Regions {
+                part,
+                regions,
+                bytes,
+            } => UnitScope::Regions {
+                part,
+                regions,
+                bytes,
+            },
+            Scope::Finish => UnitScope::Finish,
         }
     }
 }
@@ -102,7 +147,7 @@ impl UnitScope {
 pub(crate) fn phase_of(scope: UnitScope) -> i32 {
     match scope {
         UnitScope::Split => 0,
-        UnitScope::Whole | UnitScope::Files { .. } => 1,
+        UnitScope::Whole | UnitScope::Files { .. } | UnitScope::Regions { .. } => 1,
         UnitScope::Finish => 2,
     }
 }

@@ -299,7 +299,7 @@ fn first_units(stage_specs: &[(String, StageOptions)]) -> Vec<NewUnit> {
         let waits = !stages::runs_beside(name);
         let scopes: &[UnitScope] = match stages::units_of(name) {
             Units::Whole => &[UnitScope::Whole],
-            Units::FileBatches => &[UnitScope::Split, UnitScope::Finish],
+            Units::FileBatches | Units::Regions => &[UnitScope::Split, UnitScope::Finish],
         };
         for &scope in scopes {
             out.push(NewUnit {

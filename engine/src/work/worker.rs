@@ -12,7 +12,9 @@ use crate::metrics::CpuTimes;
 use crate::report::Recorded;
 use crate::run;
 use crate::source::{self, EvidenceSource};
-use crate::stage::{RecordCounts, Stage, StageContext, StageError, StageOptions, StageSummary};
+use crate::stage::{
+    RecordCounts, Stage, StageContext, StageError, StageOptions, StageSummary, Units,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -472,25 +474,23 @@ fn run_unit(
     let cpu_before = CpuTimes::now();
     let clock = Instant::now();
     let recorded = RecordCounts::default();
+    let ctx = StageContext {
+        evidence,
+        evidence_id: w.spec.evidence_id,
+        run_id: w.spec.run_id,
+        db: w.db,
+        case: w.channels[2],
+        temp: w.channels[3],
+        threads: w.opts.threads.max(1),
+        progress: &crate::stage::NoProgress,
+        cancel: w.unit_cancel,
+        stage: stage.name(),
+        recorded: &recorded,
+        scope: scope.stage_scope().unwrap_or_default(),
+    };
     let outcome: Result<StageSummary, StageError> = match scope.stage_scope() {
-        None => split(w, unit),
-        Some(stage_scope) => {
-            let ctx = StageContext {
-                evidence,
-                evidence_id: w.spec.evidence_id,
-                run_id: w.spec.run_id,
-                db: w.db,
-                case: w.channels[2],
-                temp: w.channels[3],
-                threads: w.opts.threads.max(1),
-                progress: &crate::stage::NoProgress,
-                cancel: w.unit_cancel,
-                stage: stage.name(),
-                recorded: &recorded,
-                scope: stage_scope,
-            };
-            stage.run(&ctx)
-        }
+        None => split(w, &ctx, stage, unit),
+        Some(_) => stage.run(&ctx),
     };
     let flushed = w.db.writer().flush();
     let wall = clock.elapsed().as_secs_f64();
@@ -556,23 +556,37 @@ fn run_unit(
     }
 }
 
-/// A split unit: cut the stage's files into batches and queue them.
-fn split(w: &WorkSetting<'_>, unit: &Claimed) -> Result<StageSummary, StageError> {
-    let batches =
-        w.db.reader()?
-            .file_hash_batches(w.spec.batch_files, w.spec.batch_bytes)?;
+/// A split unit: cut the stage into batches of files (or let it cut
+/// itself into parts of regions) and queue them.
+fn split(
+    w: &WorkSetting<'_>,
+    ctx: &StageContext<'_>,
+    stage: &dyn Stage,
+    unit: &Claimed,
+) -> Result<StageSummary, StageError> {
+    let scopes: Vec<UnitScope> = match crate::stages::units_of(&unit.stage) {
+        Units::Regions => stage
+            .split(ctx, w.spec.batch_bytes)?
+            .into_iter()
+            .map(UnitScope::from)
+            .collect(),
+        Units::FileBatches | Units::Whole => {
+            w.db.reader()?
+                .file_hash_batches(w.spec.batch_files, w.spec.batch_bytes)?
+                .into_iter()
+                .map(|(first, last)| UnitScope::Files { first, last })
+                .collect()
+        }
+    };
     let waits = !crate::stages::runs_beside(&unit.stage);
-    let units: Vec<NewUnit> = batches
+    let units: Vec<NewUnit> = scopes
         .iter()
-        .map(|&(first, last)| {
-            let scope = UnitScope::Files { first, last };
-            NewUnit {
-                stage: unit.stage.clone(),
-                seq: unit.seq,
-                phase: phase_of(scope),
-                waits,
-                scope: scope.to_json(),
-            }
+        .map(|&scope| NewUnit {
+            stage: unit.stage.clone(),
+            seq: unit.seq,
+            phase: phase_of(scope),
+            waits,
+            scope: scope.to_json(),
         })
         .collect();
     let n = units.len() as u64;

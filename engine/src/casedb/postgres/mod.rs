@@ -151,6 +151,8 @@ pub fn connect_url(url: &str) -> Result<postgres::Client, DbError> {
 pub const TABLES: &[&str] = &[
     // A planned case's queue (casedb/queue.rs).
     "work_units",
+    "work_ranges",
+    "work_parts",
     "work_plan",
     "work_workers",
     "ftk_item_properties",

@@ -406,6 +406,35 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 ],
             )?;
         }
+        (
+            Write::RenumberCarved {
+                from,
+                to,
+                case_path,
+            },
+            _,
+        ) => {
+            let (old, new) = (CARVED_BASE + from, CARVED_BASE + to);
+            match case_path {
+                Some(p) => conn.execute(
+                    "UPDATE ftk_items SET item_id = ?1, name = ?2, path = ?3 WHERE item_id = ?4",
+                    &[
+                        new.into(),
+                        split_path(p).1.into(),
+                        p.clone().into(),
+                        old.into(),
+                    ],
+                )?,
+                None => conn.execute(
+                    "UPDATE ftk_items SET item_id = ?1 WHERE item_id = ?2",
+                    &[new.into(), old.into()],
+                )?,
+            };
+            conn.execute(
+                "UPDATE ftk_item_properties SET item_id = ?1 WHERE item_id = ?2",
+                &[new.into(), old.into()],
+            )?;
+        }
         (Write::InvalidateCarved { id, .. }, _) => {
             conn.execute(
                 "UPDATE ftk_items SET flags = flags & ?1 WHERE item_id = ?2",

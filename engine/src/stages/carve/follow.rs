@@ -20,6 +20,7 @@
 //! continuations above the true one.
 
 use super::formats::{Cut, Step, Validation, Verdict};
+use super::ids::{Ids, rank};
 use super::sink::{Piece, Sink, Start, from_extents, read_pieces};
 use crate::casedb::CaseReader;
 use crate::stage::{StageContext, StageError};
@@ -130,13 +131,27 @@ fn item_end(
     })
 }
 
+/// What following did.
+#[derive(Debug, Default)]
+pub struct Followed {
+    /// Items stored.
+    pub stored: u64,
+    /// Every item numbered, stored or dropped, as `(header offset, id)`.
+    pub numbered: Vec<(u64, i64)>,
+}
+
 /// Follow the broken items the sink collected along the maps of the files
 /// they start, storing those found as new rows after the scan's (in header
-/// order, so ids do not depend on the thread count). The scan's rows must
-/// have been flushed. Returns how many were stored.
-pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, StageError> {
+/// order, so ids do not depend on the thread count). Ids are `ids`, or in
+/// a single run from one past the table's highest. The scan's rows must
+/// have been flushed.
+pub fn broken_items(
+    ctx: &StageContext<'_>,
+    sink: &Sink<'_>,
+    ids: Option<Ids>,
+) -> Result<Followed, StageError> {
     let Some((_, list)) = &sink.broken else {
-        return Ok(0);
+        return Ok(Followed::default());
     };
     let mut broken = std::mem::take(
         &mut *list
@@ -144,12 +159,16 @@ pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, Stag
             .unwrap_or_else(std::sync::PoisonError::into_inner),
     );
     if broken.is_empty() {
-        return Ok(0);
+        return Ok(Followed::default());
     }
-    broken.sort_by_key(|b| (b.offset, b.id));
+    broken.sort_by_key(|b| (b.offset, rank(b.id)));
     let mut reader = ctx.db.reader()?;
-    let mut id = reader.next_carved_id()?;
+    let ids = match ids {
+        Some(ids) => ids,
+        None => Ids::From(reader.next_carved_id()?),
+    };
     let stored_before = sink.items.load(Ordering::Relaxed);
+    let mut numbered = Vec::new();
     for b in &broken {
         for m in mapped_at(&mut reader, ctx.evidence_id, b.offset)? {
             let Some(end) = item_end(ctx, b, &m.pieces)? else {
@@ -161,14 +180,20 @@ pub fn broken_items(ctx: &StageContext<'_>, sink: &Sink<'_>) -> Result<u64, Stag
                 // saw the same bytes.
                 continue;
             }
+            let id = ids.at(numbered.len() as u64).ok_or_else(|| {
+                StageError::Other("more followed items than one part may number".into())
+            })?;
             sink.followed(id, b, &pieces, &m.path, end.verdict, end.final_type);
-            id += 1;
+            numbered.push((b.offset, id));
             break;
         }
         sink.take_fatal()?;
     }
     ctx.db.writer().flush()?;
-    Ok(sink.items.load(Ordering::Relaxed) - stored_before)
+    Ok(Followed {
+        stored: sink.items.load(Ordering::Relaxed) - stored_before,
+        numbered,
+    })
 }
 
 #[cfg(test)]

@@ -100,6 +100,65 @@ pub struct Region {
     pub meta: Option<Report>,
 }
 
+impl Region {
+    /// What a split stage stores of the region besides its bytes and
+    /// volume: its source, whether data is carved, and how metadata is.
+    pub fn tag(&self) -> i64 {
+        let source = match self.source {
+            Source::Unallocated => 0,
+            Source::Unpartitioned => 1,
+            Source::Partition => 2,
+            Source::Image => 3,
+            Source::Slack => 4,
+            Source::Metadata => 5,
+        };
+        let meta = match self.meta {
+            None => 0,
+            Some(Report::All) => 1,
+            Some(Report::DeletedOnly) => 2,
+        };
+        source | (i64::from(self.data) << 3) | (meta << 4)
+    }
+
+    /// A stored region back, in `volumes` (`None` when the tag or volume
+    /// is not one this build stores: a plan from another version).
+    pub fn stored(
+        start: u64,
+        end: u64,
+        volume_offset: Option<u64>,
+        tag: i64,
+        volumes: &[Arc<Volume>],
+    ) -> Option<Region> {
+        let source = match tag & 7 {
+            0 => Source::Unallocated,
+            1 => Source::Unpartitioned,
+            2 => Source::Partition,
+            3 => Source::Image,
+            4 => Source::Slack,
+            5 => Source::Metadata,
+            _ => return None,
+        };
+        let meta = match tag >> 4 {
+            0 => None,
+            1 => Some(Report::All),
+            2 => Some(Report::DeletedOnly),
+            _ => return None,
+        };
+        let volume = match volume_offset {
+            None => None,
+            Some(o) => Some(Arc::clone(volumes.iter().find(|v| v.offset == o)?)),
+        };
+        (start <= end).then_some(Region {
+            start,
+            end,
+            volume,
+            source,
+            data: tag & 8 != 0,
+            meta,
+        })
+    }
+}
+
 /// Read helper over the evidence: whole reads only.
 fn read_exact(src: &dyn EvidenceSource, at: u64, buf: &mut [u8]) -> bool {
     matches!(src.read_at(buf, at), Ok(n) if n == buf.len())

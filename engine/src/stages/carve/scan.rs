@@ -16,6 +16,7 @@
 //! the thread count.
 
 use super::formats::{Cut, Delimiter, Step, Validation, Verdict};
+use super::ids::Ids;
 use super::meta::{
     FatSectorParser, MetaRecord, Report, declared_record_size, is_dir_sector, is_file_record_start,
     parse_file_record,
@@ -90,8 +91,8 @@ pub struct Settings<'a> {
     pub readers: usize,
     /// Blocks in flight at most.
     pub in_flight: usize,
-    /// First row id to assign.
-    pub first_id: i64,
+    /// How items are numbered.
+    pub ids: Ids,
 }
 
 /// What the scan did.
@@ -109,8 +110,10 @@ pub struct Outcome {
     pub skipped: u64,
     /// Headers inside an open item of their family.
     pub nested: u64,
-    /// Next unassigned id.
-    pub next_id: i64,
+    /// Numbers used (items accepted, also those dropped later).
+    pub used: u64,
+    /// Items not stored because the part ran out of provisional ids.
+    pub unnumbered: u64,
 }
 
 /// Search a block for headers and metadata records.
@@ -191,7 +194,8 @@ struct Consumer<'a, 'c> {
     sinks: &'a [Sender<Msg>],
     failed: &'a AtomicBool,
     open: Vec<Open>,
-    next_id: i64,
+    /// Numbers used so far.
+    next: u64,
     fat: FatSectorParser,
     record: Option<PartialRecord>,
     /// The block before the one being processed, when adjacent in the
@@ -203,7 +207,7 @@ struct Consumer<'a, 'c> {
 impl Consumer<'_, '_> {
     fn send(&self, id: i64, msg: Msg) -> bool {
         let n = self.sinks.len().max(1);
-        let w = usize::try_from(id).unwrap_or(0) % n;
+        let w = usize::try_from(id.unsigned_abs()).unwrap_or(0) % n;
         self.sinks[w].send(msg).is_ok()
     }
 
@@ -368,9 +372,25 @@ impl Consumer<'_, '_> {
         self.meta(r, region);
     }
 
+    /// The next item's id. A part that has used every provisional id it
+    /// may (2^32 items) stops the scan: the stage then fails (the id
+    /// given meanwhile is never committed).
+    fn take_id(&mut self) -> i64 {
+        match self.settings.ids.at(self.next) {
+            Some(id) => {
+                self.next += 1;
+                id
+            }
+            None => {
+                self.out.unnumbered += 1;
+                self.failed.store(true, Ordering::Relaxed);
+                0
+            }
+        }
+    }
+
     fn meta(&mut self, record: MetaRecord, region: &Region) {
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.take_id();
         let job = MetaJob {
             id,
             record,
@@ -552,8 +572,7 @@ impl Consumer<'_, '_> {
 
     /// The item proved itself: give it an id and send what it held.
     fn accept(&mut self, k: usize) {
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.take_id();
         let sig = &self.settings.sigs[self.open[k].sig];
         let o = &mut self.open[k];
         o.id = Some(id);
@@ -800,7 +819,7 @@ pub fn run(
             sinks,
             failed,
             open: Vec::new(),
-            next_id: settings.first_id,
+            next: 0,
             fat: FatSectorParser::default(),
             record: None,
             behind: None,
@@ -816,7 +835,7 @@ pub fn run(
         // Unblock the producer and drain the readers.
         drop(permit_tx);
         while done_rx.recv().is_ok() {}
-        c.out.next_id = c.next_id;
+        c.out.used = c.next;
         result.map(|()| c.out)
     })
 }

@@ -404,7 +404,7 @@ pub struct Sink<'a> {
 
 /// Relative case path of an item.
 pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
-    let folder = format!("{:03}", u64::try_from(id).unwrap_or(0) / PER_FOLDER);
+    let folder = super::ids::folder(id);
     let name = if ext.is_empty() {
         id.to_string()
     } else {

@@ -814,7 +814,8 @@ impl Stage for IndexStage {
                 ctx.case.remove_all(SHARDS_DIR)?;
                 (bytes, false)
             }
-            crate::stage::Scope::Whole => {
+            // The index is split by files, never by regions.
+            crate::stage::Scope::Whole | crate::stage::Scope::Regions { .. } => {
                 drop(build_dir);
                 (copy_index(ctx.temp, BUILD_DIR, ctx.case, INDEX_DIR)?, false)
             }
