@@ -1160,6 +1160,15 @@ impl Write for ChannelFile {
     }
 }
 
+impl io::Read for ChannelFile {
+    /// Reads from the file's position on (as writes go): counted.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.read_at(buf, self.position)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
 impl Drop for ChannelFile {
     fn drop(&mut self) {
         if let (Some(&id), Some(t)) = (self.trace_id.get(), self.counters.trace()) {

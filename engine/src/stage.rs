@@ -169,14 +169,14 @@ pub enum Scope {
         /// Last file id.
         last: i64,
     },
-    /// One part of a stage split by byte ranges of the evidence (carving
-    /// by region): the ranges its split stored for `part`, without the
-    /// stage's case-wide finish.
-    Regions {
-        /// The part, from 0 in evidence-scan order.
+    /// One part of a stage that cuts itself into parts of the evidence
+    /// ([`Stage::split`]: carving's runs of regions, the walk's volumes),
+    /// without the stage's case-wide finish.
+    Part {
+        /// The part, from 0 in evidence order.
         part: u32,
-        /// How many ranges it holds.
-        regions: u64,
+        /// How many byte ranges of the evidence it holds.
+        ranges: u64,
         /// How many bytes they hold.
         bytes: u64,
     },
@@ -212,9 +212,9 @@ pub enum Units {
     Whole,
     /// Batches of files ([`Scope::Files`]), then one [`Scope::Finish`].
     FileBatches,
-    /// Parts of byte ranges the stage cuts itself ([`Stage::split`],
-    /// [`Scope::Regions`]), then one [`Scope::Finish`].
-    Regions,
+    /// Parts the stage cuts itself ([`Stage::split`], [`Scope::Part`]),
+    /// then one [`Scope::Finish`].
+    Parts,
 }
 
 /// Counts of recorded problems.
@@ -291,16 +291,24 @@ pub trait Stage: Send + Sync {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError>;
 
     /// Cut the stage into parts for a planned case's workers (a stage
-    /// whose units are [`Units::Regions`]): store what each part needs
+    /// whose units are [`Units::Parts`]): store what each part needs
     /// through `ctx.db` and return the parts' scopes, in order. Problems
     /// found while cutting are recorded here, once, not by each part.
-    /// A part holds at most `max_bytes` (`caseload plan --batch-bytes`),
-    /// or one range alone when that is larger.
+    /// A stage that cuts by bytes keeps a part within `max_bytes`
+    /// (`caseload plan --batch-bytes`) unless one range alone is larger.
     fn split(&self, _ctx: &StageContext<'_>, _max_bytes: u64) -> Result<Vec<Scope>, StageError> {
         Err(StageError::Other(format!(
-            "stage `{}` is not split by regions",
+            "stage `{}` is not split into parts",
             self.name()
         )))
+    }
+
+    /// Work for after a planned case's unit has committed: removing what
+    /// its parts left for it (a finish redone after a lost lease would
+    /// still need them). Not called in a run. A failure here loses
+    /// nothing: the worker reports it and goes on.
+    fn committed(&self, _ctx: &StageContext<'_>) -> Result<(), StageError> {
+        Ok(())
     }
 }
 

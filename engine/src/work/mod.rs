@@ -7,9 +7,11 @@
 //! one commit, its connection loss rolls back a dead worker's unit.
 //!
 //! Units follow a suite's split: image-hash per image; the file-system
-//! walk per evidence; file hashing per batch of files (a split unit cuts
-//! the batches once the walk is done; a finish unit groups duplicates);
-//! the index, carving and KFF stages whole, one unit each. A stage waits
+//! walk per volume (spooled, stored in volume order by a finish unit);
+//! file hashing, KFF and the index per batch of files (a split unit cuts
+//! the batches once the walk is done; a finish unit does the case-wide
+//! work); carving per run of regions (numbered provisionally, renumbered
+//! by its finish as a single run numbers them). A stage waits
 //! for every unit of the earlier stages it may read from.
 
 mod aggregate;
@@ -61,12 +63,12 @@ pub enum UnitScope {
         /// Last file id.
         last: i64,
     },
-    /// One part of a stage split by regions.
-    Regions {
+    /// One part of a stage that cuts itself into parts.
+    Part {
         /// The part.
         part: u32,
-        /// Its ranges.
-        regions: u64,
+        /// Its byte ranges of the evidence.
+        ranges: u64,
         /// Their bytes.
         bytes: u64,
     },
@@ -81,13 +83,13 @@ impl UnitScope {
             UnitScope::Split => None,
             UnitScope::Whole => Some(Scope::Whole),
             UnitScope::Files { first, last } => Some(Scope::Files { first, last }),
-            UnitScope::Regions {
+            UnitScope::Part {
                 part,
-                regions,
+                ranges,
                 bytes,
-            } => Some(Scope::Regions {
+            } => Some(Scope::Part {
                 part,
-                regions,
+                ranges,
                 bytes,
             }),
             UnitScope::Finish => Some(Scope::Finish),
@@ -111,12 +113,12 @@ impl UnitScope {
             UnitScope::Split => "split".into(),
             UnitScope::Whole => "whole".into(),
             UnitScope::Files { first, last } => format!("files {first}-{last}"),
-            UnitScope::Regions {
+            UnitScope::Part {
                 part,
-                regions,
+                ranges,
                 bytes,
             } => format!(
-                "part {part}: {regions} regions, {:.1} MiB",
+                "part {part}: {ranges} ranges, {:.1} MiB",
                 bytes as f64 / 1048576.0
             ),
             UnitScope::Finish => "finish".into(),
@@ -129,13 +131,13 @@ impl From<Scope> for UnitScope {
         match s {
             Scope::Whole => UnitScope::Whole,
             Scope::Files { first, last } => UnitScope::Files { first, last },
-            Scope::Regions {
+            Scope::Part {
                 part,
-                regions,
+                ranges,
                 bytes,
-            } => UnitScope::Regions {
+            } => UnitScope::Part {
                 part,
-                regions,
+                ranges,
                 bytes,
             },
             Scope::Finish => UnitScope::Finish,
@@ -147,7 +149,7 @@ impl From<Scope> for UnitScope {
 pub(crate) fn phase_of(scope: UnitScope) -> i32 {
     match scope {
         UnitScope::Split => 0,
-        UnitScope::Whole | UnitScope::Files { .. } | UnitScope::Regions { .. } => 1,
+        UnitScope::Whole | UnitScope::Files { .. } | UnitScope::Part { .. } => 1,
         UnitScope::Finish => 2,
     }
 }

@@ -299,7 +299,7 @@ fn first_units(stage_specs: &[(String, StageOptions)]) -> Vec<NewUnit> {
         let waits = !stages::runs_beside(name);
         let scopes: &[UnitScope] = match stages::units_of(name) {
             Units::Whole => &[UnitScope::Whole],
-            Units::FileBatches | Units::Regions => &[UnitScope::Split, UnitScope::Finish],
+            Units::FileBatches | Units::Parts => &[UnitScope::Split, UnitScope::Finish],
         };
         for &scope in scopes {
             out.push(NewUnit {
@@ -319,7 +319,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_batched_stage_gets_a_split_and_a_finish_and_image_hash_waits_for_nothing() {
+    fn a_split_stage_gets_a_split_and_a_finish_and_image_hash_waits_for_nothing() {
         let specs: Vec<(String, StageOptions)> = ["image-hash", "filesystem", "file-hash", "kff"]
             .iter()
             .map(|n| (n.to_string(), StageOptions::new()))
@@ -333,13 +333,15 @@ mod tests {
             got,
             vec![
                 ("image-hash", 0, 1, false),
-                ("filesystem", 1, 1, true),
+                ("filesystem", 1, 0, true),
+                ("filesystem", 1, 2, true),
                 ("file-hash", 2, 0, true),
                 ("file-hash", 2, 2, true),
                 ("kff", 3, 0, true),
                 ("kff", 3, 2, true),
             ]
         );
-        assert_eq!(units[2].scope, r#"{"kind":"split"}"#);
+        assert_eq!(units[1].scope, r#"{"kind":"split"}"#);
+        assert_eq!(units[2].scope, r#"{"kind":"finish"}"#);
     }
 }

@@ -549,7 +549,15 @@ fn run_unit(
         figures: serde_json::to_string(&figures).unwrap_or_default(),
     };
     match w.db.writer().end_unit(Some(done)) {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            if let Err(e) = stage.committed(&ctx) {
+                eprintln!(
+                    "caseload worker {}: unit {} committed; tidying after it failed: {e}",
+                    w.opts.name, unit.id
+                );
+            }
+            Ok(())
+        }
         Err(DbError::LeaseLost { .. }) => Err(UnitEnd::LeaseLost),
         Err(e) if e.to_string().contains("lease on work unit") => Err(UnitEnd::LeaseLost),
         Err(e) => Err(failed(&e)),
@@ -565,7 +573,7 @@ fn split(
     unit: &Claimed,
 ) -> Result<StageSummary, StageError> {
     let scopes: Vec<UnitScope> = match crate::stages::units_of(&unit.stage) {
-        Units::Regions => stage
+        Units::Parts => stage
             .split(ctx, w.spec.batch_bytes)?
             .into_iter()
             .map(UnitScope::from)

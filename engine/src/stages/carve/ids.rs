@@ -3,7 +3,7 @@
 //! A single run numbers its items in scan order: the items of the
 //! contiguous scan first, then the fragmented items followed along the
 //! file system's map, in header order (`follow`). A part of a planned
-//! case (a run of regions, `Scope::Regions`) cannot know how many items
+//! case (a run of regions, `Scope::Part`) cannot know how many items
 //! the parts before it will find, so it numbers its own items
 //! *provisionally*: negative ids that encode the part, whether the item
 //! was followed, and its place within the part. The stage's finish then

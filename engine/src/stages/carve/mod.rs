@@ -62,7 +62,7 @@ pub(super) const SPEC: StageSpec = StageSpec {
     needs: &[],
     default: super::Inclusion::Always,
     preflight: None,
-    units: crate::stage::Units::Regions,
+    units: crate::stage::Units::Parts,
 };
 
 #[derive(Debug, Deserialize)]
@@ -266,7 +266,7 @@ impl Stage for Carve {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         match ctx.scope {
             crate::stage::Scope::Finish => self.finish(ctx),
-            crate::stage::Scope::Regions { part, .. } => self.carve(ctx, Some(part)),
+            crate::stage::Scope::Part { part, .. } => self.carve(ctx, Some(part)),
             _ => self.carve(ctx, None),
         }
     }
@@ -285,9 +285,9 @@ impl Stage for Carve {
             let part = u32::try_from(parts.len()).map_err(|_| {
                 StageError::Other("more parts than a plan may hold: raise --batch-bytes".into())
             })?;
-            parts.push(crate::stage::Scope::Regions {
+            parts.push(crate::stage::Scope::Part {
                 part,
-                regions: ranges.len() as u64,
+                ranges: ranges.len() as u64,
                 bytes: *bytes,
             });
             ctx.db.writer().exec(Write::AddRanges {

@@ -636,6 +636,13 @@ impl Stage for IndexStage {
         "index"
     }
 
+    fn committed(&self, ctx: &StageContext<'_>) -> Result<(), StageError> {
+        if ctx.scope == crate::stage::Scope::Finish {
+            ctx.case.remove_all(SHARDS_DIR)?;
+        }
+        Ok(())
+    }
+
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let started = std::time::Instant::now();
         let mut reader = ctx.db.reader()?;
@@ -811,11 +818,12 @@ impl Stage for IndexStage {
                 let bytes = copy_index(ctx.temp, MERGED_DIR, ctx.case, INDEX_DIR)?;
                 drop(merged);
                 let _ = ctx.temp.remove_all(MERGED_DIR);
-                ctx.case.remove_all(SHARDS_DIR)?;
+                // The shards go once this is committed (`committed`): a
+                // finish redone after a lost lease merges them again.
                 (bytes, false)
             }
             // The index is split by files, never by regions.
-            crate::stage::Scope::Whole | crate::stage::Scope::Regions { .. } => {
+            crate::stage::Scope::Whole | crate::stage::Scope::Part { .. } => {
                 drop(build_dir);
                 (copy_index(ctx.temp, BUILD_DIR, ctx.case, INDEX_DIR)?, false)
             }
