@@ -95,6 +95,11 @@ pub struct WorkRange {
     pub tag: i64,
 }
 
+/// The channel on which the queue's changes are announced (PostgreSQL's
+/// LISTEN/NOTIFY): a unit done or given back may make others ready, and
+/// idle workers wake at once instead of at their next poll.
+const CHANGES: &str = "caseload_work";
+
 /// Failures of one unit after which it is failed for good (each by a
 /// worker that could not do it: evidence missing on its mount, a stage
 /// error).
@@ -348,6 +353,8 @@ pub(crate) fn unit_done(
         &[unit.into(), token.to_string().into(), figures.to_string().into()],
     )?;
     if n == 1 {
+        // Delivered when the unit's transaction commits, not before.
+        conn.execute(&format!("NOTIFY {CHANGES}"), &[])?;
         Ok(())
     } else {
         Err(DbError::LeaseLost { unit })
@@ -375,10 +382,33 @@ const READY: &str = "NOT EXISTS (SELECT 1 FROM work_units v WHERE v.state <> 'do
 impl Queue {
     /// Connect to the server at `url`.
     pub fn connect(url: &str) -> Result<Self, DbError> {
+        let mut client = super::postgres::connect_url(url)?;
+        let listen = format!("LISTEN {CHANGES}");
+        client
+            .batch_execute(&listen)
+            .map_err(|e| pg_error(&e, &listen))?;
         Ok(Queue {
-            client: super::postgres::connect_url(url)?,
+            client,
             traffic: Coordination::default(),
         })
+    }
+
+    /// Wait until the queue changes (a unit done or given back anywhere)
+    /// or `most` has passed, whichever is first; whether it changed.
+    pub fn wait(&mut self, most: Duration) -> Result<bool, DbError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notices = self.client.notifications();
+        let woke = notices
+            .timeout_iter(most)
+            .next()
+            .map_err(|e| pg_error(&e, "waiting for the queue"))?
+            .is_some();
+        // Changes announced meanwhile are all seen by the next claim.
+        notices
+            .iter()
+            .count()
+            .map_err(|e| pg_error(&e, "waiting for the queue"))?;
+        Ok(woke)
     }
 
     /// Its traffic so far.
@@ -518,6 +548,8 @@ impl Queue {
         self.timed(sql, |c| {
             c.execute(sql, &[&unit, &token, &error, &MAX_FAILURES])
         })?;
+        let notify = format!("NOTIFY {CHANGES}");
+        self.timed(&notify, |c| c.batch_execute(&notify))?;
         Ok(())
     }
 

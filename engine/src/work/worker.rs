@@ -335,8 +335,13 @@ fn work(
                 outcome.finished = true;
                 return Ok(());
             }
-            std::thread::sleep(idle);
-            idle = (idle * 2).min(IDLE_MAX);
+            // Woken at once when a unit is done or given back anywhere
+            // (LISTEN/NOTIFY); the poll stays for leases that run out.
+            match queue.wait(idle) {
+                Ok(true) => idle = Duration::from_millis(20),
+                Ok(false) => idle = (idle * 2).min(IDLE_MAX),
+                Err(e) => reconnect(queue, &w, &e)?,
+            }
             continue;
         };
         idle = Duration::from_millis(20);
