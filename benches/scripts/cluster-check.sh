@@ -8,13 +8,15 @@
 #    wall seconds, database rows, transactions and server MB read/written;
 # 2. model vs cluster: `caseload model` built from the median 1-worker
 #    cluster run (which carries each stage's unit count) with
-#    --shared-cpus $(nproc), predicting each stage's time with N workers;
+#    --shared-cpus $(nproc) --shared-temp (the workers share this
+#    machine's processors and temp disk), predicting each stage's time with N workers;
 #    measured is each stage's span (first unit's start to last unit's end)
 #    and the case's wall time (median of RUNS).
 #
 #   benches/scripts/cluster-check.sh [DIR]    default DIR: target/cluster-check
 # Environment: SIZE (512MiB), WORKERS ("1 2 4 8"), RUNS (3), STAGES
-#   (filesystem,file-hash,index,carve), BATCH_FILES (500), CASELOAD.
+#   (filesystem,file-hash,index,carve), BATCH_FILES (500), CASELOAD,
+#   MODEL_ONLY=1 (model the runs already in DIR again; run nothing).
 # The server of each run is private (in the run's database directory);
 # PostgreSQL refuses root, so as root it runs as `postgres` or `nobody`.
 set -euo pipefail
@@ -37,6 +39,7 @@ fi
 fresh() { rm -rf "$1"; mkdir -p "$1/db" "$1/case" "$1/temp"; chmod -R 755 "$1"; }
 tidy() { rm -rf "$1/db" "$1/temp" "$1/case/index" "$1/case/carved"; }
 for r in $(seq 1 "$runs"); do
+    [ "${MODEL_ONLY:-0}" = 1 ] && break
     d="$dir/single-r$r"
     fresh "$d"
     "$bin" run --db-engine postgres --cache warm --threads 1 --stages "$stages" \
@@ -57,7 +60,7 @@ best=$(for r in $(seq 1 "$runs"); do
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['totals']['wall_seconds'], sys.argv[1])" \
         "$dir/n$first-r$r/case/run.json"
 done | sort -g | awk -v n="$runs" 'NR == int((n + 1) / 2) {print $2}')
-"$bin" model --run "$best" --workers "${workers// /,}" --shared-cpus "$(nproc)" --json >"$dir/model.json"
+"$bin" model --run "$best" --workers "${workers// /,}" --shared-cpus "$(nproc)" --shared-temp --json >"$dir/model.json"
 python3 - "$dir" "$runs" $workers <<'PY'
 import json, statistics, sys
 d, runs, ns = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3:]]

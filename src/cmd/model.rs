@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
     pub workers: Vec<u32>,
     /// Rate of the link between the workers and the shared evidence store
-    /// and database, in MB/s (1 Gbit/s Ethernet: about 117); without it,
+    /// (evidence and case directory) and database, in MB/s (1 Gbit/s Ethernet: about 117); without it,
     /// no link station.
     #[arg(long, value_name = "MB/s")]
     pub link_mb_s: Option<f64>,
@@ -26,6 +26,10 @@ pub struct Args {
     /// become a shared station.
     #[arg(long, value_name = "N")]
     pub shared_cpus: Option<u32>,
+    /// The workers share one temp device (one machine, as the one-box
+    /// cluster and `run --instances` do): it becomes a shared station.
+    #[arg(long)]
+    pub shared_temp: bool,
     /// Print the model as JSON (schema `caseload-model`, version 1).
     #[arg(long)]
     pub json: bool,
@@ -77,6 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let setting = Setting {
         link_bytes_per_s: args.link_mb_s.map(|r| r * 1e6),
         shared_cpus: args.shared_cpus,
+        shared_temp: args.shared_temp,
     };
     let m = model(&report, &args.workers, setting)?;
     if let Some(dir) = &args.out {

@@ -235,7 +235,10 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
             assert!((four - one).abs() < 1e-12, "{s}");
         }
     }
-    assert!(spread >= 2, "batched stages faster with four workers: {spread}");
+    assert!(
+        spread >= 2,
+        "batched stages faster with four workers: {spread}"
+    );
     // The same evidence and case bytes, within 5%: batches read their
     // files as the whole stage does, at the batch edges a run more or
     // less; the case directory also holds the index batches' shards until

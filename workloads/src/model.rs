@@ -243,6 +243,10 @@ pub struct Setting {
     /// pipeline runs as many threads as there are cores, so one job can
     /// use them all, and several jobs share them.
     pub shared_cpus: Option<u32>,
+    /// The workers share one temp device (one machine): its time becomes
+    /// a station too. Without it each worker's temp directory is its own
+    /// (a lab's local disk), part of the worker's own time.
+    pub shared_temp: bool,
 }
 
 /// The network of each completed stage of `run` in `setting`.
@@ -278,6 +282,8 @@ pub fn stage_networks(
                 .get(&kind)
                 .map_or(0, |c| c.counters.bytes_read + c.counters.bytes_written)
         };
+        // The shared store holds the evidence and the case directory;
+        // the database is the server's storage.
         let mut stations = vec![
             Station {
                 name: "evidence".into(),
@@ -287,9 +293,22 @@ pub fn stage_networks(
                 name: "database".into(),
                 demand_s: device(ChannelKind::Database),
             },
+            Station {
+                name: "case".into(),
+                demand_s: device(ChannelKind::Case),
+            },
         ];
+        if setting.shared_temp {
+            stations.push(Station {
+                name: "temp".into(),
+                demand_s: device(ChannelKind::Temp),
+            });
+        }
+        let mut shared: f64 = stations.iter().map(|st| st.demand_s).sum();
         if let Some(rate) = link {
-            let carried = bytes(ChannelKind::Evidence) + bytes(ChannelKind::Database);
+            let carried = bytes(ChannelKind::Evidence)
+                + bytes(ChannelKind::Database)
+                + bytes(ChannelKind::Case);
             stations.push(Station {
                 name: "link".into(),
                 demand_s: carried as f64 / rate,
@@ -298,7 +317,6 @@ pub fn stage_networks(
         // The worker's own time: what the shared devices (and processors)
         // did not take. The link's time is added to the stage (the
         // recorded run had none).
-        let mut shared: f64 = stations[..2].iter().map(|st| st.demand_s).sum();
         if let Some(m) = setting.shared_cpus {
             let cpu = (s.cpu_user_seconds + s.cpu_system_seconds) / m as f64;
             shared += cpu;
@@ -345,6 +363,51 @@ fn serial_seconds(run: &RunReport, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Wall seconds of the units that run beside each other in stage `name`
+/// of `run` (a distributed case's batches and parts, in the order workers
+/// take them), when the run says.
+fn unit_seconds(run: &RunReport, name: &str) -> Option<Vec<f64>> {
+    let units: Vec<f64> = run
+        .stages
+        .iter()
+        .find(|s| s.name == name)?
+        .summary
+        .details
+        .get("unit_seconds")?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .collect();
+    (units.iter().sum::<f64>() > 0.0).then_some(units)
+}
+
+/// When `units` (their times alone, in the order they are taken) end on
+/// `workers` workers that each take the next unit as soon as they are
+/// free, while `r` units running at once each run `slowdown(r)` times
+/// slower than alone (they share the stations: processor sharing).
+fn makespan(units: &[f64], workers: usize, slowdown: &dyn Fn(usize) -> f64) -> f64 {
+    let mut next = units.iter().copied();
+    let mut running: Vec<f64> = Vec::new();
+    let mut clock = 0.0;
+    loop {
+        while running.len() < workers.max(1) {
+            match next.next() {
+                Some(u) => running.push(u),
+                None => break,
+            }
+        }
+        let Some(least) = running.iter().copied().reduce(f64::min) else {
+            return clock;
+        };
+        clock += least * slowdown(running.len());
+        for r in &mut running {
+            *r -= least;
+        }
+        running.retain(|r| *r > 1e-12);
+    }
+}
+
 /// Model `run` on each of `workers` workstations.
 pub fn model(
     run: &RunReport,
@@ -372,14 +435,29 @@ pub fn model(
         } else {
             1.0
         };
+        // With the units' own times, they are scheduled on the workers:
+        // each runs as much slower than alone as the network says for as
+        // many customers as units run at once, and the stage ends when
+        // its last unit does. Without them, the work divides evenly.
+        let units = unit_seconds(run, &name);
+        let predicted_s = ns
+            .iter()
+            .map(|&n| match &units {
+                Some(u) => {
+                    let residence = |k: usize| k as f64 / points[k - 1].throughput;
+                    let slowdown = |k: usize| residence(k) / residence(1);
+                    let alone = makespan(u, 1, &|_| 1.0);
+                    let span = makespan(u, cap(n) as usize, &slowdown);
+                    serial_s + (recorded - serial_s).max(0.0) * span / alone
+                }
+                None => serial_s + share / at(n).throughput,
+            })
+            .collect();
         stages.push(StageModel {
             name,
             recorded_s: recorded,
             bounds: network.bounds(),
-            predicted_s: ns
-                .iter()
-                .map(|&n| serial_s + share / at(n).throughput)
-                .collect(),
+            predicted_s,
             bound_s: ns
                 .iter()
                 .map(|&n| serial_s + share / network.throughput_bound(cap(n)))
@@ -421,6 +499,24 @@ pub fn model(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn units_are_scheduled_in_order_and_a_stage_ends_with_its_last_unit() {
+        let none = |_: usize| 1.0;
+        // Two workers take 4, 1, 1, 1 in order: the first is busy until 4
+        // while the second does the rest by 3.
+        assert!((makespan(&[4.0, 1.0, 1.0, 1.0], 2, &none) - 4.0).abs() < 1e-9);
+        // One worker: the sum; more workers than units: the longest.
+        assert!((makespan(&[4.0, 1.0, 1.0, 1.0], 1, &none) - 7.0).abs() < 1e-9);
+        assert!((makespan(&[2.0, 3.0], 8, &none) - 3.0).abs() < 1e-9);
+        // Sharing: two units at once each run twice as slow (one
+        // processor): the pair takes as long as one after the other.
+        let shared = |r: usize| r as f64;
+        assert!((makespan(&[1.0, 1.0], 2, &shared) - 2.0).abs() < 1e-9);
+        // 3 then alone: the long unit speeds up once the short one ends.
+        assert!((makespan(&[3.0, 1.0], 2, &shared) - 4.0).abs() < 1e-9);
+        assert_eq!(makespan(&[], 4, &none), 0.0);
+    }
+
     use super::*;
 
     fn net(demands: &[f64], think: f64) -> Network {

@@ -323,6 +323,21 @@ fn stage_report(
             "serial_seconds".into(),
             serde_json::json!((serial * 1000.0).round() / 1000.0),
         );
+        // The units that run beside each other, in the order workers take
+        // them: `caseload model` schedules them on N workers (a stage
+        // ends with its longest units, not at its average).
+        let mut parts: Vec<&&UnitFigures> = figures
+            .iter()
+            .filter(|f| !matches!(f.scope, UnitScope::Split | UnitScope::Finish))
+            .collect();
+        parts.sort_by_key(|f| f.unit);
+        let seconds: Vec<f64> = parts
+            .iter()
+            .map(|f| (f.wall_seconds * 1000.0).round() / 1000.0)
+            .collect();
+        summary
+            .details
+            .insert("unit_seconds".into(), serde_json::json!(seconds));
     }
     StageReport {
         name: name.to_string(),
