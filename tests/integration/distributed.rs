@@ -80,6 +80,7 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, manifest) = common::corpus(
         &work.path().join("ev"),
@@ -266,6 +267,7 @@ fn carving_split_into_parts_numbers_and_names_items_as_a_single_run_does() {
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     // A suspect FAT disk (deleted entries whose clusters overlap: the
     // finish's FAT conflict check), and an NTFS disk with deleted
@@ -412,6 +414,7 @@ fn a_disk_of_two_volumes_is_walked_one_volume_per_worker_and_stored_as_a_run_sto
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let image = two_volume_disk(work.path());
     let (one, three) = single_and_cluster(
@@ -533,6 +536,7 @@ fn a_worker_killed_mid_unit_loses_it_after_its_lease_and_it_is_redone_once() {
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "5"]);
     let (_server, url) = server(&work.path().join("server"));
@@ -692,6 +696,7 @@ fn workers_that_cannot_work_are_refused_or_give_their_units_back() {
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "2"]);
     let (_server, url) = server(&work.path().join("server"));
@@ -821,6 +826,7 @@ fn a_worker_that_loses_the_server_stops_clearly_and_nothing_committed_is_lost() 
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "8"]);
     let server_dir = work.path().join("server");
@@ -914,6 +920,7 @@ fn an_interrupted_cluster_stops_its_workers_and_server_and_says_the_case_is_inco
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "4"]);
     let dir = work.path().join("cluster");
@@ -993,6 +1000,7 @@ fn an_ftk4_case_over_three_workers_reads_like_an_ftk4_run() {
     if !common::have_postgres(test) {
         return;
     }
+    let _serial = common::lab_lock();
     let work = common::pg_tempdir();
     let (image, _) = common::corpus(
         &work.path().join("ev"),

@@ -98,7 +98,7 @@ fn one_worker_gives_the_recorded_times_and_more_stay_within_the_bounds() {
             .iter()
             .map(|st| st["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["evidence", "database", "cpu"]);
+        assert_eq!(names, ["evidence", "database", "case", "cpu"]);
         let t1 = s["predicted_s"][0].as_f64().unwrap();
         let wall = r["wall_seconds"].as_f64().unwrap();
         // Exact unless the devices and processors took more than the wall

@@ -275,8 +275,10 @@ pub fn assert_stage_chart_renders(test: &str, html: &Path) {
 
 /// Held by every test that serves modelled devices (`caseload lab`): their
 /// device servers are userspace and need the CPU, so two labs at once
-/// would each measure the other's load. Poisoning is ignored (a failed
-/// lab test must not fail the next).
+/// would each measure the other's load. Tests that start several
+/// workers at once (`caseload cluster`) hold it too: a lab probe beside
+/// four busy workers measures them. Poisoning is ignored (a failed test
+/// must not fail the next).
 pub fn lab_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock()
