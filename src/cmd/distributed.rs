@@ -423,6 +423,15 @@ pub struct ClusterArgs {
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Run each worker in a network namespace of its own, reaching the
+    /// private server over a veth pair of its own (root, iproute2): the
+    /// database traffic crosses a link per worker, as a lab's does.
+    #[arg(long)]
+    pub netns: bool,
+    /// Shape each worker's link to this many MB/s both ways (`tc tbf`;
+    /// with --netns; 1 Gbit/s Ethernet: about 117).
+    #[arg(long, value_name = "MB/s", requires = "netns")]
+    pub link_mb_s: Option<f64>,
     /// Internal (tests): each worker holds each finished unit this many
     /// milliseconds before committing it.
     #[arg(long, hide = true)]
@@ -440,11 +449,57 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .threads
         .unwrap_or_else(|| (util::default_threads() / args.workers).max(1))
         .max(1);
-    let (spec, knobs) = args.case.spec(threads)?;
+    // The workers' links first: the server listens on their addresses.
+    let links = if args.netns {
+        anyhow::ensure!(
+            args.case.db.db_url.is_none(),
+            "--netns links the workers to the private server it starts; without --db-url"
+        );
+        Some(super::netns::Links::create(args.workers, args.link_mb_s)?)
+    } else {
+        None
+    };
+    let (mut spec, knobs) = args.case.spec(threads)?;
+    if let Some(links) = &links {
+        // Not a user's --pg-setting (refused: caseload sets it), but the
+        // server's own addresses on the workers' links, for this start
+        // only; the socket stays.
+        spec.db
+            .postgres
+            .settings
+            .insert("listen_addresses".into(), links.listen_addresses());
+    }
     let planned = work::plan_case(&spec, knobs).context("planning the case")?;
+    let urls: Vec<(Option<String>, String)> = match &links {
+        Some(links) => {
+            let server = planned
+                .db
+                .server()
+                .context("--netns needs the private server")?;
+            server.trust_network(&links.network)?;
+            links
+                .links
+                .iter()
+                .map(|l| {
+                    (
+                        Some(l.namespace.clone()),
+                        server.tcp_connection_string(&l.host_address),
+                    )
+                })
+                .collect()
+        }
+        None => vec![(None, planned.url.clone()); args.workers],
+    };
     eprintln!(
-        "planned {} units (split stages add their batches); {} workers; watch with: caseload status --db-url \"{}\"",
-        planned.units, args.workers, planned.url
+        "planned {} units (split stages add their batches); {} workers{}; watch with: caseload status --db-url \"{}\"",
+        planned.units,
+        args.workers,
+        if links.is_some() {
+            " in network namespaces of their own"
+        } else {
+            ""
+        },
+        planned.url
     );
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let cancel = util::interrupt_flag();
@@ -468,7 +523,8 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         let r = run_workers(
             &exe,
             &planned,
-            (args.workers, threads, args.worker_hold_ms),
+            &urls,
+            (threads, args.worker_hold_ms),
             &cancel,
         );
         stop.store(true, Ordering::Relaxed);
@@ -498,6 +554,14 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
     )?;
     report.threads = threads;
     drop(queue);
+    if let (Some(links), Some(d)) = (&links, report.distributed.as_mut()) {
+        for (k, carried) in links.carried(args.link_mb_s).into_iter().enumerate() {
+            let name = format!("w{}", k + 1);
+            if let Some(w) = d.workers.iter_mut().find(|w| w.name == name) {
+                w.link = Some(carried);
+            }
+        }
+    }
     let recorded = work::record_finish(&planned.db, &report, planned.spec.run_id);
     let case = planned.case.clone();
     let database_channel = planned.database.clone();
@@ -537,13 +601,23 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
 fn run_workers(
     exe: &std::path::Path,
     planned: &work::Planned,
-    (n, threads, hold_ms): (usize, usize, Option<u64>),
+    urls: &[(Option<String>, String)],
+    (threads, hold_ms): (usize, Option<u64>),
     cancel: &AtomicBool,
 ) -> anyhow::Result<Vec<bool>> {
     use std::os::unix::process::CommandExt;
     let mut children = Vec::new();
-    for k in 1..=n {
-        let mut cmd = std::process::Command::new(exe);
+    for (k, (namespace, url)) in (1..).zip(urls) {
+        // In its namespace, `ip netns exec` becomes the worker (same pid,
+        // same process group).
+        let mut cmd = match namespace {
+            Some(ns) => {
+                let mut c = std::process::Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(exe);
+                c
+            }
+            None => std::process::Command::new(exe),
+        };
         if let Some(ms) = hold_ms {
             cmd.arg("worker")
                 .arg("--hold-before-commit-ms")
@@ -553,7 +627,7 @@ fn run_workers(
         }
         let child = cmd
             .arg("--db-url")
-            .arg(&planned.url)
+            .arg(url)
             .arg("--database")
             .arg(planned.database.dir())
             .arg("--case")

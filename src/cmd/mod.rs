@@ -11,6 +11,7 @@ pub mod iolog;
 pub mod job_args;
 pub mod lab;
 pub mod model;
+pub mod netns;
 pub mod predict;
 pub mod probe;
 pub mod quickstart;

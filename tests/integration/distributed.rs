@@ -346,6 +346,139 @@ fn carving_split_into_parts_numbers_and_names_items_as_a_single_run_does() {
     }
 }
 
+#[test]
+fn workers_in_network_namespaces_reach_the_server_over_shaped_links_of_their_own() {
+    let test = "workers_in_network_namespaces_reach_the_server_over_shaped_links_of_their_own";
+    if !common::have_postgres(test) {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ip = Command::new("ip").args(["netns", "list"]).output();
+    let tc = Command::new("tc").arg("-V").output();
+    let Ok(before) = ip else {
+        eprintln!("SKIPPED {test}: no `ip` (iproute2)");
+        return;
+    };
+    if !root || !before.status.success() || !tc.is_ok_and(|o| o.status.success()) {
+        eprintln!("SKIPPED {test}: needs root, `ip netns` and `tc`");
+        return;
+    }
+    // Namespaces and veth pairs may be refused (a container without the
+    // capability, a kernel without veth): try one, and remove it.
+    let probe = format!("caseload-probe-{}", std::process::id());
+    let ip = |args: &[&str]| {
+        Command::new("ip")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let works = ip(&["netns", "add", &probe])
+        && ip(&[
+            "link", "add", "clprobe0", "type", "veth", "peer", "name", "clprobe1", "netns", &probe,
+        ]);
+    ip(&["link", "del", "clprobe0"]);
+    ip(&["netns", "del", &probe]);
+    if !works {
+        eprintln!("SKIPPED {test}: this machine refuses network namespaces or veth pairs");
+        return;
+    }
+    let _serial = common::lab_lock();
+    let work = common::pg_tempdir();
+    let (image, _) = common::corpus(&work.path().join("ev"), &["--size", "32MiB", "--seed", "8"]);
+    let stages = "filesystem,file-hash";
+    let single = work.path().join("single");
+    let mut cmd = common::caseload();
+    cmd.args(["run", "--cache", "warm", "--threads", "1"])
+        .args(["--db-engine", "postgres", "--stages", stages])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &single);
+    common::run_ok(&mut cmd);
+    // 0.02 MB/s each way: the database traffic of two workers (about 100
+    // kB each) takes seconds, where the whole case takes under two on
+    // loopback.
+    let rate = 0.02;
+    let linked = work.path().join("netns");
+    let mut cmd = common::caseload();
+    cmd.args(["cluster", "--workers", "2", "--threads", "1", "--netns"])
+        .args(["--link-mb-s", &rate.to_string(), "--batch-files", "20"])
+        .args(["--stages", stages])
+        .arg("--evidence")
+        .arg(&image);
+    channels(&mut cmd, &linked);
+    let clock = Instant::now();
+    common::run_ok(&mut cmd);
+    let took = clock.elapsed().as_secs_f64();
+    common::assert_no_server_left(work.path());
+    let (one, two) = (single.join("case"), linked.join("case"));
+    assert!(
+        common::export(&one, "bodyfile", &[]) == common::export(&two, "bodyfile", &[]),
+        "the case differs"
+    );
+    let b = common::run_json(&two);
+    crate::run_json::check(&b, "netns cluster run.json");
+    let mut most = 0u64;
+    for w in b["distributed"]["workers"].as_array().unwrap() {
+        let link = &w["link"];
+        assert_eq!(link["rate_mb_s"], rate, "{w}");
+        let (up, down) = (
+            link["to_server_bytes"].as_u64().unwrap(),
+            link["from_server_bytes"].as_u64().unwrap(),
+        );
+        // Its claims, rows and commits went over its own link.
+        assert!(up > 10_000 && down > 5_000, "{w}");
+        most = most.max(up).max(down);
+    }
+    // No faster than the links allow (tbf lets a 16 KiB burst through).
+    let floor = (most as f64 - 16_384.0) / (rate * 1e6);
+    assert!(floor > 2.0, "{most} bytes: too little to see the link");
+    assert!(took >= floor, "{took} s for {most} bytes at {rate} MB/s");
+    // Every namespace and link it made is gone.
+    let after = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&after.stdout)
+            .lines()
+            .filter(|l| l.starts_with("caseload-"))
+            .count(),
+        String::from_utf8_lossy(&before.stdout)
+            .lines()
+            .filter(|l| l.starts_with("caseload-"))
+            .count()
+    );
+    // Refused: a link rate without namespaces; namespaces with a server of
+    // the user's own.
+    let out = common::caseload()
+        .args([
+            "cluster",
+            "--workers",
+            "1",
+            "--link-mb-s",
+            "1",
+            "--evidence",
+        ])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && stderr(&out).contains("--netns"),
+        "{}",
+        stderr(&out)
+    );
+    let out = common::caseload()
+        .args(["cluster", "--workers", "1", "--netns", "--db-url"])
+        .arg("postgres://caseload@127.0.0.1:1/x")
+        .arg("--evidence")
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && stderr(&out).contains("without --db-url"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `stages` on `image` by a single run on PostgreSQL and by `cluster
 /// --workers 3` with `cluster_args` (one thread each), in directories
 /// under `dir`; their case directories.

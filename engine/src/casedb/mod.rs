@@ -630,6 +630,14 @@ impl CaseDb {
         })
     }
 
+    /// The private PostgreSQL cluster this case runs on, if it has one.
+    pub fn server(&self) -> Option<&postgres::cluster::Cluster> {
+        match &self.engine {
+            Engine::Postgres(pg) => pg.cluster.as_ref(),
+            Engine::Sqlite { .. } => None,
+        }
+    }
+
     /// Where other processes reach this case's server (PostgreSQL): the
     /// URL it was opened with, or the private cluster's socket or port as
     /// a connection string. `None` for SQLite.
@@ -1003,11 +1011,17 @@ pub fn open_case(info: &DatabaseInfo, url: Option<&str>) -> Result<OpenCase, DbE
             (None, data_dir) => {
                 let db_dir = data_dir.parent().unwrap_or(Path::new("."));
                 let user = data_dir_owner(data_dir);
-                let cluster = Cluster::start_existing(
-                    db_dir,
-                    &info.options.postgres.server_settings(),
-                    user.as_ref(),
-                )?;
+                // Addresses a planned case's server listened on for its
+                // workers' links (`cluster --netns`) are gone with them:
+                // reading needs the socket only.
+                let settings: Vec<(String, String)> = info
+                    .options
+                    .postgres
+                    .server_settings()
+                    .into_iter()
+                    .filter(|(name, _)| name != "listen_addresses")
+                    .collect();
+                let cluster = Cluster::start_existing(db_dir, &settings, user.as_ref())?;
                 let mut client = cluster.connect()?;
                 // A run that died before its case closed leaves its dbTemp
                 // tablespace named in the server's settings, its directory

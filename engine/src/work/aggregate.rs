@@ -81,6 +81,21 @@ pub struct WorkerFigures {
     /// Its coordination traffic (claims, renewals, releases), apart from
     /// the case database's I/O.
     pub coordination: Coordination,
+    /// Its own link to the server (`caseload cluster --netns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkFigures>,
+}
+
+/// What one worker's link to the server carried (`cluster --netns`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkFigures {
+    /// The rate it was shaped to, MB/s (`None`: not shaped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_mb_s: Option<f64>,
+    /// Bytes from the worker to the server.
+    pub to_server_bytes: u64,
+    /// Bytes from the server to the worker.
+    pub from_server_bytes: u64,
 }
 
 /// The shared channels over one interval of a distributed case.

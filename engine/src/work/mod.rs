@@ -19,7 +19,8 @@ pub mod plan;
 mod worker;
 
 pub use aggregate::{
-    AggregateInput, DistributedReport, ThroughputBin, UnitFigures, WorkerFigures, aggregate_report,
+    AggregateInput, DistributedReport, LinkFigures, ThroughputBin, UnitFigures, WorkerFigures,
+    aggregate_report,
 };
 pub use plan::{PlanKnobs, PlanSpec, Planned, plan_case};
 pub use worker::{WorkerOptions, WorkerOutcome, run_worker};

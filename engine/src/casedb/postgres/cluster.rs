@@ -512,6 +512,32 @@ impl Cluster {
         format!("{host} user={ROLE} dbname={DATABASE}")
     }
 
+    /// Its connection settings for a client that reaches it over TCP at
+    /// `address` (a network the server listens on, `listen_addresses`;
+    /// see [`Cluster::trust_network`]).
+    pub fn tcp_connection_string(&self, address: &str) -> String {
+        let port = match &self.endpoint {
+            Endpoint::Socket(_, port) | Endpoint::Tcp(port) => *port,
+        };
+        format!("host={address} port={port} user={ROLE} dbname={DATABASE}")
+    }
+
+    /// Let clients from `cidr` in without a password, as the private
+    /// cluster lets local ones (its pg_hba.conf, reloaded): for workers in
+    /// network namespaces of `caseload cluster --netns`.
+    pub fn trust_network(&self, cidr: &str) -> Result<(), DbError> {
+        let hba = self.data_dir.join("pg_hba.conf");
+        let mut text = std::fs::read_to_string(&hba)
+            .map_err(|e| cluster_error(format!("reading `{}`: {e}", hba.display())))?;
+        text.push_str(&format!("host all {ROLE} {cidr} trust\n"));
+        std::fs::write(&hba, text)
+            .map_err(|e| cluster_error(format!("writing `{}`: {e}", hba.display())))?;
+        let sql = "SELECT pg_reload_conf()";
+        self.connect()?
+            .batch_execute(sql)
+            .map_err(|e| crate::casedb::conn::pg_error(&e, sql))
+    }
+
     /// A new connection.
     pub fn connect(&self) -> Result<postgres::Client, DbError> {
         self.config()
