@@ -145,7 +145,7 @@ pub fn rank(id: i64) -> u64 {
 
 /// The case path an item's file moves to when its id changes: the same
 /// type directory and extension, the folder and name of the new id.
-pub fn moved_path(old: &str, id: i64, case_path: fn(i64, &str, &str) -> PathBuf) -> PathBuf {
+pub fn moved_path(old: &str, id: i64) -> PathBuf {
     let old = Path::new(old);
     let type_dir = old
         .iter()
@@ -153,7 +153,7 @@ pub fn moved_path(old: &str, id: i64, case_path: fn(i64, &str, &str) -> PathBuf)
         .and_then(|s| s.to_str())
         .unwrap_or("unknown");
     let ext = old.extension().and_then(|e| e.to_str()).unwrap_or("");
-    case_path(id, type_dir, ext)
+    super::sink::case_path(id, type_dir, ext)
 }
 
 /// The folder of an id's file: a thousand per folder; provisional ids
@@ -221,13 +221,8 @@ mod tests {
 
     #[test]
     fn a_moved_file_keeps_its_type_and_extension() {
-        let path = |id: i64, t: &str, e: &str| -> PathBuf {
-            ["carved", t, &folder(id), &format!("{id}.{e}")]
-                .iter()
-                .collect()
-        };
         assert_eq!(
-            moved_path("carved/jpg/provisional/-4294967297.jpg", 1234, path),
+            moved_path("carved/jpg/provisional/-4294967297.jpg", 1234),
             PathBuf::from("carved/jpg/001/1234.jpg")
         );
     }

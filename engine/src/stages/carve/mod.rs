@@ -613,7 +613,7 @@ impl Carve {
             };
             let case_path = match path {
                 Some(old) => {
-                    let new = ids::moved_path(&old, to, sink::case_path);
+                    let new = ids::moved_path(&old, to);
                     move_file(ctx, std::path::Path::new(&old), &new)?;
                     moved += 1;
                     Some(new.display().to_string())

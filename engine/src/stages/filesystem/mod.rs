@@ -190,11 +190,13 @@ fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
 }
 
 /// What the walk of one volume produces, in order: stored at once in a
-/// run, spooled for the finish under a planned case's worker (`spool`).
-#[derive(Debug)]
-pub(crate) enum Event {
+/// run, spooled for the finish under a planned case's worker (`spool`,
+/// which writes it with its file record `F` in a form of its own).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub(crate) enum Event<F = Box<NewFile>> {
     /// A file record.
-    File(Box<NewFile>),
+    File(F),
     /// A problem with the volume.
     Problem {
         /// How bad.
@@ -213,6 +215,33 @@ pub(crate) enum Event {
         /// Whether it was walked.
         parsed: bool,
     },
+}
+
+impl<F> Event<F> {
+    /// The same event with its file record converted by `f`.
+    fn map_file<G, E>(self, f: impl FnOnce(F) -> Result<G, E>) -> Result<Event<G>, E> {
+        Ok(match self {
+            Event::File(file) => Event::File(f(file)?),
+            Event::Problem {
+                severity,
+                sectors,
+                message,
+            } => Event::Problem {
+                severity,
+                sectors,
+                message,
+            },
+            Event::VolumeFs {
+                fs_type,
+                fs_label,
+                parsed,
+            } => Event::VolumeFs {
+                fs_type,
+                fs_label,
+                parsed,
+            },
+        })
+    }
 }
 
 /// Store one event of volume row `volume_id`.
@@ -588,7 +617,7 @@ impl Filesystem {
         let file = ctx.case.create(&path)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let mut emit = |event: Event| -> Result<(), StageError> {
-            let line = spool::encode(&event).map_err(|e| StageError::Other(e.to_string()))?;
+            let line = spool::encode(event).map_err(|e| StageError::Other(e.to_string()))?;
             out.write_all(line.as_bytes())
                 .and_then(|()| out.write_all(b"\n"))
                 .map_err(|e| spool_error(&path, &e))
@@ -626,7 +655,7 @@ impl Filesystem {
             for (n, line) in std::io::BufRead::lines(lines).enumerate() {
                 ctx.check_cancel()?;
                 let line = line.map_err(|e| spool_error(&path, &e))?;
-                let event = spool::decode(&line, volume_id)
+                let event = spool::decode(&line)
                     .map_err(|e| StageError::Other(format!("{path}, line {}: {e}", n + 1)))?;
                 apply(ctx, volume_id, event)?;
             }

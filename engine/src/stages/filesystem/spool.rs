@@ -12,7 +12,6 @@
 
 use super::Event;
 use crate::casedb::{Extents, NewFile, StoredContent};
-use crate::stage::Severity;
 use serde::{Deserialize, Serialize};
 
 /// Where a volume's spool is, in the case directory.
@@ -21,23 +20,6 @@ pub const DIR: &str = "walk-spools";
 /// The spool of volume `slot`.
 pub fn path(slot: u32) -> String {
     format!("{DIR}/{slot}.jsonl")
-}
-
-/// An [`Event`] as a spool line.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-enum Line {
-    File(Box<File>),
-    Problem {
-        severity: Severity,
-        sectors: Option<(u64, u64)>,
-        message: String,
-    },
-    VolumeFs {
-        fs_type: String,
-        fs_label: Option<String>,
-        parsed: bool,
-    },
 }
 
 /// A [`NewFile`] as a spool line holds it.
@@ -80,15 +62,14 @@ enum Content {
     },
 }
 
-/// One event as a line (without its newline).
-pub fn encode(event: &Event) -> Result<String, serde_json::Error> {
-    let line = match event {
-        Event::File(f) => Line::File(Box::new(File {
-            meta_addr: f.meta_addr.clone(),
-            path: f.path.clone(),
-            name: f.name.clone(),
-            raw_name: f.raw_name.clone(),
-            short_name: f.short_name.clone(),
+impl File {
+    fn of(f: NewFile) -> File {
+        File {
+            meta_addr: f.meta_addr,
+            path: f.path,
+            name: f.name,
+            raw_name: f.raw_name,
+            short_name: f.short_name,
             kind: f.kind.to_string(),
             size: f.size,
             allocated: f.allocated,
@@ -97,9 +78,9 @@ pub fn encode(event: &Event) -> Result<String, serde_json::Error> {
             attributes: f.attributes,
             times: f.times,
             fn_times: f.fn_times,
-            content: match &f.content {
+            content: match f.content {
                 StoredContent::None => Content::None,
-                StoredContent::Resident(b) => Content::Resident(b.clone()),
+                StoredContent::Resident(b) => Content::Resident(b),
                 StoredContent::Runs(r) => Content::Runs(r.encode()),
                 StoredContent::Compressed {
                     runs,
@@ -108,106 +89,77 @@ pub fn encode(event: &Event) -> Result<String, serde_json::Error> {
                     initialized,
                 } => Content::Compressed {
                     runs: runs.encode(),
-                    unit: *unit,
-                    size: *size,
-                    initialized: *initialized,
+                    unit,
+                    size,
+                    initialized,
                 },
                 StoredContent::Encoded { encoding, runs } => Content::Encoded {
-                    encoding: encoding.clone(),
+                    encoding,
                     runs: runs.encode(),
                 },
             },
             slack: f.slack.as_ref().map(Extents::encode),
-            errors: f.errors.clone(),
-        })),
-        Event::Problem {
-            severity,
-            sectors,
-            message,
-        } => Line::Problem {
-            severity: *severity,
-            sectors: *sectors,
-            message: message.clone(),
-        },
-        Event::VolumeFs {
-            fs_type,
-            fs_label,
-            parsed,
-        } => Line::VolumeFs {
-            fs_type: fs_type.clone(),
-            fs_label: fs_label.clone(),
-            parsed: *parsed,
-        },
-    };
+            errors: f.errors,
+        }
+    }
+
+    /// The record back; its volume row is the storer's to fill in.
+    fn into_new_file(self) -> Result<NewFile, String> {
+        let runs = |t: &str| Extents::decode(t).map_err(|e| e.to_string());
+        let content = match self.content {
+            Content::None => StoredContent::None,
+            Content::Resident(b) => StoredContent::Resident(b),
+            Content::Runs(r) => StoredContent::Runs(runs(&r)?),
+            Content::Compressed {
+                runs: r,
+                unit,
+                size,
+                initialized,
+            } => StoredContent::Compressed {
+                runs: runs(&r)?,
+                unit,
+                size,
+                initialized,
+            },
+            Content::Encoded { encoding, runs: r } => StoredContent::Encoded {
+                encoding,
+                runs: runs(&r)?,
+            },
+        };
+        Ok(NewFile {
+            volume_id: 0,
+            meta_addr: self.meta_addr,
+            path: self.path,
+            name: self.name,
+            raw_name: self.raw_name,
+            short_name: self.short_name,
+            kind: named(&self.kind, &super::KINDS)?,
+            size: self.size,
+            allocated: self.allocated,
+            recovery: named(&self.recovery, &super::RECOVERIES)?,
+            recoverable: self.recoverable,
+            attributes: self.attributes,
+            times: self.times,
+            fn_times: self.fn_times,
+            content,
+            slack: self.slack.as_deref().map(runs).transpose()?,
+            errors: self.errors,
+        })
+    }
+}
+
+/// One event as a line (without its newline).
+pub fn encode(event: Event) -> Result<String, serde_json::Error> {
+    let line = event.map_file(|f| Ok::<_, std::convert::Infallible>(Box::new(File::of(*f))));
+    let Ok(line) = line;
     serde_json::to_string(&line)
 }
 
-/// A line back as the event of volume row `volume_id`, or what is wrong
-/// with it.
-pub fn decode(text: &str, volume_id: i64) -> Result<Event, String> {
-    let line: Line = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    Ok(match line {
-        Line::File(f) => {
-            let runs = |t: &str| Extents::decode(t).map_err(|e| e.to_string());
-            let content = match f.content {
-                Content::None => StoredContent::None,
-                Content::Resident(b) => StoredContent::Resident(b),
-                Content::Runs(r) => StoredContent::Runs(runs(&r)?),
-                Content::Compressed {
-                    runs: r,
-                    unit,
-                    size,
-                    initialized,
-                } => StoredContent::Compressed {
-                    runs: runs(&r)?,
-                    unit,
-                    size,
-                    initialized,
-                },
-                Content::Encoded { encoding, runs: r } => StoredContent::Encoded {
-                    encoding,
-                    runs: runs(&r)?,
-                },
-            };
-            Event::File(Box::new(NewFile {
-                volume_id,
-                meta_addr: f.meta_addr,
-                path: f.path,
-                name: f.name,
-                raw_name: f.raw_name,
-                short_name: f.short_name,
-                kind: named(&f.kind, &super::KINDS)?,
-                size: f.size,
-                allocated: f.allocated,
-                recovery: named(&f.recovery, &super::RECOVERIES)?,
-                recoverable: f.recoverable,
-                attributes: f.attributes,
-                times: f.times,
-                fn_times: f.fn_times,
-                content,
-                slack: f.slack.as_deref().map(runs).transpose()?,
-                errors: f.errors,
-            }))
-        }
-        Line::Problem {
-            severity,
-            sectors,
-            message,
-        } => Event::Problem {
-            severity,
-            sectors,
-            message,
-        },
-        Line::VolumeFs {
-            fs_type,
-            fs_label,
-            parsed,
-        } => Event::VolumeFs {
-            fs_type,
-            fs_label,
-            parsed,
-        },
-    })
+/// A line back as an event, or what is wrong with it. A file record's
+/// volume row is left for the storer (`apply`) to fill in.
+pub fn decode(text: &str) -> Result<Event, String> {
+    let line: Event<Box<File>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    line.map_file(|f| f.into_new_file().map(Box::new))
 }
 
 /// The stored name among `names` that `text` is.
