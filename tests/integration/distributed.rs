@@ -240,22 +240,27 @@ fn four_workers_leave_the_case_a_single_run_leaves() {
         spread >= 2,
         "batched stages faster with four workers: {spread}"
     );
-    // The same evidence and case bytes, within 5%: batches read their
-    // files as the whole stage does, at the batch edges a run more or
-    // less; the case directory also holds the index batches' shards until
-    // the finish merges them (written once more there: `shard_bytes`).
+    // The same evidence and case bytes, within a stated tolerance. Case
+    // bytes within 5%: the case directory also holds the index batches'
+    // shards until the finish merges them (written once more there:
+    // `shard_bytes`). Evidence bytes within 8%: batches and carve parts
+    // read what the whole stage reads, but each worker keeps its own
+    // read-ahead runs, so a run read by two workers is read twice, and
+    // how often depends on which worker took which unit (measured on
+    // this case: +2.2% to +5.6% over a single run's 152 MB, mostly
+    // index batches).
     let shards = detail(&b, "index", "shard_bytes").as_f64().unwrap();
     assert!(shards > 0.0);
-    for (channel, field, extra) in [
-        ("evidence", "bytes_read", 0.0),
-        ("case", "bytes_written", shards),
+    for (channel, field, extra, tolerance) in [
+        ("evidence", "bytes_read", 0.0, 0.08),
+        ("case", "bytes_written", shards, 0.05),
     ] {
         let (x, y) = (
             channel_bytes(&a, channel, field) + extra,
             channel_bytes(&b, channel, field),
         );
         assert!(
-            (y - x).abs() <= 0.05 * x,
+            (y - x).abs() <= tolerance * x,
             "{channel} {field}: single run (+ shards) {x}, four workers {y}"
         );
     }
