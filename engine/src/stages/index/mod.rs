@@ -794,6 +794,9 @@ impl Stage for IndexStage {
             return Err(tantivy_err(e));
         }
         ctx.progress.message("merging the index");
+        // Phases, for run.json: reading and indexing, the merge, and the
+        // copy (or shard merge) into the case directory.
+        let fed = started.elapsed();
         writer.commit().map_err(tantivy_err)?;
         let metas = index.searchable_segment_metas().map_err(tantivy_err)?;
         for group in merge_groups(&build_dir, &metas) {
@@ -802,6 +805,7 @@ impl Stage for IndexStage {
         writer.garbage_collect_files().wait().map_err(tantivy_err)?;
         writer.wait_merging_threads().map_err(tantivy_err)?;
         drop(index);
+        let merged_at = started.elapsed();
 
         // A batch's index is a shard in the case directory (a redone
         // batch replaces its own); the finish merges every shard with its
@@ -838,6 +842,15 @@ impl Stage for IndexStage {
             ..StageSummary::default()
         };
         let d = &mut summary.details;
+        let round = |x: std::time::Duration| (x.as_secs_f64() * 1000.0).round() / 1000.0;
+        d.insert(
+            "phase_seconds".into(),
+            serde_json::json!({
+                "index": round(fed),
+                "merge": round(merged_at - fed),
+                "copy": round(started.elapsed() - merged_at),
+            }),
+        );
         d.insert("items_indexed".into(), summary.items.into());
         d.insert(
             "documents".into(),
