@@ -47,6 +47,35 @@ impl ChannelDirectory {
         self.base.join(path)
     }
 
+    /// The names of the files in this directory.
+    pub fn names(&self) -> io::Result<Vec<String>> {
+        self.channel.list(&self.base).map_err(io::Error::other)
+    }
+
+    /// Copy the file `path` to the same name in `to` (both counted), in
+    /// 1 MiB pieces, and sync the copy.
+    pub fn copy_to(&self, path: &Path, to: &ChannelDirectory) -> io::Result<()> {
+        let src = self
+            .channel
+            .open(self.relative(path))
+            .map_err(io::Error::other)?;
+        let mut dst = to
+            .channel
+            .create(to.relative(path))
+            .map_err(io::Error::other)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        loop {
+            let n = src.read_at(&mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            dst.write_all(&buf[..n])?;
+            at += n as u64;
+        }
+        dst.sync_data()
+    }
+
     fn forget(&self, path: &Path) {
         self.handles
             .lock()

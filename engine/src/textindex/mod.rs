@@ -4,8 +4,10 @@
 //! [`crate::search`], which reads it, so neither reaches into the other.
 
 mod directory;
+mod moving;
 
 pub use directory::ChannelDirectory;
+pub use moving::MovingDirectory;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
