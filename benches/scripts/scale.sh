@@ -91,13 +91,12 @@ echo "scale.sh: sizes ${sizes[*]} as $format; load: $(cut -d' ' -f1-3 /proc/load
 reports=()
 for s in "${sizes[@]}"; do
     d="$work/$s"
+    # Each run below starts from empty db, case and temp directories.
     if [ "${REUSE:-0}" = 1 ] && [ -f "$d/corpus/$image" ]; then
-        rm -rf "$d/db" "$d/case" "$d/temp"
-        mkdir -p "$d/db" "$d/case" "$d/temp"
         echo "scale.sh: $s corpus reused"
     else
         rm -rf "$d"
-        mkdir -p "$d/db" "$d/case" "$d/temp"
+        mkdir -p "$d"
         start=$(date +%s)
         "$bin" corpus --size "$s" --seed "$seed" --format "$format" --fill "$fill" \
             --out "$d/corpus" >/dev/null

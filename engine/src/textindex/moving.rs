@@ -14,6 +14,7 @@
 //! [`finishing`]: MovingDirectory::finishing
 
 use super::ChannelDirectory;
+use std::collections::HashSet;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -46,16 +47,25 @@ impl MovingDirectory {
         self.finishing.store(true, Ordering::SeqCst);
     }
 
+    fn is_finishing(&self) -> bool {
+        self.finishing.load(Ordering::SeqCst)
+    }
+
     fn writes_to(&self) -> &ChannelDirectory {
-        if self.finishing.load(Ordering::SeqCst) {
+        if self.is_finishing() {
             &self.dest
         } else {
             &self.build
         }
     }
 
+    /// The directory holding `path`. Before [`finishing`] nothing is in
+    /// the destination, so it is not looked at: every look is a counted
+    /// stat on its channel, and indexing opens many files.
+    ///
+    /// [`finishing`]: MovingDirectory::finishing
     fn holder(&self, path: &Path) -> &ChannelDirectory {
-        if self.dest.exists(path).unwrap_or(false) {
+        if self.is_finishing() && self.dest.exists(path).unwrap_or(false) {
             &self.dest
         } else {
             &self.build
@@ -67,15 +77,12 @@ impl MovingDirectory {
     /// destination, skipping lock and temporary files, and sync the
     /// destination's directory. Call once the writer is dropped.
     pub fn settle(&self) -> io::Result<()> {
+        let kept: HashSet<String> = self.dest.names()?.into_iter().collect();
         for name in self.build.names()? {
-            if name.ends_with(".lock") || name.ends_with(".tmp") {
+            if name.ends_with(".lock") || name.ends_with(".tmp") || kept.contains(&name) {
                 continue;
             }
-            let path = Path::new(&name);
-            if self.dest.exists(path).unwrap_or(false) {
-                continue;
-            }
-            self.build.copy_to(path, &self.dest)?;
+            self.build.copy_to(Path::new(&name), &self.dest)?;
         }
         self.dest.sync_directory()
     }
@@ -91,11 +98,13 @@ impl Directory for MovingDirectory {
     }
 
     fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
-        Ok(self.dest.exists(path)? || self.build.exists(path)?)
+        Ok((self.is_finishing() && self.dest.exists(path)?) || self.build.exists(path)?)
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        if self.exists(path).unwrap_or(false) {
+        // The target refuses a name it holds itself; a name still in the
+        // build directory is refused here.
+        if self.is_finishing() && self.build.exists(path).unwrap_or(false) {
             return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
         }
         self.writes_to().open_write(path)
@@ -142,9 +151,13 @@ mod tests {
         let build = ChannelDirectory::new(temp.clone(), "build").unwrap();
         let dest = ChannelDirectory::new(case.clone(), "index").unwrap();
         let d = MovingDirectory::new(build, dest);
+        let untouched = case.snapshot();
         write(&d, "a.seg", 1);
         write(&d, "b.seg", 2);
         d.atomic_write(Path::new("meta.json"), b"old").unwrap();
+        assert!(d.get_file_handle(Path::new("a.seg")).is_ok());
+        // While building, the destination is not even looked at.
+        assert_eq!(case.snapshot().since(&untouched).stats, 0);
         d.finishing();
         write(&d, "c.seg", 3);
         d.atomic_write(Path::new("meta.json"), b"new").unwrap();

@@ -665,17 +665,17 @@ impl Stage for IndexStage {
             }
             crate::stage::Scope::Finish => None,
         };
-        let moving = match &kept {
+        let moving = match kept {
             Some(to) => {
-                ctx.case.remove_all(to)?;
+                ctx.case.remove_all(&to)?;
                 let dest = ChannelDirectory::new(ctx.case.clone(), to.as_str())
                     .map_err(|e| StageError::Other(format!("index directory `{to}`: {e}")))?;
-                Some(MovingDirectory::new(build_dir.clone(), dest))
+                Some((to, MovingDirectory::new(build_dir.clone(), dest)))
             }
             None => None,
         };
         let dir: Box<dyn Directory> = match &moving {
-            Some(m) => Box::new(m.clone()),
+            Some((_, m)) => Box::new(m.clone()),
             None => Box::new(build_dir.clone()),
         };
         let index = Index::create(dir, schema, IndexSettings::default()).map_err(tantivy_err)?;
@@ -829,7 +829,7 @@ impl Stage for IndexStage {
         let metas = index.searchable_segment_metas().map_err(tantivy_err)?;
         let groups = merge_groups(index.directory(), &metas);
         // The merges' output and the metadata go where the index is kept.
-        if let Some(m) = &moving {
+        if let Some((_, m)) = &moving {
             m.finishing();
         }
         for group in groups {
@@ -843,8 +843,8 @@ impl Stage for IndexStage {
         // A batch's index is a shard in the case directory (a redone
         // batch replaces its own); the finish merges every shard with its
         // own items into the case's index.
-        let (index_bytes, shard) = match (&moving, &kept) {
-            (Some(m), Some(to)) => {
+        let (index_bytes, shard) = match &moving {
+            Some((to, m)) => {
                 // Live segments no merge rewrote (and the metadata, if
                 // nothing was merged) are still in temp: copied.
                 m.settle()
@@ -852,7 +852,7 @@ impl Stage for IndexStage {
                 let shard = matches!(ctx.scope, crate::stage::Scope::Files { .. });
                 (ctx.case.tree_bytes(to), shard)
             }
-            _ => {
+            None => {
                 ctx.case.remove_all(INDEX_DIR)?;
                 let out = ChannelDirectory::new(ctx.case.clone(), INDEX_DIR)
                     .map_err(|e| StageError::Other(format!("index directory: {e}")))?;
