@@ -20,6 +20,7 @@
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.
 
+use crate::cache::model::{CachedFile, PageCacheModel};
 use crate::fault::{FaultState, InjectedFault};
 use crate::latency::{LatencyCounters, LatencyHistogram};
 use crate::trace::{Trace, TraceOp};
@@ -89,6 +90,10 @@ pub struct ChannelCounters {
     removes: AtomicU64,
     dir_syncs: AtomicU64,
     stats: AtomicU64,
+    cache_hit_bytes: AtomicU64,
+    cache_miss_bytes: AtomicU64,
+    cache_evicted_bytes: AtomicU64,
+    cache_written_back_bytes: AtomicU64,
     read_sizes: [AtomicU64; SIZE_BUCKETS],
     write_sizes: [AtomicU64; SIZE_BUCKETS],
     read_latency: LatencyCounters,
@@ -96,6 +101,9 @@ pub struct ChannelCounters {
     sync_latency: LatencyCounters,
     /// The run's trace, when it records one (`run --trace`).
     trace: OnceLock<Arc<Trace>>,
+    /// The modelled workstation's page cache, when the run models one
+    /// (`--ram`).
+    page_cache: OnceLock<Arc<PageCacheModel>>,
     /// An injected fault and the first write-side error.
     fault: FaultState,
 }
@@ -117,12 +125,17 @@ impl Default for ChannelCounters {
             removes: AtomicU64::new(0),
             dir_syncs: AtomicU64::new(0),
             stats: AtomicU64::new(0),
+            cache_hit_bytes: AtomicU64::new(0),
+            cache_miss_bytes: AtomicU64::new(0),
+            cache_evicted_bytes: AtomicU64::new(0),
+            cache_written_back_bytes: AtomicU64::new(0),
             read_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
             write_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
             read_latency: LatencyCounters::default(),
             write_latency: LatencyCounters::default(),
             sync_latency: LatencyCounters::default(),
             trace: OnceLock::new(),
+            page_cache: OnceLock::new(),
             fault: FaultState::default(),
         }
     }
@@ -321,6 +334,30 @@ impl ChannelCounters {
             .fetch_add(duration_ns(took), Ordering::Relaxed);
     }
 
+    /// Count a read's bytes found in the modelled page cache and not.
+    pub(crate) fn record_cache(&self, hit: u64, miss: u64) {
+        self.cache_hit_bytes.fetch_add(hit, Ordering::Relaxed);
+        self.cache_miss_bytes.fetch_add(miss, Ordering::Relaxed);
+    }
+
+    /// Count `bytes` of this channel's files dropped from the modelled
+    /// page cache, `dirty` of them written back first, which took `took`
+    /// (time the evicting thread waited: charged as write time).
+    pub(crate) fn record_eviction(&self, bytes: u64, dirty: u64, took: Duration) {
+        self.cache_evicted_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if dirty > 0 {
+            self.cache_written_back_bytes
+                .fetch_add(dirty, Ordering::Relaxed);
+            self.write_blocked_ns
+                .fetch_add(duration_ns(took), Ordering::Relaxed);
+        }
+    }
+
+    /// The modelled page cache, if the run models one.
+    pub(crate) fn page_cache(&self) -> Option<&Arc<PageCacheModel>> {
+        self.page_cache.get()
+    }
+
     /// Add figures measured elsewhere (a database server's own I/O).
     pub(crate) fn add(&self, d: &ChannelSnapshot) {
         self.bytes_read.fetch_add(d.bytes_read, Ordering::Relaxed);
@@ -341,6 +378,11 @@ impl ChannelCounters {
         self.removes.fetch_add(d.removes, Ordering::Relaxed);
         self.dir_syncs.fetch_add(d.dir_syncs, Ordering::Relaxed);
         self.stats.fetch_add(d.stats, Ordering::Relaxed);
+        self.record_cache(d.cache_hit_bytes, d.cache_miss_bytes);
+        self.cache_evicted_bytes
+            .fetch_add(d.cache_evicted_bytes, Ordering::Relaxed);
+        self.cache_written_back_bytes
+            .fetch_add(d.cache_written_back_bytes, Ordering::Relaxed);
         // Sizes the caller knew, and the rest of its operations as unknown,
         // so the histograms still add up to the operation counts.
         for (counts, hist, ops) in [
@@ -380,6 +422,10 @@ impl ChannelCounters {
             removes: self.removes.load(Ordering::Relaxed),
             dir_syncs: self.dir_syncs.load(Ordering::Relaxed),
             stats: self.stats.load(Ordering::Relaxed),
+            cache_hit_bytes: self.cache_hit_bytes.load(Ordering::Relaxed),
+            cache_miss_bytes: self.cache_miss_bytes.load(Ordering::Relaxed),
+            cache_evicted_bytes: self.cache_evicted_bytes.load(Ordering::Relaxed),
+            cache_written_back_bytes: self.cache_written_back_bytes.load(Ordering::Relaxed),
             read_sizes: SizeHistogram(std::array::from_fn(|i| {
                 self.read_sizes[i].load(Ordering::Relaxed)
             })),
@@ -391,6 +437,10 @@ impl ChannelCounters {
             sync_latency: self.sync_latency.snapshot(),
         }
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 fn duration_ns(d: Duration) -> u64 {
@@ -434,6 +484,19 @@ pub struct ChannelSnapshot {
     /// Metadata reads (stat, directory listing).
     #[serde(default)]
     pub stats: u64,
+    /// Bytes read that the modelled page cache held (`--ram`; absent
+    /// without it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_hit_bytes: u64,
+    /// Bytes read that it did not hold: the device's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_miss_bytes: u64,
+    /// Bytes of this channel's files the model dropped from the cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_evicted_bytes: u64,
+    /// Of those, dirty bytes written back first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_written_back_bytes: u64,
     /// Read operations by size.
     #[serde(default)]
     pub read_sizes: SizeHistogram,
@@ -471,6 +534,16 @@ impl ChannelSnapshot {
             removes: self.removes.saturating_sub(earlier.removes),
             dir_syncs: self.dir_syncs.saturating_sub(earlier.dir_syncs),
             stats: self.stats.saturating_sub(earlier.stats),
+            cache_hit_bytes: self.cache_hit_bytes.saturating_sub(earlier.cache_hit_bytes),
+            cache_miss_bytes: self
+                .cache_miss_bytes
+                .saturating_sub(earlier.cache_miss_bytes),
+            cache_evicted_bytes: self
+                .cache_evicted_bytes
+                .saturating_sub(earlier.cache_evicted_bytes),
+            cache_written_back_bytes: self
+                .cache_written_back_bytes
+                .saturating_sub(earlier.cache_written_back_bytes),
             read_sizes: self
                 .read_sizes
                 .zip(&earlier.read_sizes, u64::saturating_sub),
@@ -506,6 +579,11 @@ impl ChannelSnapshot {
             removes: self.removes + other.removes,
             dir_syncs: self.dir_syncs + other.dir_syncs,
             stats: self.stats + other.stats,
+            cache_hit_bytes: self.cache_hit_bytes + other.cache_hit_bytes,
+            cache_miss_bytes: self.cache_miss_bytes + other.cache_miss_bytes,
+            cache_evicted_bytes: self.cache_evicted_bytes + other.cache_evicted_bytes,
+            cache_written_back_bytes: self.cache_written_back_bytes
+                + other.cache_written_back_bytes,
             read_sizes: self.read_sizes.zip(&other.read_sizes, |a, b| a + b),
             write_sizes: self.write_sizes.zip(&other.write_sizes, |a, b| a + b),
             read_latency: self.read_latency.zip(&other.read_latency, |a, b| a + b),
@@ -690,6 +768,13 @@ impl Channel {
             .map_err(|_| ChannelError::AlreadyTraced(self.kind))
     }
 
+    /// Model the workstation's page cache over every later operation on
+    /// this channel (and channels sharing its counters). Set at most once:
+    /// a second call is ignored.
+    pub fn set_page_cache(&self, model: Arc<PageCacheModel>) {
+        let _ = self.counters.page_cache.set(model);
+    }
+
     /// Create (truncating) a file of caseload's own instruments inside the
     /// channel (the trace): its I/O is not counted or traced, being the
     /// measurement, not the workload.
@@ -808,6 +893,7 @@ impl Channel {
             kind: self.kind,
             position: 0,
             trace_id,
+            cached: OnceLock::new(),
         }
     }
 
@@ -856,7 +942,12 @@ impl Channel {
             .truncate(true)
             .open(&path)
             .map_err(|e| self.io_err("create", &path, e))?;
-        Ok(self.file(file, path, true))
+        let file = self.file(file, path, true);
+        // Created over an old file, the same inode lost its pages.
+        if let Some((model, id)) = file.cached() {
+            model.truncated(id, 0);
+        }
+        Ok(file)
     }
 
     /// Create a directory (and its parents) inside the channel.
@@ -886,7 +977,11 @@ impl Channel {
         let (from, to) = (self.path(from)?, self.path(to)?);
         self.refuse_evidence(&to)?;
         self.meta(MetaOp::Rename, &from);
-        std::fs::rename(&from, &to).map_err(|e| self.io_err("rename", &from, e))
+        std::fs::rename(&from, &to).map_err(|e| self.io_err("rename", &from, e))?;
+        if let Some(m) = self.counters.page_cache() {
+            m.renamed(&from, &to, to.is_dir());
+        }
+        Ok(())
     }
 
     /// Remove a file inside the channel.
@@ -894,7 +989,11 @@ impl Channel {
         let path = self.path(relative)?;
         self.refuse_evidence(&path)?;
         self.meta(MetaOp::Remove, &path);
-        std::fs::remove_file(&path).map_err(|e| self.io_err("remove", &path, e))
+        std::fs::remove_file(&path).map_err(|e| self.io_err("remove", &path, e))?;
+        if let Some(m) = self.counters.page_cache() {
+            m.removed_file(&path);
+        }
+        Ok(())
     }
 
     /// Remove a file or a directory tree inside the channel, if it exists.
@@ -910,6 +1009,13 @@ impl Channel {
         } else {
             std::fs::remove_file(&path)
         };
+        if let Some(m) = self.counters.page_cache() {
+            if meta.is_dir() {
+                m.removed_tree(&path);
+            } else {
+                m.removed_file(&path);
+            }
+        }
         r.map_err(|e| self.io_err("remove", &path, e))
     }
 
@@ -1033,9 +1139,22 @@ pub struct ChannelFile {
     /// operation (a file opened before the trace started, the evidence, is
     /// numbered when first used).
     trace_id: OnceLock<u32>,
+    /// The file in the modelled page cache, from its first operation
+    /// (`None`: the run models none, or the file could not be told).
+    cached: OnceLock<Option<CachedFile>>,
 }
 
 impl ChannelFile {
+    /// The modelled page cache and this file in it, if the run models one.
+    fn cached(&self) -> Option<(&Arc<PageCacheModel>, CachedFile)> {
+        let model = self.counters.page_cache()?;
+        let id = self.cached.get_or_init(|| {
+            let meta = self.file.metadata().ok()?;
+            Some(model.register(&self.path, &meta, &self.counters))
+        });
+        id.map(|id| (model, id))
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -1070,6 +1189,9 @@ impl ChannelFile {
         }
         self.counters.record_read(done as u64, took);
         self.trace(TraceOp::Read, offset, done as u64);
+        if let Some((model, id)) = self.cached() {
+            model.read(id, offset, done as u64);
+        }
         result
     }
 
@@ -1094,6 +1216,9 @@ impl ChannelFile {
         self.counters
             .record_write(buf.len() as u64, start.elapsed());
         self.trace(TraceOp::Write, offset, buf.len() as u64);
+        if let Some((model, id)) = self.cached() {
+            model.write(id, offset, buf.len() as u64);
+        }
         result
     }
 
@@ -1107,6 +1232,11 @@ impl ChannelFile {
             .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
         self.counters.record_sync(start.elapsed());
         self.trace(TraceOp::Sync, 0, 0);
+        if result.is_ok()
+            && let Some((model, id)) = self.cached()
+        {
+            model.synced(id);
+        }
         result
     }
 
@@ -1120,6 +1250,11 @@ impl ChannelFile {
             .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
         self.counters.record_sync(start.elapsed());
         self.trace(TraceOp::Sync, 0, 0);
+        if result.is_ok()
+            && let Some((model, id)) = self.cached()
+        {
+            model.synced(id);
+        }
         result
     }
 
@@ -1151,6 +1286,9 @@ impl Write for ChannelFile {
         let written = *result.as_ref().unwrap_or(&0);
         self.counters.record_write(written as u64, start.elapsed());
         self.trace(TraceOp::Write, self.position, written as u64);
+        if let Some((model, id)) = self.cached() {
+            model.write(id, self.position, written as u64);
+        }
         self.position += written as u64;
         result
     }
@@ -1213,8 +1351,16 @@ mod tests {
         ),
         ("noise.rs", "unit-test support, compiled only for tests"),
         (
-            "cache.rs",
+            "cache/mod.rs",
             "page-cache control: opens to fadvise, drop_caches",
+        ),
+        (
+            "cache/model.rs",
+            "the modelled page cache: opens a file it holds pages of to drop them",
+        ),
+        (
+            "cache/residency.rs",
+            "mincore over a database server's files, which the server reads itself",
         ),
         (
             "probe.rs",

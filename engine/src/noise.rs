@@ -42,3 +42,16 @@ pub(crate) fn product_code(path: &std::path::Path) -> String {
         None => text,
     }
 }
+
+/// A temporary directory on a disk-backed file system (not tmpfs, whose
+/// pages are the files and cannot be dropped from the page cache): the
+/// system's, unless it is in memory, else under the workspace's target.
+pub(crate) fn disk_tempdir() -> tempfile::TempDir {
+    let system = std::env::temp_dir();
+    if !crate::cache::residency::on_memory_fs(&system) {
+        return tempfile::tempdir().unwrap();
+    }
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-tmp");
+    std::fs::create_dir_all(&target).unwrap();
+    tempfile::tempdir_in(target).unwrap()
+}

@@ -191,6 +191,20 @@ pub fn placement(path: &Path) -> Placement {
     out
 }
 
+/// The kernel's largest read-ahead window, in bytes, for files on device
+/// `dev` (`st_dev`): the backing device's `read_ahead_kb` (a partition's
+/// is its disk's; anonymous devices such as FUSE and overlay file systems
+/// have one of their own), else the kernel's default of 128 KiB.
+pub fn read_ahead_bytes(dev: u64) -> u64 {
+    let (major, minor) = (libc_major(dev), libc_minor(dev));
+    let bdi = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
+    let disk = format!("/sys/dev/block/{major}:{minor}/../queue/read_ahead_kb");
+    [bdi, disk]
+        .iter()
+        .find_map(|p| read_opt(p)?.parse::<u64>().ok())
+        .map_or(128 << 10, |kb| kb << 10)
+}
+
 fn free_bytes(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;

@@ -16,6 +16,7 @@
 //! pointer to it); one is registered per database channel, which is a few
 //! hundred bytes per run.
 
+use crate::cache::model::CachedFile;
 use crate::channel::{ChannelCounters, ChannelKind};
 use crate::trace::TraceOp;
 use rusqlite::ffi;
@@ -42,6 +43,8 @@ struct ShimFile {
     /// The file's number in the run's trace (0: not traced).
     trace_id: u32,
     kind: ChannelKind,
+    /// The file in the modelled page cache (`--ram`), if any.
+    cached: Option<CachedFile>,
 }
 
 /// Errors registering the VFS.
@@ -82,6 +85,7 @@ pub fn register(counters: Arc<ChannelCounters>, kind: ChannelKind) -> Result<Str
     }))
     .cast::<c_void>();
     vfs.xOpen = Some(shim_open);
+    vfs.xDelete = Some(shim_delete);
     let vfs = Box::into_raw(Box::new(vfs));
     // SAFETY: `vfs` is a fully initialised VFS that is never freed.
     let rc = unsafe { ffi::sqlite3_vfs_register(vfs, 0) };
@@ -117,9 +121,7 @@ unsafe extern "C" fn shim_open(
                 let path = if name.is_null() {
                     std::path::PathBuf::from("(sqlite temporary file)")
                 } else {
-                    use std::os::unix::ffi::OsStrExt;
-                    let bytes = std::ffi::CStr::from_ptr(name).to_bytes();
-                    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+                    c_path(name)
                 };
                 t.file(data.kind, &path, false)
             }
@@ -129,10 +131,65 @@ unsafe extern "C" fn shim_open(
             return ffi::SQLITE_CANTOPEN;
         };
         let rc = open(data.real, name, real_file, flags, out_flags);
+        (*shim).cached = None;
         if rc == ffi::SQLITE_OK && !(*real_file).pMethods.is_null() {
             (*shim).base.pMethods = methods_for((*(*real_file).pMethods).iVersion);
+            if let (Some(model), false) = (data.counters.page_cache(), name.is_null()) {
+                let path = c_path(name);
+                if let Ok(meta) = std::fs::metadata(&path) {
+                    (*shim).cached = Some(model.register(&path, &meta, &data.counters));
+                }
+            }
         }
         rc
+    }
+}
+
+/// A file name SQLite passes, as a path.
+///
+/// # Safety
+/// `name` must be a valid NUL-terminated string.
+unsafe fn c_path(name: *const std::ffi::c_char) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: guaranteed by the caller.
+    let bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// Delete a file (a rollback journal at the end of a transaction): the
+/// modelled page cache forgets its pages, which went with it.
+unsafe extern "C" fn shim_delete(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: *const std::ffi::c_char,
+    sync_dir: c_int,
+) -> c_int {
+    // SAFETY: SQLite passes our VFS and a valid file name.
+    unsafe {
+        let data = &*((*vfs).pAppData as *const VfsData);
+        let Some(delete) = (*data.real).xDelete else {
+            return ffi::SQLITE_IOERR_DELETE;
+        };
+        let rc = delete(data.real, name, sync_dir);
+        if let (Some(model), false) = (data.counters.page_cache(), name.is_null()) {
+            model.removed_file(&c_path(name));
+        }
+        rc
+    }
+}
+
+/// The modelled page cache and the file in it, if the run models one.
+///
+/// # Safety
+/// `file` must be a ShimFile opened by `shim_open`.
+unsafe fn cached(
+    file: *mut ffi::sqlite3_file,
+) -> Option<(&'static crate::cache::model::PageCacheModel, CachedFile)> {
+    // SAFETY: guaranteed by the caller; see `real`.
+    unsafe {
+        let shim = file.cast::<ShimFile>();
+        let id = (*shim).cached?;
+        let model = (*(*shim).counters).page_cache()?;
+        Some((&**model, id))
     }
 }
 
@@ -222,12 +279,11 @@ unsafe extern "C" fn shim_read(
         let rc = read(real, buf, amount, offset);
         let amount = u64::try_from(amount).unwrap_or(0);
         counters.record_read(amount, start.elapsed());
-        trace(
-            file,
-            TraceOp::Read,
-            u64::try_from(offset).unwrap_or(0),
-            amount,
-        );
+        let offset = u64::try_from(offset).unwrap_or(0);
+        trace(file, TraceOp::Read, offset, amount);
+        if let Some((model, id)) = cached(file) {
+            model.read(id, offset, amount);
+        }
         rc
     }
 }
@@ -277,12 +333,11 @@ unsafe extern "C" fn shim_write(
             counters.note_error(kind, "write", Path::new(SQLITE_FILES), &rc_text(rc));
         }
         counters.record_write(bytes, start.elapsed());
-        trace(
-            file,
-            TraceOp::Write,
-            u64::try_from(offset).unwrap_or(0),
-            bytes,
-        );
+        let offset = u64::try_from(offset).unwrap_or(0);
+        trace(file, TraceOp::Write, offset, bytes);
+        if let Some((model, id)) = cached(file) {
+            model.write(id, offset, bytes);
+        }
         rc
     }
 }
@@ -305,11 +360,35 @@ unsafe extern "C" fn shim_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_
         }
         counters.record_sync(start.elapsed());
         trace(file, TraceOp::Sync, 0, 0);
+        if rc == ffi::SQLITE_OK
+            && let Some((model, id)) = cached(file)
+        {
+            model.synced(id);
+        }
         rc
     }
 }
 
-forward!(shim_truncate, xTruncate, (size: ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_TRUNCATE);
+unsafe extern "C" fn shim_truncate(
+    file: *mut ffi::sqlite3_file,
+    size: ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: see `forward!`.
+    unsafe {
+        let (real, methods, _) = real(file);
+        let Some(truncate) = methods.xTruncate else {
+            return ffi::SQLITE_IOERR_TRUNCATE;
+        };
+        let rc = truncate(real, size);
+        if rc == ffi::SQLITE_OK
+            && let Some((model, id)) = cached(file)
+        {
+            model.truncated(id, u64::try_from(size).unwrap_or(0));
+        }
+        rc
+    }
+}
+
 forward!(shim_file_size, xFileSize, (size: *mut ffi::sqlite3_int64) -> c_int, ffi::SQLITE_IOERR_FSTAT);
 forward!(shim_lock, xLock, (level: c_int) -> c_int, ffi::SQLITE_OK);
 forward!(shim_unlock, xUnlock, (level: c_int) -> c_int, ffi::SQLITE_OK);

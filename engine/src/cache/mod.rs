@@ -8,6 +8,9 @@
 //! file's clean pages. `warm`: nothing is dropped. The run records which
 //! method was used and whether it worked.
 
+pub mod model;
+pub mod residency;
+
 use serde::{Deserialize, Serialize};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
