@@ -36,3 +36,4 @@ mod thread_priority;
 pub mod trace;
 pub mod units;
 pub mod work;
+pub mod workstation;

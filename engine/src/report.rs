@@ -79,6 +79,55 @@ pub struct RunReport {
     /// the shared channels' throughput over time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<crate::work::DistributedReport>,
+    /// The modelled workstation (`--ram`): its memory part by part and
+    /// what its page cache did; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workstation: Option<WorkstationReport>,
+}
+
+/// The modelled workstation of a run (`--ram`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkstationReport {
+    /// Its memory, part by part, and the database settings that follow.
+    pub memory: crate::workstation::MemoryPlan,
+    /// What the modelled page cache did over the run.
+    pub page_cache: PageCacheReport,
+}
+
+/// What the modelled page cache did over a run (per stage and channel:
+/// the channels' `cache_*` figures).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PageCacheReport {
+    /// The budget, bytes (a whole number of granules).
+    pub budget_bytes: u64,
+    /// The granule pages are tracked in, bytes.
+    pub granule_bytes: u64,
+    /// Most bytes held at once.
+    pub peak_resident_bytes: u64,
+    /// Bytes held when the run ended.
+    pub resident_bytes_at_end: u64,
+    /// Bytes read that the cache held, over every channel.
+    pub hit_bytes: u64,
+    /// Bytes read that it did not.
+    pub miss_bytes: u64,
+    /// hit / (hit + miss), 0 with no reads.
+    pub hit_ratio: f64,
+    /// Bytes dropped from the kernel's cache, over every channel.
+    pub evicted_bytes: u64,
+    /// Of those, dirty bytes written back first.
+    pub written_back_bytes: u64,
+    /// Ranges dropped from the kernel's cache.
+    pub evictions: u64,
+    /// Drops that failed or found the file gone.
+    pub failed_evictions: u64,
+    /// Files the model followed.
+    pub files: u64,
+    /// Whether the model could be put into effect on every channel (not
+    /// where a channel is on a memory file system, whose pages cannot be
+    /// dropped).
+    pub enforced: bool,
+    /// For a reader: how it was done, and what it could not do.
+    pub note: String,
 }
 
 /// How a run was resumed.
@@ -407,10 +456,48 @@ pub fn render_table(report: &RunReport) -> String {
         report.database.options.synchronous.as_str(),
         report.database.options.batch_size,
     ));
+    if let Some(w) = &report.workstation {
+        out.push_str(&workstation_line(w));
+    }
     out
 }
 
-/// `instances.json`'s schema identifier.
+/// The modelled workstation in one line of the run's table.
+fn workstation_line(w: &WorkstationReport) -> String {
+    use crate::workstation::human;
+    let m = &w.memory;
+    let scale = m.scale.map_or(String::new(), |s| {
+        format!(
+            " scaled x{:.4} ({} of {})",
+            s.factor,
+            human(s.evidence_bytes),
+            human(s.modelled_evidence_bytes)
+        )
+    });
+    let buffers = if m.modelled_database_buffers_bytes > 0 {
+        format!(
+            ", database buffers {}",
+            human(m.modelled_database_buffers_bytes)
+        )
+    } else {
+        String::new()
+    };
+    let p = &w.page_cache;
+    format!(
+        "workstation: RAM {}{scale}: page cache {}{buffers}; {:.0}% of {} MB read hit, {} MB evicted ({} MB written back first){}\n",
+        human(m.ram_bytes),
+        human(p.budget_bytes),
+        p.hit_ratio * 100.0,
+        mb(p.hit_bytes + p.miss_bytes),
+        mb(p.evicted_bytes),
+        mb(p.written_back_bytes),
+        if p.enforced {
+            ""
+        } else {
+            "; NOT ENFORCED (a channel on tmpfs)"
+        },
+    )
+}
 pub const INSTANCES_SCHEMA: &str = "caseload-instances";
 
 /// Several pipelines run at once on the same evidence (`--instances N`):

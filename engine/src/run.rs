@@ -2,6 +2,8 @@
 //! create the case database, run the stages in order with per-stage and
 //! per-channel figures, and write `run.json`.
 
+use crate::cache::model::PageCacheModel;
+use crate::cache::residency::ResidencyWatch;
 use crate::cache::{self, CacheMode, CacheReport};
 use crate::casedb::{self, CaseDb, DbError, DbOptions, NewEvidence, NewRun, StageRunRow, Write};
 use crate::channel::{Channel, ChannelError, ChannelKind};
@@ -23,6 +25,7 @@ use crate::stage::{
 use crate::stages;
 use crate::system::{self, SystemContext};
 use crate::trace::Trace;
+use crate::workstation::{MemoryPlan, WorkstationError, WorkstationSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,6 +83,9 @@ pub enum RunError {
     /// A stage's configuration is wrong.
     #[error(transparent)]
     Stage(#[from] StageError),
+    /// The modelled workstation cannot be.
+    #[error(transparent)]
+    Workstation(#[from] WorkstationError),
     /// The case directory already holds a case.
     #[error("`{}` already holds a case; use --force to replace it", .0.display())]
     CaseExists(PathBuf),
@@ -142,6 +148,65 @@ pub struct RunSpec {
     /// Continue the unfinished run in the case directory (`--resume`; see
     /// [`crate::resume`]).
     pub resume: bool,
+    /// The modelled workstation (`--ram`): its page cache held to what
+    /// its memory leaves, its database server's memory settings.
+    pub workstation: Option<WorkstationSpec>,
+}
+
+/// Check, before any run starts, that `workstation` can be modelled for
+/// a run on `evidence` (opened read-only for its media size) with
+/// `threads` threads and case database `db`: its plan.
+pub fn check_workstation(
+    workstation: &WorkstationSpec,
+    threads: usize,
+    db: &DbOptions,
+    evidence: &Path,
+) -> Result<MemoryPlan, RunError> {
+    let dir = evidence.parent().unwrap_or(Path::new("."));
+    // Outside any run: a channel whose counts go nowhere.
+    let channel = Channel::new(ChannelKind::Evidence, dir, Vec::new());
+    let source = source::open_evidence(evidence, &channel, source::ReadOptions::default())?;
+    Ok(memory_plan(workstation, threads, db, source.size())?.0)
+}
+
+/// A run's modelled workstation: the plan, and the page cache that puts
+/// it into effect.
+struct Workstation {
+    plan: MemoryPlan,
+    model: Arc<PageCacheModel>,
+    /// Channels on memory file systems, whose pages cannot be dropped.
+    in_memory: Vec<ChannelKind>,
+}
+
+/// The memory plan of `spec`'s workstation for evidence of
+/// `evidence_bytes`, and the database options with its settings (a
+/// user's `--pg-setting` wins).
+pub fn memory_plan(
+    workstation: &WorkstationSpec,
+    spec_threads: usize,
+    db: &DbOptions,
+    evidence_bytes: u64,
+) -> Result<(MemoryPlan, DbOptions), WorkstationError> {
+    let postgres = db.engine == casedb::DbEngine::Postgres;
+    if postgres && db.postgres.url.is_some() {
+        return Err(WorkstationError::ExternalServer);
+    }
+    let suite = match db.profile {
+        casedb::Profile::Ftk4 => crate::workstation::Suite::Ftk,
+        _ => crate::workstation::Suite::Caseload,
+    };
+    let plan = workstation.plan(
+        evidence_bytes,
+        spec_threads.max(1),
+        suite,
+        postgres,
+        &db.postgres.settings,
+    )?;
+    let mut db = db.clone();
+    for (k, v) in &plan.database_settings {
+        db.postgres.settings.insert(k.clone(), v.clone());
+    }
+    Ok((plan, db))
 }
 
 /// Receives progress and results while a run goes on (the command line draws
@@ -203,6 +268,32 @@ pub fn run(
     // The evidence as the progress record names it.
     let evidence_file = protected.first().cloned().unwrap_or_default();
     let [database, case, temp_root_channel] = writable_channels(&spec.layout, &protected)?;
+    // The modelled workstation: its database settings go into the spec
+    // the stages see; its page cache covers every channel.
+    let planned;
+    let (spec, workstation) = match &spec.workstation {
+        Some(w) => {
+            let (plan, db) = memory_plan(w, spec.threads, &spec.db, source.size())?;
+            let model = Arc::new(PageCacheModel::new(plan.cache_budget_bytes));
+            let mut in_memory = Vec::new();
+            for c in [&evidence_channel, &database, &case, &temp_root_channel] {
+                c.set_page_cache(Arc::clone(&model));
+                if cache::residency::on_memory_fs(c.dir()) {
+                    in_memory.push(c.kind());
+                }
+            }
+            planned = RunSpec { db, ..spec.clone() };
+            (
+                &planned,
+                Some(Workstation {
+                    plan,
+                    model,
+                    in_memory,
+                }),
+            )
+        }
+        None => (spec, None),
+    };
     let stage_names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let (reserved, progress) = if spec.resume {
         resume_case(
@@ -273,6 +364,7 @@ pub fn run(
             resumed: progress,
             evidence: evidence_file,
         },
+        workstation.as_ref().map(|w| &w.model),
     );
     let _ = temp_root_channel.remove_all(&private);
     // Every operation of the run is in the trace before the report says so.
@@ -326,6 +418,7 @@ pub fn run(
         channels.insert(c.kind(), ChannelInfo::at(c.dir()));
     }
     report.channels = channels;
+    report.workstation = workstation.map(|w| workstation_report(w, &report));
     write_run_json(&case, reserved, &report)?;
     progress_file.remove();
     Ok(report)
@@ -484,6 +577,47 @@ pub(crate) fn prepare_case_dirs(
     Ok(())
 }
 
+/// What the modelled workstation's page cache did, for run.json.
+fn workstation_report(w: Workstation, report: &RunReport) -> crate::report::WorkstationReport {
+    let t = w.model.totals();
+    let sum = |f: fn(&crate::channel::ChannelSnapshot) -> u64| -> u64 {
+        report.totals.channels.values().map(f).sum()
+    };
+    let (hit, miss) = (sum(|c| c.cache_hit_bytes), sum(|c| c.cache_miss_bytes));
+    let mut note = "every read and write through the channels and the case database's SQLite files, and what the kernel holds of a private PostgreSQL server's files (mincore every 250 ms), in an LRU held to the budget; evicted ranges written back when dirty (sync_file_range) and dropped from the kernel's page cache (posix_fadvise DONTNEED); the kernel's cache was dropped once before the first stage, not between stages".to_string();
+    if !w.in_memory.is_empty() {
+        let names: Vec<&str> = w.in_memory.iter().map(|k| k.name()).collect();
+        note.push_str(&format!(
+            "; NOT ENFORCED on the {} channel(s), on a memory file system (tmpfs): their pages are the files and stay in memory",
+            names.join(", ")
+        ));
+    }
+    crate::report::WorkstationReport {
+        memory: w.plan,
+        page_cache: crate::report::PageCacheReport {
+            budget_bytes: w.model.budget_bytes(),
+            granule_bytes: w.model.granule(),
+            peak_resident_bytes: t.peak_resident_bytes,
+            resident_bytes_at_end: t.resident_bytes,
+            hit_bytes: hit,
+            miss_bytes: miss,
+            hit_ratio: if hit + miss > 0 {
+                hit as f64 / (hit + miss) as f64
+            } else {
+                0.0
+            },
+            evicted_bytes: sum(|c| c.cache_evicted_bytes),
+            written_back_bytes: sum(|c| c.cache_written_back_bytes),
+            evictions: t.evictions,
+            failed_evictions: t.failed_evictions,
+            files: t.files,
+            enforced: w.in_memory.is_empty(),
+            note,
+        },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_stages(
     spec: &RunSpec,
     observer: &dyn RunObserver,
@@ -492,6 +626,7 @@ fn run_stages(
     source: &Arc<dyn EvidenceSource>,
     ch: RunChannels<'_>,
     mut record: RunProgress<'_>,
+    page_cache: Option<&Arc<PageCacheModel>>,
 ) -> Result<RunReport, RunError> {
     let run_start: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
     let resumed = record.resumed.take();
@@ -522,6 +657,32 @@ fn run_stages(
             }
             return Err(e.into());
         }
+    };
+    // The server's own files join the modelled page cache.
+    let _residency = match page_cache {
+        Some(model) => {
+            let dirs: Vec<_> = db
+                .server_dirs()
+                .into_iter()
+                .map(|(dir, kind)| {
+                    let channel = if kind == ChannelKind::Temp {
+                        ch.temp
+                    } else {
+                        ch.database
+                    };
+                    (dir, Arc::clone(channel.counters()))
+                })
+                .collect();
+            (!dirs.is_empty())
+                .then(|| ResidencyWatch::start(Arc::clone(model), dirs))
+                .transpose()
+                .map_err(|source| RunError::Report {
+                    what: "page-cache watcher",
+                    path: ch.database.dir().to_path_buf(),
+                    source,
+                })?
+        }
+        None => None,
     };
     let names: Vec<&str> = stage_list.iter().map(|s| s.name()).collect();
     let (run_id, evidence_id) = match &resumed {
@@ -662,7 +823,9 @@ fn run_stages(
             state.running = Some(stage_start(&db, ch.case, spec.db.engine, seq, stage.name()));
             let _ = record.file.write(&state);
         }
-        if spec.cache == CacheMode::Cold {
+        // A modelled workstation starts cold and keeps what its memory
+        // holds from stage to stage, as the workstation would.
+        if spec.cache == CacheMode::Cold && (page_cache.is_none() || seq == first) {
             let dirs: Vec<PathBuf> = [ch.database, ch.case, ch.temp]
                 .iter()
                 .map(|c| c.dir().to_path_buf())
@@ -907,6 +1070,7 @@ fn run_stages(
         channel_fault,
         resumed: resumed_from,
         distributed: None,
+        workstation: None,
     })
 }
 

@@ -23,6 +23,14 @@ pub struct SystemContext {
     pub kernel: String,
     /// Operating system (PRETTY_NAME of os-release).
     pub os: String,
+    /// The CPUs this process may run on (its affinity), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus_allowed: Vec<usize>,
+    /// The CPU time its cgroup allows, in CPUs (a CFS quota: `cpu.max`,
+    /// or v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us`); absent without
+    /// a quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
 }
 
 impl SystemContext {
@@ -56,8 +64,73 @@ impl SystemContext {
             memory_bytes,
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
             os,
+            cpus_allowed: cpus_allowed(),
+            cpu_quota: cpu_quota(),
         }
     }
+}
+
+/// The CPUs this process may run on (its affinity mask).
+pub fn cpus_allowed() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // fills it for this process.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: as above.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `set` is initialised and the index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Limit this process (and the threads and processes it starts after) to
+/// the first `n` of the CPUs it may use now; returns them.
+pub fn restrict_cpus(n: usize) -> std::io::Result<Vec<usize>> {
+    let allowed = cpus_allowed();
+    if n == 0 || n > allowed.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{n} CPUs asked, {} allowed ({allowed:?})", allowed.len()),
+        ));
+    }
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET is given
+    // indices below CPU_SETSIZE (they came from cpus_allowed).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in &allowed[..n] {
+        // SAFETY: as above.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: a valid set of the size passed, for this process.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(allowed[..n].to_vec())
+}
+
+/// The CPU quota of this process's cgroup, in CPUs, if it has one.
+pub fn cpu_quota() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let path = path.trim_start_matches('/');
+        if controllers.is_empty() {
+            let max = read_opt(Path::new("/sys/fs/cgroup").join(path).join("cpu.max"))?;
+            let (quota, period) = max.split_once(' ')?;
+            let (q, p) = (quota.parse::<f64>().ok()?, period.parse::<f64>().ok()?);
+            return (p > 0.0).then_some(q / p);
+        }
+        if controllers.split(',').any(|c| c == "cpu") {
+            let dir = Path::new("/sys/fs/cgroup/cpu").join(path);
+            let q: i64 = read_opt(dir.join("cpu.cfs_quota_us"))?.parse().ok()?;
+            let p: i64 = read_opt(dir.join("cpu.cfs_period_us"))?.parse().ok()?;
+            return (q > 0 && p > 0).then(|| q as f64 / p as f64);
+        }
+    }
+    None
 }
 
 /// Where a directory (or file) physically lives.

@@ -399,6 +399,79 @@ pub fn throttle(
     }
 }
 
+/// CFS bandwidth period of a CPU quota: 100 ms, the kernel's default.
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// Limit the CPU time of the processes in `cg` to `cpus` CPUs' worth (a
+/// CFS quota per 100 ms period: `cpu.max`, or v1's `cpu.cfs_quota_us`).
+pub fn cpu_quota(version: CgroupVersion, cg: &Cgroup, cpus: f64) -> Result<(), HostError> {
+    let quota = ((cpus * CPU_PERIOD_US as f64).round() as u64).max(1_000);
+    match version {
+        CgroupVersion::V2 => write_file(
+            &cg.path.join("cpu.max"),
+            &format!("{quota} {CPU_PERIOD_US}"),
+        ),
+        CgroupVersion::V1 => {
+            write_file(
+                &cg.path.join("cpu.cfs_period_us"),
+                &CPU_PERIOD_US.to_string(),
+            )?;
+            write_file(&cg.path.join("cpu.cfs_quota_us"), &quota.to_string())
+        }
+    }
+}
+
+/// Make `cmd`, when spawned, write its own pid into each of `files` (the
+/// `cgroup.procs` of cgroups this project made) before it runs, as
+/// `cgexec` does: only the new process moves, into cgroups beneath the
+/// one caseload runs in.
+pub fn join_on_exec(cmd: &mut std::process::Command, files: &[PathBuf]) -> Result<(), HostError> {
+    use std::os::unix::process::CommandExt;
+    let files: Vec<std::ffi::CString> = files
+        .iter()
+        .map(|p| {
+            std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                .map_err(|_| HostError::Unavailable(format!("cgroup path {}", p.display())))
+        })
+        .collect::<Result<_, _>>()?;
+    if files.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the closure runs in the child between fork and exec; it only
+    // calls async-signal-safe functions (getpid, open, write, close) on
+    // memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            let pid = libc::getpid();
+            let mut digits = [0u8; 12];
+            let mut n = pid as u32;
+            let mut i = digits.len();
+            loop {
+                i -= 1;
+                digits[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            for f in &files {
+                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let w = libc::write(fd, digits[i..].as_ptr().cast(), digits.len() - i);
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                if w < 0 {
+                    return Err(e);
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 /// Processes in a cgroup.
 pub fn cgroup_pids(cg: &Cgroup) -> Vec<u32> {
     std::fs::read_to_string(cg.path.join("cgroup.procs"))

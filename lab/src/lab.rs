@@ -80,6 +80,28 @@ pub struct Limits {
     pub cpus: Option<String>,
 }
 
+/// The workstation a lab models besides its drives (`[workstation]`):
+/// its memory and processor. A run in the lab takes these unless its
+/// command line says otherwise (`--ram`, `--cpus`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workstation {
+    /// RAM, bytes (`ram = "32GB"`: 32 GiB, as memory is sold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram: Option<u64>,
+    /// Hardware threads of the modelled processor (the suite's memory is
+    /// counted per thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processor_threads: Option<usize>,
+    /// CPUs a run may use (its affinity: the first N of the machine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<usize>,
+    /// The processor's speed against this machine's: the runs' CPU time
+    /// is limited to this share of their CPUs by a CPU quota on the lab's
+    /// cgroup (0 < F <= 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_scale: Option<f64>,
+}
+
 /// A lab file, checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabSpec {
@@ -93,6 +115,9 @@ pub struct LabSpec {
     pub channels: BTreeMap<String, String>,
     /// Limits on the runs.
     pub limits: Limits,
+    /// The workstation besides its drives.
+    #[serde(default)]
+    pub workstation: Workstation,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +130,17 @@ struct File {
     channels: BTreeMap<String, String>,
     #[serde(default)]
     limits: LimitsFile,
+    #[serde(default)]
+    workstation: WorkstationFile,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct WorkstationFile {
+    ram: Option<String>,
+    processor_threads: Option<usize>,
+    cpus: Option<usize>,
+    cpu_scale: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -225,6 +261,25 @@ impl LabSpec {
                 "limits.cpus `{c}`: a CPU list such as 0-1 or 0,2"
             )));
         }
+        let w = f.workstation;
+        let ram = w
+            .ram
+            .as_deref()
+            .map(caseload_engine::workstation::parse_memory_size)
+            .transpose()
+            .map_err(|e| fail(format!("workstation.ram: {e}")))?;
+        if w.processor_threads == Some(0) || w.cpus == Some(0) {
+            return Err(fail(
+                "workstation.processor_threads and workstation.cpus: at least 1".into(),
+            ));
+        }
+        if let Some(x) = w.cpu_scale
+            && !(x > 0.0 && x <= 1.0)
+        {
+            return Err(fail(format!(
+                "workstation.cpu_scale {x}: a share of this machine's CPUs, above 0 and at most 1"
+            )));
+        }
         Ok(LabSpec {
             name: f.name,
             description: f.description,
@@ -233,6 +288,12 @@ impl LabSpec {
             limits: Limits {
                 memory,
                 cpus: f.limits.cpus,
+            },
+            workstation: Workstation {
+                ram,
+                processor_threads: w.processor_threads,
+                cpus: w.cpus,
+                cpu_scale: w.cpu_scale,
             },
         })
     }
@@ -579,6 +640,13 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
         let cg = ensure_cgroup(state, "cpuset", &cg_name)?;
         host::write_file(&cg.path.join("cpuset.cpus"), &cpus).map_err(state.host())?;
     }
+    if let Some(scale) = state.spec.workstation.cpu_scale {
+        let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = state.spec.workstation.cpus.unwrap_or(machine).min(machine);
+        let cg = ensure_cgroup(state, "cpu", &cg_name)?;
+        let version = state.cgroup_version.unwrap_or(CgroupVersion::V1);
+        host::cpu_quota(version, &cg, scale * cpus as f64).map_err(state.host())?;
+    }
     // A layout for runs.
     let layout = state.dir.join("layout.toml");
     let mut text = format!(
@@ -894,51 +962,7 @@ pub fn status(state: &LabState) -> Status {
 /// `cgexec` does): only the new process moves, from the cgroup caseload
 /// runs in into the lab's, which lies beneath it.
 pub fn enter(state: &LabState, cmd: &mut std::process::Command) -> Result<(), LabError> {
-    use std::os::unix::process::CommandExt;
-    let files: Vec<std::ffi::CString> = state
-        .join_files()
-        .iter()
-        .map(|p| {
-            std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-                .map_err(|_| state.unavailable(format!("cgroup path {}", p.display())))
-        })
-        .collect::<Result<_, _>>()?;
-    if files.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: the closure runs in the child between fork and exec; it only
-    // calls async-signal-safe functions (getpid, open, write, close) on
-    // memory prepared before the fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            let pid = libc::getpid();
-            let mut digits = [0u8; 12];
-            let mut n = pid as u32;
-            let mut i = digits.len();
-            loop {
-                i -= 1;
-                digits[i] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            for f in &files {
-                let fd = libc::open(f.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let w = libc::write(fd, digits[i..].as_ptr().cast(), digits.len() - i);
-                let e = std::io::Error::last_os_error();
-                libc::close(fd);
-                if w < 0 {
-                    return Err(e);
-                }
-            }
-            Ok(())
-        });
-    }
-    Ok(())
+    host::join_on_exec(cmd, &state.join_files()).map_err(state.host())
 }
 
 /// Copy `files` into the lab's evidence channel with the device models
@@ -1012,6 +1036,18 @@ cpus = "0-1"
         assert_eq!(s.devices["disk"].size, 1 << 30);
         assert_eq!(s.devices["disk"].fs, "ext4");
         assert_eq!(s.limits.memory, Some(2 << 30));
+        assert_eq!(s.workstation, Workstation::default());
+        let w = LabSpec::parse(
+            &format!(
+                "{GOOD}[workstation]\nram = \"32GB\"\nprocessor_threads = 8\ncpu_scale = 0.71\n"
+            ),
+            "w.toml",
+            &model,
+        )
+        .unwrap()
+        .workstation;
+        assert_eq!(w.ram, Some(32 << 30));
+        assert_eq!((w.processor_threads, w.cpu_scale), (Some(8), Some(0.71)));
         for (bad, says) in [
             (
                 GOOD.replace("temp = \"disk\"\n", ""),
@@ -1034,6 +1070,19 @@ cpus = "0-1"
             (GOOD.replace("cpus = \"0-1\"", "cpus = \"all\""), "CPU list"),
             (
                 GOOD.replace("[limits]", "[limits]\nswap = 1"),
+                "unknown field `swap`",
+            ),
+            (
+                format!("{GOOD}[workstation]\nram = \"lots\"\n"),
+                "workstation.ram",
+            ),
+            (
+                format!("{GOOD}[workstation]\ncpu_scale = 1.5\n"),
+                "above 0 and at most 1",
+            ),
+            (format!("{GOOD}[workstation]\ncpus = 0\n"), "at least 1"),
+            (
+                format!("{GOOD}[workstation]\nswap = \"1GB\"\n"),
                 "unknown field `swap`",
             ),
         ] {

@@ -6,6 +6,7 @@
 use super::db_args::DbArgs;
 use super::job_args::{KffArgs, resolve_stages};
 use super::util::{interrupt_flag, parse_size};
+use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
 use caseload_engine::layout::Layout;
 use caseload_engine::probe::ProbeOptions;
@@ -84,6 +85,9 @@ pub struct Args {
     /// database device), or the one --kff-library for all.
     #[command(flatten)]
     pub kff: KffArgs,
+    /// Every run's modelled workstation (with --lab: over each lab's own).
+    #[command(flatten)]
+    pub workstation: WorkstationArgs,
 }
 
 struct Printer;
@@ -194,6 +198,20 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
     }
     caseload_engine::run::build_stages(&stage_specs)?;
     let db = args.db.options_with(resolved.profile)?;
+    // Every lab's workstation, or none, checked on every evidence once.
+    let lab_workstations = args
+        .lab
+        .iter()
+        .map(|name| super::lab::workstation_of(name).map(Some))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for lab in lab_workstations
+        .iter()
+        .map(Option::as_ref)
+        .chain((!args.layout.is_empty()).then_some(None))
+    {
+        args.workstation
+            .preflight(lab, &args.evidence, args.threads, &db)?;
+    }
     anyhow::ensure!(
         args.probe_seconds > 0.0 && args.probe_seconds.is_finite(),
         "--probe-seconds must be positive"
@@ -243,6 +261,7 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         instances: args.instances.or(resolved.instances).unwrap_or(1),
         threads: args.threads,
         db,
+        workstation: args.workstation.job(),
         keep_runs: args.keep_runs,
         prober,
         command: std::env::args().collect(),

@@ -102,6 +102,7 @@ impl CaseArgs {
                 trace: false,
                 resume: false,
                 faults: Vec::new(),
+                workstation: None,
             },
             PlanKnobs {
                 lease_seconds: self.lease_seconds,

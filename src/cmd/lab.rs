@@ -219,6 +219,11 @@ pub fn enter(name: &str) -> anyhow::Result<Option<ExitCode>> {
     }))
 }
 
+/// The workstation lab `name` models besides its drives.
+pub fn workstation_of(name: &str) -> anyhow::Result<caseload_lab::lab::Workstation> {
+    Ok(LabState::load(name)?.spec.workstation)
+}
+
 /// The layout file of lab `name`.
 pub fn layout_of(name: &str) -> anyhow::Result<PathBuf> {
     let state = LabState::load(name)?;

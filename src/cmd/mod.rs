@@ -19,6 +19,7 @@ pub mod run;
 pub mod search;
 pub mod study;
 pub mod util;
+pub mod workstation_args;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -117,6 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         trace: false,
         faults: Vec::new(),
         resume: false,
+        workstation: None,
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

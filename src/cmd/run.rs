@@ -3,6 +3,7 @@
 use super::db_args::DbArgs;
 use super::job_args::{KffArgs, LayoutArgs, resolve_stages};
 use super::util::{self, CacheArg, TerminalObserver, finish};
+use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
 use caseload_engine::channel::ChannelKind;
 use caseload_engine::report::{render_aggregate, render_table};
@@ -77,15 +78,32 @@ pub struct Args {
     /// The KFF stage's hash library and sets.
     #[command(flatten)]
     pub kff: KffArgs,
+    /// The modelled workstation's memory and processors.
+    #[command(flatten)]
+    pub workstation: WorkstationArgs,
 }
 
 /// Run it.
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    args.workstation.check()?;
+    let mut lab_workstation = None;
     if let Some(lab) = args.layout.lab.clone() {
+        anyhow::ensure!(
+            args.workstation.cpu_scale.is_none(),
+            "--cpu-scale with --lab: the lab's processor is its `[workstation] cpu_scale`"
+        );
         if let Some(code) = super::lab::enter(&lab)? {
             return Ok(code);
         }
         args.evidence = super::lab::evidence_in(&lab, args.evidence);
+        lab_workstation = Some(super::lab::workstation_of(&lab)?);
+    }
+    let workstation = args.workstation.spec(lab_workstation.as_ref())?;
+    // The processors first: every thread and server process the run
+    // starts inherits them.
+    let cpus = args.workstation.apply_cpus(lab_workstation.as_ref())?;
+    if let Some(code) = args.workstation.enter_cpu_quota(cpus)? {
+        return Ok(code);
     }
     let layout = args.layout.layout()?;
     let (stage_specs, resolved) = case_stages(
@@ -129,6 +147,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         faults: caseload_engine::fault::parse_faults(
             &std::env::var(caseload_engine::fault::INJECT_ENV).unwrap_or_default(),
         )?,
+        workstation,
     };
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
@@ -196,6 +215,7 @@ fn run_instances(
     job.force = args.force;
     job.read_run = Some(args.read_run);
     job.trace = args.trace;
+    job.workstation = args.workstation.job();
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let (report, path) = caseload_workloads::instances::run_instances(&exe, &job, n)?;
     if args.json {

@@ -8,6 +8,7 @@ use super::compare;
 use super::db_args::DbArgs;
 use super::job_args::{KffArgs, resolve_stages};
 use super::util::interrupt_flag;
+use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
 use caseload_lab::lab::{self, LabState, UpOptions};
 use caseload_workloads::Baseline;
@@ -65,6 +66,9 @@ pub struct Ftk4Args {
     /// (with its model off: setting up is not measured).
     #[command(flatten)]
     pub kff: KffArgs,
+    /// Every run's modelled workstation (over each lab's own).
+    #[command(flatten)]
+    pub workstation: WorkstationArgs,
 }
 
 /// A lab taken down when dropped, so also on an error or Ctrl-C.
@@ -114,8 +118,14 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         "`{}` already holds a study (compare.json); choose another --out",
         args.out.display()
     );
-    let stage_specs =
-        resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?.stages;
+    let resolved = resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?;
+    let db = args.db.options_with(resolved.profile)?;
+    for spec in &specs {
+        args.workstation
+            .preflight(Some(&spec.workstation), &args.evidence, args.threads, &db)
+            .with_context(|| format!("lab `{}`", spec.name))?;
+    }
+    let stage_specs = resolved.stages;
     let exe = std::env::current_exe().context("locating the caseload executable")?;
     let cancel = interrupt_flag();
     let command: Vec<String> = std::env::args().collect();
@@ -164,6 +174,7 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
                 threads: args.threads,
                 db: args.db.clone(),
                 kff: args.kff.clone(),
+                workstation: args.workstation.clone(),
             };
             let report = compare::execute(&compare_args)?;
             drop(up);

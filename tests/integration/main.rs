@@ -53,3 +53,4 @@ mod run_json;
 mod shared;
 mod study;
 mod trace;
+mod workstation;

@@ -203,6 +203,8 @@ pub struct CompareSpec<'a> {
     pub threads: Option<usize>,
     /// Case database options of every run.
     pub db: DbOptions,
+    /// The modelled workstation of every run.
+    pub workstation: crate::job::WorkstationFlags,
     /// Keep each run's directories under the layout's channels.
     pub keep_runs: bool,
     /// Probe each layout's and evidence's devices before the runs.
@@ -825,6 +827,7 @@ fn run_one(
     job.cache = caseload_engine::cache::CacheMode::Cold;
     job.json = true;
     job.db = spec.db.clone();
+    job.workstation = spec.workstation.clone();
     let mut cmd = Command::new(&spec.exe);
     cmd.args(job.command_line());
     cmd.stdin(Stdio::null())

@@ -19,6 +19,42 @@ pub enum JobStages {
     Stages(Vec<String>),
 }
 
+/// The modelled workstation's flags of a run (`--ram`, `--scale-from`,
+/// `--cpus`, `--cpu-scale`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkstationFlags {
+    /// Its memory, bytes.
+    pub ram: Option<u64>,
+    /// The size of the evidence being modelled, bytes.
+    pub scale_from: Option<u64>,
+    /// CPUs the run may use.
+    pub cpus: Option<usize>,
+    /// Its processor's speed as a share of the run's CPUs.
+    pub cpu_scale: Option<f64>,
+}
+
+impl WorkstationFlags {
+    /// The flags on a command line.
+    pub fn command_line(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = Vec::new();
+        if let Some(r) = self.ram {
+            // In bytes: `B` keeps the memory parser from reading it as
+            // anything but bytes.
+            a.extend(["--ram".into(), format!("{r}B").into()]);
+        }
+        if let Some(s) = self.scale_from {
+            a.extend(["--scale-from".into(), s.to_string().into()]);
+        }
+        if let Some(c) = self.cpus {
+            a.extend(["--cpus".into(), c.to_string().into()]);
+        }
+        if let Some(f) = self.cpu_scale {
+            a.extend(["--cpu-scale".into(), f.to_string().into()]);
+        }
+        a
+    }
+}
+
 /// One `caseload run`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSpec {
@@ -56,6 +92,8 @@ pub struct JobSpec {
     pub trace: bool,
     /// Run on the modelled devices of this lab (`--lab`, `caseload lab`).
     pub lab: Option<String>,
+    /// The modelled workstation's memory and processors.
+    pub workstation: WorkstationFlags,
 }
 
 impl JobSpec {
@@ -79,6 +117,7 @@ impl JobSpec {
             read_run: None,
             trace: false,
             lab: None,
+            workstation: WorkstationFlags::default(),
         }
     }
 
@@ -125,6 +164,7 @@ impl JobSpec {
             a.extend(["--read-run".into(), r.to_string().into()]);
         }
         a.extend(self.db.command_line().into_iter().map(OsString::from));
+        a.extend(self.workstation.command_line());
         if self.trace {
             a.push("--trace".into());
         }
@@ -151,6 +191,8 @@ mod tests {
         job.stage_options = vec!["file-hash.entropy=false".into()];
         job.instance = Some(2);
         job.json = true;
+        job.workstation.ram = Some(32 << 30);
+        job.workstation.scale_from = Some(240_000_000_000);
         let args: Vec<String> = job
             .command_line()
             .into_iter()
@@ -161,6 +203,10 @@ mod tests {
         assert!(line.contains("--stage-option file-hash.entropy=false"));
         assert!(line.contains("--cache cold --instance 2 --db-engine sqlite"));
         assert!(line.ends_with("--json"));
+        assert!(
+            line.contains("--ram 34359738368B --scale-from 240000000000"),
+            "{line}"
+        );
         assert!(!line.contains("--database") && !line.contains("--force"));
     }
 }

@@ -104,20 +104,23 @@ pub struct ResidencyWatch {
 }
 
 impl ResidencyWatch {
-    /// Watch `dir` (recursively), charging its files to `counters`.
+    /// Watch each directory (recursively), charging its files to its
+    /// channel's counters.
     pub fn start(
         model: Arc<PageCacheModel>,
-        dir: PathBuf,
-        counters: Arc<ChannelCounters>,
+        dirs: Vec<(PathBuf, Arc<ChannelCounters>)>,
     ) -> std::io::Result<ResidencyWatch> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("cache-residency".into())
             .spawn(move || {
-                let mut known: BTreeMap<PathBuf, CachedFile> = BTreeMap::new();
+                let mut known: Vec<BTreeMap<PathBuf, CachedFile>> =
+                    vec![BTreeMap::new(); dirs.len()];
                 while !flag.load(Ordering::Relaxed) {
-                    look(&model, &dir, &counters, &mut known);
+                    for ((dir, counters), known) in dirs.iter().zip(known.iter_mut()) {
+                        look(&model, dir, counters, known);
+                    }
                     std::thread::sleep(WATCH_INTERVAL);
                 }
             })?;

@@ -722,6 +722,27 @@ impl CaseDb {
         Self::open_sqlite(channel, options, vfs, false)
     }
 
+    /// The directories a private PostgreSQL server keeps its files in (its
+    /// data directory on the database channel, its temporary tablespace
+    /// on the temp channel), with their channel; none for SQLite or an
+    /// external server.
+    pub fn server_dirs(&self) -> Vec<(std::path::PathBuf, crate::channel::ChannelKind)> {
+        let Engine::Postgres(pg) = &self.engine else {
+            return Vec::new();
+        };
+        let Some(cluster) = &pg.cluster else {
+            return Vec::new();
+        };
+        let mut dirs = vec![(
+            cluster.data_dir().to_path_buf(),
+            crate::channel::ChannelKind::Database,
+        )];
+        if let Some(t) = &pg.temp_dir {
+            dirs.push((t.clone(), crate::channel::ChannelKind::Temp));
+        }
+        dirs
+    }
+
     /// Send the server's temporary files (sorts, hashes and index builds
     /// larger than their memory) to the temp channel when the profile says
     /// so (ftk4: FTK's dbTemp): a tablespace in a `dbTemp` directory there,

@@ -267,6 +267,7 @@ pub fn aggregate_report(input: &AggregateInput<'_>) -> RunReport {
         channel_fault: None,
         resumed: None,
         distributed: Some(distributed),
+        workstation: None,
     }
 }
 

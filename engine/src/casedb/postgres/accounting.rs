@@ -62,6 +62,9 @@ struct ProcIo {
     wchar: u64,
     syscr: u64,
     syscw: u64,
+    /// Bytes the process caused to be fetched from storage: its reads
+    /// that missed the page cache.
+    read_bytes: u64,
 }
 
 fn read_proc_io(pid: i32) -> Option<ProcIo> {
@@ -75,6 +78,7 @@ fn read_proc_io(pid: i32) -> Option<ProcIo> {
             "wchar" => io.wchar = v,
             "syscr" => io.syscr = v,
             "syscw" => io.syscw = v,
+            "read_bytes" => io.read_bytes = v,
             _ => {}
         }
     }
@@ -321,6 +325,14 @@ impl ServerIo {
                 delta.bytes_written += io.wchar.saturating_sub(b.wchar);
                 delta.read_ops += io.syscr.saturating_sub(b.syscr);
                 delta.write_ops += io.syscw.saturating_sub(b.syscw);
+                // With a modelled page cache, the server's reads that the
+                // kernel served from memory are its hits, the rest misses.
+                if self.channel.counters().page_cache().is_some() {
+                    let read = io.rchar.saturating_sub(b.rchar);
+                    let miss = io.read_bytes.saturating_sub(b.read_bytes).min(read);
+                    delta.cache_miss_bytes += miss;
+                    delta.cache_hit_bytes += read - miss;
+                }
             }
         }
         if !stats {

@@ -28,6 +28,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("autovacuum", "on"),
     ("work_mem", "4MB"),
     ("maintenance_work_mem", "64MB"),
+    ("effective_cache_size", "4GB"),
 ];
 
 /// Settings caseload needs for its accounting (not I/O choices).
