@@ -151,6 +151,10 @@ pub struct RunSpec {
     /// The modelled workstation (`--ram`): its page cache held to what
     /// its memory leaves, its database server's memory settings.
     pub workstation: Option<WorkstationSpec>,
+    /// Processes that serve the run without being its workload (a lab's
+    /// device server): their CPU is measured per stage and left out of
+    /// the machine's figures.
+    pub helpers: Vec<crate::sampler::Helper>,
 }
 
 /// Check, before any run starts, that `workstation` can be modelled for
@@ -847,7 +851,10 @@ fn run_stages(
         let cpu_before = CpuTimes::now();
         let stage_started = casedb::now_utc();
         let clock = Instant::now();
-        let sampler = crate::sampler::Sampler::start(std::time::Duration::from_millis(250));
+        let sampler = crate::sampler::Sampler::start_excluding(
+            std::time::Duration::from_millis(250),
+            spec.helpers.clone(),
+        );
         let progress = observer.stage_started(stage.name());
         let recorded = RecordCounts::default();
         let ctx = StageContext {

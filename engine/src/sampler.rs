@@ -49,6 +49,58 @@ pub struct CpuProfile {
     pub load1_max: f64,
     /// The samples (at most [`MAX_SAMPLES`], evenly thinned).
     pub samples: Vec<CpuSample>,
+    /// Processes that serve the run but are not its workload (a lab's
+    /// device server, which models the drives): their CPU time over the
+    /// stage, left out of the shares above and the samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<ExcludedCpu>,
+}
+
+/// A process whose CPU time is kept out of a stage's machine figures.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ExcludedCpu {
+    /// What it is.
+    pub name: String,
+    /// Its process.
+    pub pid: u32,
+    /// User CPU seconds over the stage.
+    pub user_seconds: f64,
+    /// System CPU seconds over the stage.
+    pub system_seconds: f64,
+}
+
+/// A process whose CPU the machine figures leave out (see
+/// [`CpuProfile::excluded`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Helper {
+    /// What it is.
+    pub name: String,
+    /// Its process.
+    pub pid: u32,
+}
+
+/// User and system clock ticks of `pid` (0 when it is gone).
+fn process_ticks(pid: u32) -> (u64, u64) {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return (0, 0);
+    };
+    // The command name is in parentheses and may hold spaces.
+    let Some(rest) = text.rfind(')').map(|i| &text[i + 2..]) else {
+        return (0, 0);
+    };
+    let f: Vec<&str> = rest.split(' ').collect();
+    let get = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of the line, 11 and 12 after
+    // the name and state.
+    (get(11), get(12))
+}
+
+/// The helpers' ticks summed.
+fn helper_ticks(helpers: &[Helper]) -> (u64, u64) {
+    helpers
+        .iter()
+        .map(|h| process_ticks(h.pid))
+        .fold((0, 0), |(u, s), (a, b)| (u + a, s + b))
 }
 
 /// Highest resident memory of each kind seen by the sampler over a stage.
@@ -103,6 +155,20 @@ struct Ticks {
     total: u64,
 }
 
+impl Ticks {
+    /// The machine's ticks less a process's (user, system): its time is
+    /// neither user nor system nor idle for the rest, so it leaves the
+    /// total too.
+    fn less(self, (user, system): (u64, u64)) -> Ticks {
+        Ticks {
+            user: self.user.saturating_sub(user),
+            system: self.system.saturating_sub(system),
+            iowait: self.iowait,
+            total: self.total.saturating_sub(user + system),
+        }
+    }
+}
+
 fn read_ticks() -> Option<Ticks> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
@@ -142,19 +208,29 @@ pub struct Sampler {
     handle: Option<JoinHandle<(Vec<CpuSample>, MemoryPeaks)>>,
     first: Option<Ticks>,
     interval: Duration,
+    helpers: Vec<Helper>,
+    first_helpers: Vec<(u64, u64)>,
 }
 
 impl Sampler {
     /// Start sampling every `interval`.
     pub fn start(interval: Duration) -> Sampler {
+        Sampler::start_excluding(interval, Vec::new())
+    }
+
+    /// Start sampling every `interval`, leaving `helpers`' CPU out.
+    pub fn start_excluding(interval: Duration, helpers: Vec<Helper>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let first = read_ticks();
+        let first = read_ticks().map(|t| t.less(helper_ticks(&helpers)));
+        let first_helpers: Vec<(u64, u64)> = helpers.iter().map(|h| process_ticks(h.pid)).collect();
+        let sampled = helpers.clone();
         let handle = std::thread::Builder::new()
             .name("caseload-sampler".into())
             .spawn(move || {
                 let begin = Instant::now();
-                let mut prev = read_ticks();
+                let ticks = || read_ticks().map(|t| t.less(helper_ticks(&sampled)));
+                let mut prev = ticks();
                 let mut samples = Vec::new();
                 let mut keep_every = 1usize;
                 let mut n = 0usize;
@@ -169,7 +245,7 @@ impl Sampler {
                     if let Some(m) = mem {
                         memory = memory.max(m);
                     }
-                    let now = read_ticks();
+                    let now = ticks();
                     if let (Some(a), Some(b)) = (prev, now) {
                         let total = b.total.saturating_sub(a.total);
                         n += 1;
@@ -199,6 +275,8 @@ impl Sampler {
             handle,
             first,
             interval,
+            helpers,
+            first_helpers,
         }
     }
 
@@ -213,7 +291,23 @@ impl Sampler {
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
         let memory = MemoryPeaks::now().map_or(memory, |m| memory.max(m));
-        let last = read_ticks();
+        let last = read_ticks().map(|t| t.less(helper_ticks(&self.helpers)));
+        // Clock ticks are USER_HZ, 100 a second on Linux.
+        let hz = 100.0;
+        let excluded = self
+            .helpers
+            .iter()
+            .zip(&self.first_helpers)
+            .map(|(h, &(u0, s0))| {
+                let (u1, s1) = process_ticks(h.pid);
+                ExcludedCpu {
+                    name: h.name.clone(),
+                    pid: h.pid,
+                    user_seconds: u1.saturating_sub(u0) as f64 / hz,
+                    system_seconds: s1.saturating_sub(s0) as f64 / hz,
+                }
+            })
+            .collect();
         let (user_pct, system_pct, iowait_pct) = match (self.first, last) {
             (Some(a), Some(b)) => {
                 let total = b.total.saturating_sub(a.total);
@@ -233,6 +327,7 @@ impl Sampler {
             iowait_pct,
             load1_max,
             samples,
+            excluded,
         };
         (cpu, memory)
     }
@@ -264,6 +359,41 @@ mod tests {
         assert!(p.user_pct > 0.0, "{p:?}");
         assert!(!p.samples.is_empty());
         assert!(p.user_pct + p.system_pct + p.iowait_pct <= 100.0 + 1e-9);
+    }
+
+    #[test]
+    fn a_helpers_cpu_is_left_out_of_the_machine() {
+        // A busy child process, excluded: the machine's user share stays
+        // low while the child's own seconds are counted.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let s = Sampler::start_excluding(
+            Duration::from_millis(50),
+            vec![Helper {
+                name: "busy".into(),
+                pid: child.id(),
+            }],
+        );
+        std::thread::sleep(Duration::from_millis(600));
+        let (p, _) = s.finish();
+        let _ = child.kill();
+        let _ = child.wait();
+        let spent = p.excluded[0].user_seconds + p.excluded[0].system_seconds;
+        assert!(spent > 0.3, "{p:?}");
+        // Its ticks leave the machine's user time and the total alike (the
+        // rest of the machine may be busy with other tests, so the shares
+        // themselves are checked on fixed ticks).
+        let machine = Ticks {
+            user: 300,
+            system: 50,
+            iowait: 10,
+            total: 400,
+        };
+        let rest = machine.less((100, 20));
+        assert_eq!((rest.user, rest.system, rest.total), (200, 30, 280));
+        assert!((share(rest.user, rest.total) - 71.43).abs() < 0.01);
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl CaseArgs {
                 resume: false,
                 faults: Vec::new(),
                 workstation: None,
+                helpers: Vec::new(),
             },
             PlanKnobs {
                 lease_seconds: self.lease_seconds,

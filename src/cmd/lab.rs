@@ -224,6 +224,20 @@ pub fn workstation_of(name: &str) -> anyhow::Result<caseload_lab::lab::Workstati
     Ok(LabState::load(name)?.spec.workstation)
 }
 
+/// The processes of lab `name` that serve a run without being its
+/// workload: its device server, whose CPU the run's machine figures
+/// leave out.
+pub fn helpers_of(name: &str) -> anyhow::Result<Vec<caseload_engine::sampler::Helper>> {
+    Ok(LabState::load(name)?
+        .daemon
+        .map(|d| caseload_engine::sampler::Helper {
+            name: "lab device server".into(),
+            pid: d.pid,
+        })
+        .into_iter()
+        .collect())
+}
+
 /// The layout file of lab `name`.
 pub fn layout_of(name: &str) -> anyhow::Result<PathBuf> {
     let state = LabState::load(name)?;

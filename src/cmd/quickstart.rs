@@ -118,6 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         faults: Vec::new(),
         resume: false,
         workstation: None,
+        helpers: Vec::new(),
     };
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)

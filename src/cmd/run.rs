@@ -148,6 +148,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             &std::env::var(caseload_engine::fault::INJECT_ENV).unwrap_or_default(),
         )?,
         workstation,
+        helpers: match &args.layout.lab {
+            Some(lab) => super::lab::helpers_of(lab)?,
+            None => Vec::new(),
+        },
     };
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
