@@ -148,7 +148,9 @@ pub struct Rotating {
     pub full_stroke_ms: f64,
     /// Fixed cost of each command (controller, bus), µs.
     pub command_overhead_us: f64,
-    /// Host interface rate, MB/s (cache hits move at this rate).
+    /// Host interface rate, MB/s: cache hits move at this rate, and media
+    /// transfers at no more than it (a USB bridge slower than the
+    /// platters caps them).
     pub interface_mb_s: f64,
     /// Read-ahead buffer: after a read the disk goes on reading this far
     /// while idle, and serves later reads inside it from the buffer.
@@ -330,7 +332,7 @@ impl Check<'_> {
                 0.0,
                 100_000.0,
             )?,
-            interface_mb_s: self.range(&k("interface_mb_s"), r.interface_mb_s, outer, 100_000.0)?,
+            interface_mb_s: self.range(&k("interface_mb_s"), r.interface_mb_s, 1.0, 100_000.0)?,
             read_cache: self.size(&k("read_cache"), &r.read_cache, 0, 1 << 30)?,
             write_cache: self.size(&k("write_cache"), &r.write_cache, 0, 1 << 30)?,
         })

@@ -223,7 +223,9 @@ impl Disk {
             }
             t += wait;
         }
-        t += len as f64 / self.rate(offset);
+        // The host side caps the transfer where it is the slower (a USB
+        // bridge); otherwise the zone's rate.
+        t += len as f64 / self.rate(offset).min(per_ns(self.p.interface_mb_s));
         let done = ns(t).max(start);
         self.head = offset + len;
         self.head_time = done;

@@ -69,6 +69,17 @@ pub struct Ftk4Args {
     /// Every run's modelled workstation (over each lab's own).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
+    /// The study's final tables instead of its labs: economy, mid-range
+    /// and high-end, DD and E01, each with its drives, processor and RAM
+    /// (docs/lab.md), scaled to the study's 240 GB image (or
+    /// --scale-from); needs one DD and one E01 of the same disk.
+    #[arg(long, conflicts_with_all = ["labs", "ram"])]
+    pub tiers: bool,
+    /// Step 3's memory matrix: 16, 32 and 64 GB on the base configuration
+    /// (every drive a 7200 rpm disk), DD and E01 (with --tiers: after the
+    /// tiers).
+    #[arg(long, conflicts_with_all = ["labs", "ram"])]
+    pub memory: bool,
 }
 
 /// A lab taken down when dropped, so also on an error or Ctrl-C.
@@ -94,77 +105,97 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
-    let labs: Vec<String> = if args.labs.is_empty() {
-        FTK4_LABS.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.labs.clone()
-    };
-    // Everything is checked before the first lab is built.
+/// What every lab of a study needs: checked once, before the first lab.
+struct Prepared {
+    db: caseload_engine::casedb::DbOptions,
+    stage_specs: Vec<(String, caseload_engine::stage::StageOptions)>,
+    exe: PathBuf,
+}
+
+fn prepare(args: &Ftk4Args) -> anyhow::Result<Prepared> {
     anyhow::ensure!(
         caseload_lab::host::is_root(),
         "a study builds labs of modelled devices, which needs root (loop devices, mounts, cgroups)"
     );
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
-    let specs = labs
-        .iter()
-        .map(|name| caseload_workloads::devices::lab(name))
-        .collect::<Result<Vec<_>, _>>()?;
     for f in &args.evidence {
         anyhow::ensure!(f.is_file(), "evidence `{}` is not a file", f.display());
     }
-    anyhow::ensure!(
-        !args.out.join(files::COMPARE_JSON).exists(),
-        "`{}` already holds a study (compare.json); choose another --out",
-        args.out.display()
-    );
     let resolved = resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?;
-    let db = args.db.options_with(resolved.profile)?;
-    for spec in &specs {
-        args.workstation
-            .preflight(Some(&spec.workstation), &args.evidence, args.threads, &db)
-            .with_context(|| format!("lab `{}`", spec.name))?;
-    }
-    let stage_specs = resolved.stages;
-    let exe = std::env::current_exe().context("locating the caseload executable")?;
-    let cancel = interrupt_flag();
-    let command: Vec<String> = std::env::args().collect();
-    let mut parts: Vec<LabPart> = Vec::new();
-    let mut failure: Option<anyhow::Error> = None;
-    for spec in &specs {
-        if cancel.load(Ordering::Relaxed) {
-            break;
-        }
-        let name = spec.name.clone();
-        eprintln!("caseload study: lab {name}: {}", spec.description);
-        let dir = format!("labs/{name}");
-        let result = (|| -> anyhow::Result<_> {
-            let up = LabUp(Some(lab::up(spec, &UpOptions { exe: exe.clone() })?));
-            let state = up.0.as_ref().context("lab state")?;
-            let copies = lab::load_evidence(state, &args.evidence)?;
-            // The hash sets go into the lab's database device unmodelled;
-            // the comparison then finds them imported and reuses them.
-            if !args.kff.hashsets.is_empty() {
-                state.set_modelled(false)?;
-                let layout = super::lab::lab_layout(&name)?;
-                let imported = super::hashset::prepare_run(
-                    &args.kff.hashsets,
-                    args.kff.kff_library.as_deref(),
-                    &layout,
-                    &stage_specs,
-                );
-                state.set_modelled(true)?;
-                imported?;
+    Ok(Prepared {
+        db: args.db.options_with(resolved.profile)?,
+        stage_specs: resolved.stages,
+        exe: std::env::current_exe().context("locating the caseload executable")?,
+    })
+}
+
+/// One comparison to run on a lab: its evidence, its output directory
+/// (relative to the study's), its workstation.
+struct LabRun {
+    evidence: Vec<PathBuf>,
+    dir: String,
+    workstation: WorkstationArgs,
+}
+
+/// Bring lab `spec` up with the evidence its runs need (models off while
+/// copying), import the hash sets into its database device (models off:
+/// setting up is not measured), run each comparison, and take the lab
+/// down again (also on an error or Ctrl-C). The reports, in order, up to
+/// the first failure, and that failure.
+fn on_lab(
+    args: &Ftk4Args,
+    p: &Prepared,
+    spec: &caseload_lab::LabSpec,
+    runs: &[LabRun],
+) -> (
+    Vec<caseload_workloads::report::CompareReport>,
+    Option<anyhow::Error>,
+) {
+    let name = spec.name.clone();
+    eprintln!("caseload study: lab {name}: {}", spec.description);
+    let mut reports = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        let up = LabUp(Some(lab::up(spec, &UpOptions { exe: p.exe.clone() })?));
+        let state = up.0.as_ref().context("lab state")?;
+        let mut wanted: Vec<PathBuf> = Vec::new();
+        for r in runs {
+            for e in &r.evidence {
+                if !wanted.contains(e) {
+                    wanted.push(e.clone());
+                }
             }
+        }
+        let copies = lab::load_evidence(state, &wanted)?;
+        if !args.kff.hashsets.is_empty() {
+            state.set_modelled(false)?;
+            let layout = super::lab::lab_layout(&name)?;
+            let imported = super::hashset::prepare_run(
+                &args.kff.hashsets,
+                args.kff.kff_library.as_deref(),
+                &layout,
+                &p.stage_specs,
+            );
+            state.set_modelled(true)?;
+            imported?;
+        }
+        for r in runs {
+            let evidence = r
+                .evidence
+                .iter()
+                .map(|e| {
+                    let i = wanted.iter().position(|w| w == e).unwrap_or(0);
+                    copies[i].clone()
+                })
+                .collect();
             let compare_args = compare::Args {
-                evidence: copies,
+                evidence,
                 layout: Vec::new(),
                 lab: vec![name.clone()],
                 workload: Some(args.workload.clone()),
                 stages: Vec::new(),
                 stage_options: args.stage_options.clone(),
                 repeat: args.repeat,
-                out: args.out.join(&dir),
+                out: args.out.join(&r.dir),
                 baseline: Baseline::Number(1),
                 instances: None,
                 probe: false,
@@ -174,25 +205,71 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
                 threads: args.threads,
                 db: args.db.clone(),
                 kff: args.kff.clone(),
-                workstation: args.workstation.clone(),
+                workstation: r.workstation.clone(),
             };
             let report = compare::execute(&compare_args)?;
-            drop(up);
-            Ok(report)
-        })();
-        match result {
-            Ok(report) => {
-                print!("{}", render_table(&report));
-                parts.push(LabPart {
-                    lab: name,
-                    dir,
-                    report,
-                });
-            }
-            Err(e) => {
-                failure = Some(e.context(format!("lab `{name}`")));
-                break;
-            }
+            print!("{}", render_table(&report));
+            reports.push(report);
+        }
+        drop(up);
+        Ok(())
+    })();
+    (
+        reports,
+        result.err().map(|e| e.context(format!("lab `{name}`"))),
+    )
+}
+
+fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
+    if args.tiers || args.memory {
+        return tables(args);
+    }
+    let labs: Vec<String> = if args.labs.is_empty() {
+        FTK4_LABS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.labs.clone()
+    };
+    // Everything is checked before the first lab is built.
+    let p = prepare(&args)?;
+    let specs = labs
+        .iter()
+        .map(|name| caseload_workloads::devices::lab(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    anyhow::ensure!(
+        !args.out.join(files::COMPARE_JSON).exists(),
+        "`{}` already holds a study (compare.json); choose another --out",
+        args.out.display()
+    );
+    for spec in &specs {
+        args.workstation
+            .preflight(Some(&spec.workstation), &args.evidence, args.threads, &p.db)
+            .with_context(|| format!("lab `{}`", spec.name))?;
+    }
+    let cancel = interrupt_flag();
+    let command: Vec<String> = std::env::args().collect();
+    let mut parts: Vec<LabPart> = Vec::new();
+    let mut failure: Option<anyhow::Error> = None;
+    for spec in &specs {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let dir = format!("labs/{}", spec.name);
+        let run = LabRun {
+            evidence: args.evidence.clone(),
+            dir: dir.clone(),
+            workstation: args.workstation.clone(),
+        };
+        let (mut reports, err) = on_lab(&args, &p, spec, std::slice::from_ref(&run));
+        if let Some(report) = reports.pop() {
+            parts.push(LabPart {
+                lab: spec.name.clone(),
+                dir,
+                report,
+            });
+        }
+        if let Some(e) = err {
+            failure = Some(e);
+            break;
         }
     }
     if parts.is_empty() {
@@ -214,4 +291,175 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(compare::exit_code(&report.status, "study"))
+}
+
+/// `--tiers`, `--memory`: the study's tables, each configuration a
+/// comparison of its own, labs brought up once for all their
+/// configurations.
+fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
+    use caseload_workloads::study_tables::{
+        FTK4_MEMORY, FTK4_TIERS, ImageKind, MODELLED_IMAGE_BYTES, TableConfig, TablePart,
+        render_table_text, table_report,
+    };
+    let p = prepare(&args)?;
+    // One DD and one E01 of the same disk.
+    let mut by_kind: Vec<(ImageKind, PathBuf, u64)> = Vec::new();
+    for e in &args.evidence {
+        let channel = caseload_engine::channel::Channel::new(
+            caseload_engine::channel::ChannelKind::Evidence,
+            e.parent().unwrap_or(std::path::Path::new(".")),
+            Vec::new(),
+        );
+        let source = caseload_engine::source::open_evidence(e, &channel, Default::default())
+            .with_context(|| format!("evidence `{}`", e.display()))?;
+        let kind = match source.info().format {
+            caseload_engine::source::SourceFormat::Ewf => ImageKind::E01,
+            caseload_engine::source::SourceFormat::Raw
+            | caseload_engine::source::SourceFormat::SplitRaw => ImageKind::Dd,
+            other => anyhow::bail!(
+                "evidence `{}` is {other:?}; the study's tables compare a DD and an E01",
+                e.display()
+            ),
+        };
+        by_kind.push((kind, e.clone(), source.size()));
+    }
+    let find = |k: ImageKind| by_kind.iter().find(|(kind, _, _)| *kind == k);
+    let (Some(dd), Some(e01), 2) = (find(ImageKind::Dd), find(ImageKind::E01), by_kind.len())
+    else {
+        anyhow::bail!(
+            "--tiers and --memory need exactly two --evidence files: a DD and an E01 of the same disk"
+        );
+    };
+    anyhow::ensure!(
+        dd.2 == e01.2,
+        "the DD ({} bytes) and the E01 ({} bytes of media) are not the same disk",
+        dd.2,
+        e01.2
+    );
+    let evidence_bytes = dd.2;
+    let scale_from = args.workstation.scale_from.unwrap_or(MODELLED_IMAGE_BYTES);
+    let mut tables: Vec<(&str, &[TableConfig])> = Vec::new();
+    if args.tiers {
+        tables.push(("tiers", FTK4_TIERS));
+    }
+    if args.memory {
+        tables.push(("memory", FTK4_MEMORY));
+    }
+    for (table, _) in &tables {
+        anyhow::ensure!(
+            !args.out.join(format!("{table}.json")).exists(),
+            "`{}` already holds the study's {table} ({table}.json); choose another --out",
+            args.out.display()
+        );
+    }
+    // Every configuration's run, checked before the first lab.
+    struct Planned {
+        table: usize,
+        config: TableConfig,
+        run: LabRun,
+    }
+    let mut planned: Vec<Planned> = Vec::new();
+    for (t, (table, configs)) in tables.iter().enumerate() {
+        for c in configs.iter() {
+            let evidence = if c.kind == ImageKind::Dd {
+                &dd.1
+            } else {
+                &e01.1
+            };
+            let mut workstation = args.workstation.clone();
+            workstation.ram = Some(c.ram_gib << 30);
+            workstation.scale_from = Some(scale_from);
+            let spec = caseload_workloads::devices::lab(c.lab)?;
+            workstation
+                .preflight(
+                    Some(&spec.workstation),
+                    std::slice::from_ref(evidence),
+                    args.threads,
+                    &p.db,
+                )
+                .with_context(|| format!("{table}: {} {}", c.row, c.kind.label()))?;
+            planned.push(Planned {
+                table: t,
+                config: *c,
+                run: LabRun {
+                    evidence: vec![evidence.clone()],
+                    dir: format!(
+                        "{table}/{}-{}",
+                        c.row.replace(' ', ""),
+                        c.kind.label().to_lowercase()
+                    ),
+                    workstation,
+                },
+            });
+        }
+    }
+    let cancel = interrupt_flag();
+    let mut parts: Vec<Vec<TablePart>> = vec![Vec::new(); tables.len()];
+    let mut failure: Option<anyhow::Error> = None;
+    let mut labs: Vec<&str> = Vec::new();
+    for pl in &planned {
+        if !labs.contains(&pl.config.lab) {
+            labs.push(pl.config.lab);
+        }
+    }
+    for name in labs {
+        if cancel.load(Ordering::Relaxed) || failure.is_some() {
+            break;
+        }
+        let spec = caseload_workloads::devices::lab(name)?;
+        let mine: Vec<&Planned> = planned.iter().filter(|pl| pl.config.lab == name).collect();
+        let runs: Vec<LabRun> = mine
+            .iter()
+            .map(|pl| LabRun {
+                evidence: pl.run.evidence.clone(),
+                dir: pl.run.dir.clone(),
+                workstation: pl.run.workstation.clone(),
+            })
+            .collect();
+        let (reports, err) = on_lab(&args, &p, &spec, &runs);
+        for (pl, report) in mine.iter().zip(reports) {
+            parts[pl.table].push(TablePart {
+                config: pl.config,
+                dir: pl.run.dir.clone(),
+                report,
+            });
+        }
+        failure = err;
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating `{}`", args.out.display()))?;
+    for ((table, configs), mut got) in tables.iter().zip(parts) {
+        // The study's order, whatever order the labs ran in.
+        got.sort_by_key(|part| configs.iter().position(|c| *c == part.config));
+        let report = table_report(table, &got, evidence_bytes);
+        let text = render_table_text(&report);
+        let html =
+            caseload_workloads::report::render_tables_html(&report).map_err(anyhow::Error::msg)?;
+        for (file, bytes) in [
+            (format!("{table}.json"), serde_json::to_vec_pretty(&report)?),
+            (format!("{table}.txt"), text.clone().into_bytes()),
+            (format!("{table}.html"), html.into_bytes()),
+        ] {
+            std::fs::write(args.out.join(&file), bytes)
+                .with_context(|| format!("writing `{}`", args.out.join(&file).display()))?;
+        }
+        println!(
+            "study ftk4 --{table} ({} of {} configurations):",
+            got.len(),
+            configs.len()
+        );
+        print!("{text}");
+        println!(
+            "reports: {} ({table}.json, {table}.txt, {table}.html; each configuration's comparison in {table}/)",
+            args.out.display()
+        );
+    }
+    if let Some(e) = failure {
+        eprintln!("caseload study: stopped: {e:#}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
 }

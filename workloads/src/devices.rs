@@ -10,6 +10,10 @@ pub const DEVICES: &[(&str, &str)] = &[
     ("hdd-7200", include_str!("../devices/hdd-7200.toml")),
     ("hdd-10k", include_str!("../devices/hdd-10k.toml")),
     ("usb3-hdd", include_str!("../devices/usb3-hdd.toml")),
+    (
+        "usb3-sata-7200",
+        include_str!("../devices/usb3-sata-7200.toml"),
+    ),
     ("raid5-4x7200", include_str!("../devices/raid5-4x7200.toml")),
     ("nas-1gbe", include_str!("../devices/nas-1gbe.toml")),
     ("sata-ssd", include_str!("../devices/sata-ssd.toml")),
@@ -35,6 +39,26 @@ pub const LABS: &[(&str, &str)] = &[
     (
         "ftk4-five-channel",
         include_str!("../labs/ftk4-five-channel.toml"),
+    ),
+    (
+        "ftk4-tier-base",
+        include_str!("../labs/ftk4-tier-base.toml"),
+    ),
+    (
+        "ftk4-tier-economy",
+        include_str!("../labs/ftk4-tier-economy.toml"),
+    ),
+    (
+        "ftk4-tier-mid-dd",
+        include_str!("../labs/ftk4-tier-mid-dd.toml"),
+    ),
+    (
+        "ftk4-tier-mid-e01",
+        include_str!("../labs/ftk4-tier-mid-e01.toml"),
+    ),
+    (
+        "ftk4-tier-high-end",
+        include_str!("../labs/ftk4-tier-high-end.toml"),
     ),
 ];
 

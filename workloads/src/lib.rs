@@ -14,6 +14,7 @@ pub mod model;
 pub mod predict;
 pub mod report;
 pub mod study;
+pub mod study_tables;
 pub mod workload;
 
 pub use compare::{Baseline, CompareError, CompareSpec, StageSelection, run_compare};

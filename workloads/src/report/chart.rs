@@ -474,3 +474,74 @@ pub fn case_throughput(bins: &[caseload_engine::work::ThroughputBin]) -> Result<
         },
     )
 }
+
+/// Paired bars, the study's and caseload's, per group (a configuration's
+/// ratio to its table's first row, or E01 over DD): `(label, study,
+/// caseload)`; a missing value draws no bar.
+pub fn paired_bars(
+    groups: &[(String, Option<f64>, Option<f64>)],
+    y_desc: &str,
+) -> Result<String, String> {
+    let y_max = groups
+        .iter()
+        .flat_map(|(_, a, b)| [*a, *b])
+        .flatten()
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max)
+        * 1.15;
+    let n = groups.len().max(1) as f64;
+    let labels: Vec<String> = groups.iter().map(|(l, _, _)| l.clone()).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..n, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups.len().max(1))
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 0.26 {
+                    labels.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_desc)
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .draw()
+            .map_err(err)?;
+        let study = RGBColor(186, 176, 172);
+        for (colour, offset, name, pick) in [
+            (study, 0.12, "FTK 4 study", 0usize),
+            (USER, 0.5, "caseload", 1),
+        ] {
+            let bars: Vec<Rectangle<(f64, f64)>> = groups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, a, b))| {
+                    let v = if pick == 0 { *a } else { *b }?;
+                    let x = i as f64 + offset;
+                    Some(Rectangle::new([(x, 0.0), (x + 0.38, v)], colour.filled()))
+                })
+                .collect();
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
+                });
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

@@ -15,12 +15,14 @@ mod html;
 mod model_page;
 mod summary;
 mod table;
+mod tables_page;
 
 pub use case_page::render_case_html;
 pub use html::render_html;
 pub use model_page::render_model_html;
 pub use summary::{figures_from_instances, figures_from_run, summarize};
 pub use table::render_table;
+pub use tables_page::render_tables_html;
 
 use caseload_engine::cache::CacheReport;
 use caseload_engine::casedb::DbOptions;
