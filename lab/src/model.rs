@@ -168,6 +168,12 @@ pub struct Raid5 {
     pub chunk: u64,
     /// Each member's mechanics.
     pub member: Rotating,
+    /// The controller's write-back cache, bytes (0: none): writes are
+    /// taken into it at once and written out gathered into whole stripes
+    /// where they run on, as a hardware RAID controller with a
+    /// battery-backed cache does.
+    #[serde(default)]
+    pub controller_cache: u64,
 }
 
 /// Storage reached over a network link (NFS/SMB share): each request pays
@@ -246,6 +252,8 @@ struct Raid5File {
     disks: u32,
     chunk: String,
     member: RotatingFile,
+    #[serde(default)]
+    controller_cache: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -351,10 +359,15 @@ impl Check<'_> {
         if chunk % 4096 != 0 {
             return Err(self.fail(&format!("{prefix}.chunk"), "must be a multiple of 4 KiB"));
         }
+        let controller_cache = match &r.controller_cache {
+            Some(c) => self.size(&format!("{prefix}.controller_cache"), c, 0, 64 << 30)?,
+            None => 0,
+        };
         Ok(Raid5 {
             disks: r.disks,
             chunk,
             member: self.rotating(&format!("{prefix}.member"), &r.member)?,
+            controller_cache,
         })
     }
 }
