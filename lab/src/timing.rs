@@ -839,7 +839,10 @@ mod tests {
         // faster than read-modify-write of every piece.
         let mb_s = 64.0 * 1.048576 / (cached_done as f64 / 1e9);
         assert!(mb_s > 2.5 * 150.0, "{mb_s} MB/s");
-        assert!(cached_done * 2 < plain_done, "{cached_done} against {plain_done}");
+        assert!(
+            cached_done * 2 < plain_done,
+            "{cached_done} against {plain_done}"
+        );
         // What is still gathered reads from the cache.
         let mut a = Raid5Array::new(&cached);
         a.submit(Op::Write, 1 << 30, 4096, 0);

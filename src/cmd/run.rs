@@ -39,6 +39,8 @@ pub struct Args {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Page cache before each stage: `cold` drops it, `warm` leaves it.
+    /// With --ram, `cold` drops it before the first stage only: the
+    /// modelled workstation's memory decides what later stages find.
     #[arg(long, value_enum, default_value = "cold")]
     pub cache: CacheArg,
     /// Largest evidence read issued for requests smaller than it: small
@@ -99,6 +101,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         lab_workstation = Some(super::lab::workstation_of(&lab)?);
     }
     let workstation = args.workstation.spec(lab_workstation.as_ref())?;
+    anyhow::ensure!(
+        workstation.is_none()
+            || matches!(args.cache.mode(), caseload_engine::cache::CacheMode::Cold),
+        "--ram models the workstation's page cache from a cold start; --cache warm would leave what this machine cached, which the model cannot know"
+    );
     // The processors first: every thread and server process the run
     // starts inherits them.
     let cpus = args.workstation.apply_cpus(lab_workstation.as_ref())?;

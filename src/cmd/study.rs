@@ -80,6 +80,11 @@ pub struct Ftk4Args {
     /// tiers).
     #[arg(long, conflicts_with_all = ["labs", "ram"])]
     pub memory: bool,
+    /// With --tiers or --memory: a directory of lab files of one's own
+    /// for the tables' labs (`ftk4-tier-economy.toml`, ...: other device
+    /// sizes, other models); a lab it lacks is the built-in one.
+    #[arg(long, value_name = "DIR", conflicts_with = "labs")]
+    pub labs_from: Option<PathBuf>,
 }
 
 /// A lab taken down when dropped, so also on an error or Ctrl-C.
@@ -301,6 +306,24 @@ fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         FTK4_MEMORY, FTK4_TIERS, ImageKind, MODELLED_IMAGE_BYTES, TableConfig, TablePart,
         render_table_text, table_report,
     };
+    anyhow::ensure!(
+        args.labs_from.as_ref().is_none_or(|d| d.is_dir()),
+        "--labs-from: no directory `{}`",
+        args.labs_from
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""))
+            .display()
+    );
+    let lab_of = |name: &str| -> anyhow::Result<caseload_lab::LabSpec> {
+        let own = args
+            .labs_from
+            .as_ref()
+            .map(|d| d.join(format!("{name}.toml")));
+        Ok(match own {
+            Some(f) if f.is_file() => caseload_workloads::devices::lab(&f.to_string_lossy())?,
+            _ => caseload_workloads::devices::lab(name)?,
+        })
+    };
     let p = prepare(&args)?;
     // One DD and one E01 of the same disk.
     let mut by_kind: Vec<(ImageKind, PathBuf, u64)> = Vec::new();
@@ -369,7 +392,7 @@ fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
             let mut workstation = args.workstation.clone();
             workstation.ram = Some(c.ram_gib << 30);
             workstation.scale_from = Some(scale_from);
-            let spec = caseload_workloads::devices::lab(c.lab)?;
+            let spec = lab_of(c.lab)?;
             workstation
                 .preflight(
                     Some(&spec.workstation),
@@ -406,7 +429,7 @@ fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         if cancel.load(Ordering::Relaxed) || failure.is_some() {
             break;
         }
-        let spec = caseload_workloads::devices::lab(name)?;
+        let spec = lab_of(name)?;
         let mine: Vec<&Planned> = planned.iter().filter(|pl| pl.config.lab == name).collect();
         let runs: Vec<LabRun> = mine
             .iter()

@@ -109,6 +109,7 @@ fn a_workstation_that_cannot_be_is_refused_before_anything_is_written() {
         (vec!["--cpus", "999"], "--cpus 999"),
         (vec!["--cpu-scale", "1.5"], "at most 1"),
         (vec!["--cpu-scale", "0"], "above 0"),
+        (vec!["--ram", "8GB", "--cache", "warm"], "from a cold start"),
     ] {
         let root = dir.path().join(format!("bad-{}", args.join("_")));
         let out = run_in(&image, &root, &args);
