@@ -352,72 +352,192 @@ fn mb(bytes: u64) -> String {
     }
 }
 
-/// The per-stage table printed at the end of a run.
-pub fn render_table(report: &RunReport) -> String {
-    let headers = [
-        "stage",
-        "status",
-        "wall s",
-        "MB/s",
-        "cpu usr/sys s",
-        "peak MB",
-        "evidence R MB/ops",
-        "ev KiB/op",
-        "database R/W MB",
-        "db ops R/W",
-        "db rows/txn",
-        "fsync",
-        "case W MB/ops",
-        "temp W MB/ops",
-        "blocked s",
-        "bound by",
-    ];
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for s in &report.stages {
-        let ch = |k: ChannelKind| s.channels.get(&k).copied().unwrap_or_default();
-        let (ev, db, case, temp) = (
-            ch(ChannelKind::Evidence),
-            ch(ChannelKind::Database),
-            ch(ChannelKind::Case),
-            ch(ChannelKind::Temp),
-        );
-        let blocked: f64 = s.channels.values().map(|f| f.blocked_seconds).sum();
-        rows.push(vec![
-            s.name.clone(),
-            s.status.clone(),
-            format!("{:.2}", s.wall_seconds),
-            format!("{:.1}", s.mb_per_s),
-            format!("{:.2}/{:.2}", s.cpu_user_seconds, s.cpu_system_seconds),
+/// Which columns the run's table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableWidth {
+    /// The columns that matter most, within [`NARROW_COLUMNS`] characters
+    /// on the usual runs.
+    Default,
+    /// Every column (`--wide`).
+    Wide,
+}
+
+/// The terminal width the default table is made for.
+pub const NARROW_COLUMNS: usize = 120;
+
+/// One column of the run's table: its header, whether only the wide
+/// table has it, and its cell for a stage.
+struct Column {
+    header: &'static str,
+    wide_only: bool,
+    cell: fn(&StageReport) -> String,
+}
+
+fn channel(s: &StageReport, k: ChannelKind) -> ChannelFigures {
+    s.channels.get(&k).copied().unwrap_or_default()
+}
+
+/// The table's columns, in order: what a reader looks at first (time,
+/// work, where the bytes went, what bound the stage) in both widths; the
+/// operation counts, syncs and per-operation figures in the wide one.
+const COLUMNS: &[Column] = &[
+    Column {
+        header: "stage",
+        wide_only: false,
+        cell: |s| s.name.clone(),
+    },
+    Column {
+        header: "status",
+        wide_only: false,
+        cell: |s| s.status.clone(),
+    },
+    Column {
+        header: "wall s",
+        wide_only: false,
+        cell: |s| format!("{:.2}", s.wall_seconds),
+    },
+    Column {
+        header: "MB/s",
+        wide_only: false,
+        cell: |s| format!("{:.1}", s.mb_per_s),
+    },
+    Column {
+        header: "cpu s",
+        wide_only: false,
+        cell: |s| format!("{:.2}", s.cpu_user_seconds + s.cpu_system_seconds),
+    },
+    Column {
+        header: "cpu usr/sys s",
+        wide_only: true,
+        cell: |s| format!("{:.2}/{:.2}", s.cpu_user_seconds, s.cpu_system_seconds),
+    },
+    Column {
+        header: "peak MB",
+        wide_only: false,
+        cell: |s| {
             s.peak_rss_bytes
-                .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)),
-            format!("{}/{}", mb(ev.counters.bytes_read), ev.counters.read_ops),
-            format!("{:.0}", ev.counters.mean_read_bytes() as f64 / 1024.0),
-            format!(
-                "{}/{}",
-                mb(db.counters.bytes_read),
-                mb(db.counters.bytes_written)
-            ),
-            format!("{}/{}", db.counters.read_ops, db.counters.write_ops),
-            format!("{}/{}", s.database_work.rows, s.database_work.transactions),
+                .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6))
+        },
+    },
+    Column {
+        header: "ev R MB",
+        wide_only: false,
+        cell: |s| mb(channel(s, ChannelKind::Evidence).counters.bytes_read),
+    },
+    Column {
+        header: "evidence R MB/ops",
+        wide_only: true,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Evidence).counters;
+            format!("{}/{}", mb(c.bytes_read), c.read_ops)
+        },
+    },
+    Column {
+        header: "ev KiB/op",
+        wide_only: true,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Evidence).counters;
+            format!("{:.0}", c.mean_read_bytes() as f64 / 1024.0)
+        },
+    },
+    Column {
+        header: "db R/W MB",
+        wide_only: false,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Database).counters;
+            format!("{}/{}", mb(c.bytes_read), mb(c.bytes_written))
+        },
+    },
+    Column {
+        header: "db ops R/W",
+        wide_only: true,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Database).counters;
+            format!("{}/{}", c.read_ops, c.write_ops)
+        },
+    },
+    Column {
+        header: "db rows/txn",
+        wide_only: true,
+        cell: |s| format!("{}/{}", s.database_work.rows, s.database_work.transactions),
+    },
+    Column {
+        header: "fsync",
+        wide_only: true,
+        cell: |s| {
             format!(
                 "{}",
                 s.channels.values().map(|f| f.counters.fsyncs).sum::<u64>()
-            ),
+            )
+        },
+    },
+    Column {
+        header: "case W MB",
+        wide_only: false,
+        cell: |s| mb(channel(s, ChannelKind::Case).counters.bytes_written),
+    },
+    Column {
+        header: "case W MB/ops",
+        wide_only: true,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Case).counters;
+            format!("{}/{}", mb(c.bytes_written), c.write_ops)
+        },
+    },
+    Column {
+        header: "temp W MB",
+        wide_only: false,
+        cell: |s| mb(channel(s, ChannelKind::Temp).counters.bytes_written),
+    },
+    Column {
+        header: "temp W MB/ops",
+        wide_only: true,
+        cell: |s| {
+            let c = channel(s, ChannelKind::Temp).counters;
+            format!("{}/{}", mb(c.bytes_written), c.write_ops)
+        },
+    },
+    Column {
+        header: "blocked s",
+        wide_only: false,
+        cell: |s| {
             format!(
-                "{}/{}",
-                mb(case.counters.bytes_written),
-                case.counters.write_ops
-            ),
-            format!(
-                "{}/{}",
-                mb(temp.counters.bytes_written),
-                temp.counters.write_ops
-            ),
-            format!("{blocked:.2}"),
-            s.bound_by.map_or("-".into(), |k| k.to_string()),
-        ]);
-    }
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+                "{:.2}",
+                s.channels.values().map(|f| f.blocked_seconds).sum::<f64>()
+            )
+        },
+    },
+    Column {
+        header: "bound by",
+        wide_only: false,
+        cell: |s| s.bound_by.map_or("-".into(), |k| k.to_string()),
+    },
+];
+
+/// The per-stage table printed at the end of a run, default width.
+pub fn render_table(report: &RunReport) -> String {
+    render_table_as(report, TableWidth::Default)
+}
+
+/// The per-stage table at `width`: the default's columns fit a
+/// 120-column terminal (the wide table's split figures, such as MB/ops,
+/// are in its place); every line of the footer too.
+pub fn render_table_as(report: &RunReport, width: TableWidth) -> String {
+    let columns: Vec<&Column> = COLUMNS
+        .iter()
+        .filter(|c| width == TableWidth::Wide || !c.wide_only)
+        // The wide table shows split figures in place of their totals.
+        .filter(|c| {
+            width == TableWidth::Default
+                || !matches!(c.header, "cpu s" | "ev R MB" | "case W MB" | "temp W MB")
+        })
+        .collect();
+    let rows: Vec<Vec<String>> = report
+        .stages
+        .iter()
+        .map(|s| columns.iter().map(|c| (c.cell)(s)).collect())
+        .collect();
+    let mut widths: Vec<usize> = columns.iter().map(|c| c.header.len()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -425,17 +545,25 @@ pub fn render_table(report: &RunReport) -> String {
     }
     let mut out = String::new();
     let line = |cells: &[String], out: &mut String| {
+        let mut text = String::new();
         for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
             if i == 0 || i == 1 || i == cells.len() - 1 {
-                out.push_str(&format!("{cell:<w$}"));
+                text.push_str(&format!("{cell:<w$}"));
             } else {
-                out.push_str(&format!("{cell:>w$}"));
+                text.push_str(&format!("{cell:>w$}"));
             }
-            out.push_str(if i + 1 < cells.len() { "  " } else { "\n" });
+            if i + 1 < cells.len() {
+                text.push_str("  ");
+            }
         }
+        out.push_str(text.trim_end());
+        out.push('\n');
     };
     line(
-        &headers.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+        &columns
+            .iter()
+            .map(|c| c.header.to_string())
+            .collect::<Vec<_>>(),
         &mut out,
     );
     for row in &rows {
@@ -443,13 +571,20 @@ pub fn render_table(report: &RunReport) -> String {
     }
     let r = report.totals.recorded;
     out.push_str(&format!(
-        "total {:.2} s; recorded {} errors, {} warnings, {} findings; cache {} ({}); profile {}; database {} journal={} synchronous={} batch={}\n",
+        "total {:.2} s; recorded {} errors, {} warnings, {} findings; cache {} ({})\n",
         report.totals.wall_seconds,
         r.errors,
         r.warnings,
         r.findings,
         report.cache.mode.as_str(),
-        if report.cache.honoured { "honoured" } else { "not fully honoured" },
+        if report.cache.honoured {
+            "honoured"
+        } else {
+            "not fully honoured"
+        },
+    ));
+    out.push_str(&format!(
+        "profile {}; database {} journal={} synchronous={} batch={}\n",
         report.database.options.profile.as_str(),
         report.database.engine,
         report.database.options.journal_mode.as_str(),
@@ -484,7 +619,7 @@ fn workstation_line(w: &WorkstationReport) -> String {
     };
     let p = &w.page_cache;
     format!(
-        "workstation: RAM {}{scale}: page cache {}{buffers}; {:.0}% of {} MB read hit, {} MB evicted ({} MB written back first){}\n",
+        "workstation: RAM {}{scale}: page cache {}{buffers}\npage cache: {:.0}% of {} MB read hit, {} MB evicted ({} MB written back first){}\n",
         human(m.ram_bytes),
         human(p.budget_bytes),
         p.hit_ratio * 100.0,
@@ -629,4 +764,86 @@ pub fn render_aggregate(report: &InstancesReport) -> String {
         out.push_str(&format!("failed: {f}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recorded run with figures as wide as a 64 GiB run's (the
+    /// evidence read whole, gigabytes on the database, minutes of wall
+    /// time) and the longest status.
+    fn wide_report() -> RunReport {
+        let text = include_str!("../../workloads/tests/data/run.json");
+        let mut r: RunReport = serde_json::from_str(text).unwrap();
+        let template = r.stages[0].clone();
+        r.stages = [
+            "image-hash",
+            "filesystem",
+            "file-hash",
+            "index",
+            "carve",
+            "kff",
+        ]
+        .iter()
+        .map(|n| StageReport {
+            name: n.to_string(),
+            ..template.clone()
+        })
+        .collect();
+        for s in &mut r.stages {
+            for k in ChannelKind::ALL {
+                s.channels.entry(k).or_default();
+            }
+            s.bound_by = Some(ChannelKind::Database);
+            s.status = "interrupted".into();
+            s.wall_seconds = 999.99;
+            s.mb_per_s = 9999.9;
+            s.cpu_user_seconds = 999.0;
+            s.peak_rss_bytes = Some(9_999_000_000);
+            for (k, c) in s.channels.iter_mut() {
+                let big = if *k == ChannelKind::Database {
+                    9_900_000_000
+                } else {
+                    68_700_000_000
+                };
+                c.counters.bytes_read = big;
+                c.counters.bytes_written = big;
+                c.counters.read_ops = 99_999_999;
+                c.counters.write_ops = 99_999_999;
+                c.blocked_seconds = 999.99;
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn the_default_table_fits_120_columns_and_wide_has_every_column() {
+        let r = wide_report();
+        let narrow = render_table(&r);
+        for line in narrow.lines() {
+            assert!(
+                line.chars().count() <= NARROW_COLUMNS,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+        let wide = render_table_as(&r, TableWidth::Wide);
+        let header = wide.lines().next().unwrap();
+        let narrow_header = narrow.lines().next().unwrap();
+        for h in [
+            "cpu usr/sys s",
+            "evidence R MB/ops",
+            "ev KiB/op",
+            "db ops R/W",
+            "db rows/txn",
+            "fsync",
+            "case W MB/ops",
+            "temp W MB/ops",
+        ] {
+            assert!(header.contains(h), "{h} missing from {header}");
+            assert!(!narrow_header.contains(h), "{h} in the default table");
+        }
+        assert_eq!(wide.lines().count(), narrow.lines().count());
+    }
 }

@@ -371,7 +371,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let report = aggregate(&mut queue, &spec, database, &[], channels)?;
     work::write_report(&case, &report)?;
     write_page(&case, &report)?;
-    util::finish(&report, args.json)
+    util::finish(&report, args.json, false)
 }
 
 /// `report.html` beside run.json.
@@ -586,7 +586,7 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .filter(|(_, ok)| !**ok)
         .map(|(i, _)| format!("w{}", i + 1))
         .collect();
-    let code = util::finish(&report, args.json)?;
+    let code = util::finish(&report, args.json, false)?;
     if !failures.is_empty() {
         eprintln!(
             "workers that did not finish cleanly: {}",

@@ -29,6 +29,9 @@ pub struct Args {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Every column of the table; the default fits a 120-column terminal.
+    #[arg(long)]
+    pub wide: bool,
     /// Page cache before each stage.
     #[arg(long, value_enum, default_value = "cold")]
     pub cache: CacheArg,
@@ -123,7 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cancel = interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
         .context("running the quickstart stages")?;
-    let code = finish(&report, false)?;
+    let code = finish(&report, false, args.wide)?;
     if args.clean {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing `{}`", dir.display()))?;
     } else {

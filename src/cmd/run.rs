@@ -67,6 +67,10 @@ pub struct Args {
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Every column of the table (operation counts, per-operation sizes,
+    /// split CPU time); the default fits a 120-column terminal.
+    #[arg(long, conflicts_with = "json")]
+    pub wide: bool,
     /// Run N pipelines at once on the same evidence (default: the
     /// workload's `instances`, else 1). Each has its own case in
     /// `instance-K` sub-directories of the channel directories; the
@@ -163,7 +167,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let cancel = util::interrupt_flag();
     let report = caseload_engine::run::run(&spec, &TerminalObserver, &cancel)
         .with_context(|| format!("run on `{}`", args.evidence.display()))?;
-    finish(&report, args.json)
+    finish(&report, args.json, args.wide)
 }
 
 /// The stages of a case with their options: the workload or stage list,

@@ -3,7 +3,7 @@
 
 use caseload_engine::cache::CacheMode;
 use caseload_engine::channel::ChannelKind;
-use caseload_engine::report::{RunReport, StageReport, render_table};
+use caseload_engine::report::{RunReport, StageReport};
 use caseload_engine::run::RunObserver;
 use caseload_engine::stage::{Progress, ProgressUnit};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -87,12 +87,21 @@ impl RunObserver for TerminalObserver {
     }
 }
 
-/// Print a finished run and choose the exit code.
-pub fn finish(report: &RunReport, json: bool) -> anyhow::Result<ExitCode> {
+/// Print a finished run (as JSON, or its table, every column with
+/// `wide`) and choose the exit code.
+pub fn finish(report: &RunReport, json: bool, wide: bool) -> anyhow::Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        print!("{}", render_table(report));
+        let width = if wide {
+            caseload_engine::report::TableWidth::Wide
+        } else {
+            caseload_engine::report::TableWidth::Default
+        };
+        print!(
+            "{}",
+            caseload_engine::report::render_table_as(report, width)
+        );
         if let Some(case) = report.channels.get(&ChannelKind::Case) {
             println!("case: {}", case.dir.display());
         }

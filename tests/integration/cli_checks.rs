@@ -167,3 +167,47 @@ fn compare_checks_every_configuration_first_and_takes_hash_sets() {
     assert_eq!(runs.len(), 4);
     assert!(runs.iter().all(|r| r["status"] == "completed"), "{report}");
 }
+
+#[test]
+fn the_quickstart_table_fits_120_columns_and_wide_shows_every_column() {
+    let work = tempfile::tempdir().unwrap();
+    for (wide, dir) in [(false, "narrow"), (true, "wide")] {
+        let mut cmd = common::caseload();
+        cmd.args(["quickstart", "--clean", "--size", "48MiB", "--dir"])
+            .arg(work.path().join(dir));
+        if wide {
+            cmd.arg("--wide");
+        }
+        let out = common::run_ok(&mut cmd);
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The table: from its header to the footer's profile line (the
+        // paths printed after it are the machine's).
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("stage "))
+            .take_while(|l| !l.starts_with("case:"))
+            .collect();
+        assert!(table.len() >= 8, "{text}");
+        let header = table[0];
+        if wide {
+            for h in [
+                "evidence R MB/ops",
+                "db ops R/W",
+                "db rows/txn",
+                "fsync",
+                "cpu usr/sys s",
+            ] {
+                assert!(header.contains(h), "{h}: {header}");
+            }
+        } else {
+            for line in &table {
+                assert!(
+                    line.chars().count() <= 120,
+                    "{} columns: {line}",
+                    line.len()
+                );
+            }
+            assert!(!header.contains("db ops R/W"), "{header}");
+        }
+    }
+}
