@@ -1367,6 +1367,10 @@ mod tests {
             "device probes outside any run, with O_DIRECT scratch files",
         ),
         ("system.rs", "/proc and /sys"),
+        (
+            "preflight.rs",
+            "checks before any run that files named on the command line can be read",
+        ),
         ("metrics.rs", "/proc"),
         ("sampler.rs", "/proc"),
         ("layout.rs", "the layout file, a user input"),

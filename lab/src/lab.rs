@@ -173,6 +173,30 @@ fn valid_name(n: &str) -> bool {
 }
 
 impl LabSpec {
+    /// The cgroup controllers `lab up` needs for this lab (v1 names):
+    /// `blkio` for throttled devices, `memory` and `cpuset` for the runs'
+    /// limits, `cpu` for a slower processor.
+    pub fn cgroup_controllers(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self
+            .devices
+            .values()
+            .any(|d| d.model.mechanism == Mechanism::Throttle)
+        {
+            out.push("blkio");
+        }
+        if self.limits.memory.is_some() {
+            out.push("memory");
+        }
+        if self.limits.cpus.is_some() {
+            out.push("cpuset");
+        }
+        if self.workstation.cpu_scale.is_some() {
+            out.push("cpu");
+        }
+        out
+    }
+
     /// Parse a lab file; `resolve` turns a model name into its model.
     pub fn parse(
         text: &str,

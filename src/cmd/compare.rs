@@ -85,6 +85,9 @@ pub struct Args {
     /// database device), or the one --kff-library for all.
     #[command(flatten)]
     pub kff: KffArgs,
+    /// The check before the first run.
+    #[command(flatten)]
+    pub preflight: super::job_args::PreflightArgs,
     /// Every run's modelled workstation (with --lab: over each lab's own).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
@@ -226,6 +229,23 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         layouts.push(super::lab::lab_layout(name)?);
         labs.push(Some(name.clone()));
     }
+    super::job_args::preflight(
+        &super::job_args::Planned {
+            layouts: &layouts,
+            labs: &[],
+            evidence: &args.evidence,
+            stages: &stage_specs,
+            kff: &args.kff,
+            db: &db,
+            copies: if args.keep_runs {
+                (args.repeat * args.evidence.len()) as u64
+            } else {
+                1
+            },
+            room_check: !args.preflight.no_room_check,
+        },
+        Default::default(),
+    )?;
     // The hash sets go into each layout's library once, before the matrix.
     let mut layout_stage_options = Vec::new();
     for layout in &layouts {

@@ -51,6 +51,9 @@ pub struct CaseArgs {
     /// The KFF stage's hash library and sets.
     #[command(flatten)]
     pub kff: KffArgs,
+    /// The check before the first run.
+    #[command(flatten)]
+    pub preflight: super::job_args::PreflightArgs,
     /// Seconds a worker may go without renewing its claim before the unit
     /// is given to another worker.
     #[arg(long, default_value_t = work::plan::DEFAULT_LEASE_SECONDS)]
@@ -66,8 +69,15 @@ pub struct CaseArgs {
 
 impl CaseArgs {
     /// The run this case is, on PostgreSQL.
-    fn spec(&mut self, threads: usize) -> anyhow::Result<(RunSpec, PlanKnobs)> {
+    /// `extra`: the command's own problems (cluster's --netns), listed
+    /// with the check's.
+    fn spec(
+        &mut self,
+        threads: usize,
+        extra: caseload_engine::preflight::Problems,
+    ) -> anyhow::Result<(RunSpec, PlanKnobs)> {
         let layout = self.layout.layout()?;
+        let db_args = self.db.clone();
         let (stages, resolved) = super::run::case_stages(
             &layout,
             &self.evidence,
@@ -75,6 +85,23 @@ impl CaseArgs {
             &self.stages,
             &self.kff,
             &mut self.stage_options,
+            &|resolved, stages| {
+                let mut db = db_args.options_with(resolved.profile)?;
+                db.engine = DbEngine::Postgres;
+                super::job_args::preflight(
+                    &super::job_args::Planned {
+                        layouts: std::slice::from_ref(&layout),
+                        labs: &[],
+                        evidence: std::slice::from_ref(&self.evidence),
+                        stages,
+                        kff: &self.kff,
+                        db: &db,
+                        copies: 1,
+                        room_check: !self.preflight.no_room_check,
+                    },
+                    extra.clone(),
+                )
+            },
         )?;
         anyhow::ensure!(
             !matches!(self.db.db_engine, Some(EngineArg::Sqlite)),
@@ -128,7 +155,9 @@ pub fn plan(mut args: PlanArgs) -> anyhow::Result<ExitCode> {
         args.case.db.db_url.is_some(),
         "plan needs --db-url: workers on other machines reach the case there (for one machine, `caseload cluster` starts a private server)"
     );
-    let (spec, knobs) = args.case.spec(util::default_threads())?;
+    let (spec, knobs) = args
+        .case
+        .spec(util::default_threads(), Default::default())?;
     let planned = work::plan_case(&spec, knobs).context("planning the case")?;
     let units = planned.units;
     let stages: Vec<String> = planned.spec.stages.iter().map(|(n, _)| n.clone()).collect();
@@ -451,17 +480,26 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .threads
         .unwrap_or_else(|| (util::default_threads() / args.workers).max(1))
         .max(1);
-    // The workers' links first: the server listens on their addresses.
+    anyhow::ensure!(
+        !(args.netns && args.case.db.db_url.is_some()),
+        "--netns links the workers to the private server it starts; without --db-url"
+    );
+    // Everything is checked before anything starts, --netns's needs with
+    // the rest.
+    let mut extra = caseload_engine::preflight::Problems::default();
+    if args.netns {
+        for p in super::netns::Links::problems(args.workers, args.link_mb_s) {
+            extra.push(p);
+        }
+    }
+    let (mut spec, knobs) = args.case.spec(threads, extra)?;
+    // The workers' links before the plan: the server listens on their
+    // addresses.
     let links = if args.netns {
-        anyhow::ensure!(
-            args.case.db.db_url.is_none(),
-            "--netns links the workers to the private server it starts; without --db-url"
-        );
         Some(super::netns::Links::create(args.workers, args.link_mb_s)?)
     } else {
         None
     };
-    let (mut spec, knobs) = args.case.spec(threads)?;
     if let Some(links) = &links {
         // Not a user's --pg-setting (refused: caseload sets it), but the
         // server's own addresses on the workers' links, for this start

@@ -125,3 +125,142 @@ pub fn resolve_stages(
         None => stages_only(stages::named_list(names)),
     })
 }
+
+/// The flags of the check made before a command's first run.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PreflightArgs {
+    /// Start even where a channel looks too small for the workload's
+    /// expected writes (the estimate is a floor from the default corpus;
+    /// a run that is meant to fill its channel, as a fault test, needs
+    /// this). The other checks still hold.
+    #[arg(long)]
+    pub no_room_check: bool,
+}
+
+/// What a command's runs will be given, for [`preflight`].
+pub struct Planned<'a> {
+    /// The layouts (each run's directories), with their channel
+    /// directories' checks; a lab not yet up is checked by its devices.
+    pub layouts: &'a [Layout],
+    /// Labs that are not up yet (a study), checked by device size.
+    pub labs: &'a [caseload_lab::LabSpec],
+    /// Evidence files.
+    pub evidence: &'a [PathBuf],
+    /// The stages, with their options.
+    pub stages: &'a [(String, StageOptions)],
+    /// The KFF flags.
+    pub kff: &'a KffArgs,
+    /// The case database.
+    pub db: &'a caseload_engine::casedb::DbOptions,
+    /// Runs whose directories are kept side by side (compare
+    /// --keep-runs); 1 when each run's directories go before the next.
+    pub copies: u64,
+    /// Whether the channels' room is checked (not with --no-room-check).
+    pub room_check: bool,
+}
+
+/// Check, before the first run, what every run needs (caseload_engine::
+/// preflight): room on every channel for the workload's expected writes,
+/// the database server's account, PostgreSQL's binaries, the hash sets
+/// and library; refuse once, listing every problem with `extra` (the
+/// command's own: root, labs, namespaces).
+pub fn preflight(
+    p: &Planned<'_>,
+    mut extra: caseload_engine::preflight::Problems,
+) -> anyhow::Result<()> {
+    use caseload_engine::preflight::{check_files, check_room, check_server, expected_space};
+    // The hash sets named, and a library given alone, exist.
+    let mut files = Vec::new();
+    for h in &p.kff.hashsets {
+        if let Some((_, f)) = h.split_once('=') {
+            files.push(PathBuf::from(f));
+        }
+    }
+    check_files(&files, "--hashset", &mut extra);
+    if p.kff.hashsets.is_empty()
+        && let Some(lib) = &p.kff.kff_library
+        && !lib.is_dir()
+    {
+        check_files(std::slice::from_ref(lib), "--kff-library", &mut extra);
+    }
+    // The largest evidence decides (runs come one after another).
+    let mut media = 0u64;
+    let mut evidence_bytes = 0u64;
+    for e in p.evidence {
+        let dir = e.parent().unwrap_or(std::path::Path::new("."));
+        let channel =
+            caseload_engine::channel::Channel::new(ChannelKind::Evidence, dir, Vec::new());
+        match caseload_engine::source::open_evidence(e, &channel, Default::default()) {
+            Ok(s) => {
+                media = media.max(s.size());
+                evidence_bytes += s.info().container_bytes;
+            }
+            Err(err) => extra.push(format!("evidence `{}`: {err}", e.display())),
+        }
+    }
+    let names: Vec<&str> = p.stages.iter().map(|(n, _)| n.as_str()).collect();
+    // The library as a SQLite file: the one there, else about half the
+    // hash-set files (80 MB for 170 MB of NSRL and MD5 lists).
+    let library = |layout: Option<&Layout>| -> Option<u64> {
+        let dir = layout.and_then(|l| l.dir(ChannelKind::Database).ok());
+        let path =
+            dir.map(|d| caseload_engine::hashset::library_path(p.kff.kff_library.as_deref(), d));
+        let existing = path
+            .and_then(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len());
+        let sets: u64 = files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len() / 2)
+            .sum();
+        existing.map(|e| e + sets).or((sets > 0).then_some(sets))
+    };
+    for layout in p.layouts {
+        let estimates = expected_space(&names, p.db, media, library(Some(layout)));
+        let dirs: std::collections::BTreeMap<ChannelKind, PathBuf> =
+            [ChannelKind::Database, ChannelKind::Case, ChannelKind::Temp]
+                .into_iter()
+                .filter_map(|k| Some((k, layout.dir(k).ok()?.to_path_buf())))
+                .collect();
+        for (k, d) in &dirs {
+            if !d.is_dir() {
+                extra.push(format!("{k} channel `{}`: not a directory", d.display()));
+            }
+        }
+        if p.room_check {
+            check_room(&dirs, &estimates, p.copies, &mut extra);
+        }
+        check_server(p.db, &dirs, &mut extra);
+    }
+    for lab in p.labs {
+        let estimates = expected_space(&names, p.db, media, library(None));
+        // Per device: what its channels need, and the evidence on its
+        // evidence device; a file system keeps about 5% for itself.
+        let mut need: std::collections::BTreeMap<&str, u64> = Default::default();
+        for e in &estimates {
+            if let Some(dev) = lab.channels.get(e.channel.name()) {
+                *need.entry(dev.as_str()).or_default() += e.bytes;
+            }
+        }
+        if let Some(dev) = lab.channels.get("evidence") {
+            *need.entry(dev.as_str()).or_default() += evidence_bytes;
+        }
+        for (dev, bytes) in need {
+            let size = lab.devices.get(dev).map_or(0, |d| d.size);
+            if p.room_check && bytes > size / 20 * 19 {
+                extra.push(format!(
+                    "lab `{}`: device `{dev}` ({} MiB) is too small: the evidence and the workload are expected to need about {} MiB of it",
+                    lab.name,
+                    size >> 20,
+                    bytes >> 20
+                ));
+            }
+        }
+        if p.db.engine == caseload_engine::casedb::DbEngine::Postgres && p.db.postgres.url.is_none()
+        {
+            check_server(p.db, &Default::default(), &mut extra);
+        }
+    }
+    anyhow::ensure!(extra.is_empty(), "{extra}");
+    Ok(())
+}

@@ -47,24 +47,38 @@ fn run(args: &[&str]) -> anyhow::Result<String> {
 }
 
 impl Links {
-    /// Namespaces, veth pairs and addresses for `workers` workers; with
-    /// `rate_mb_s`, each link shaped to that rate both ways.
-    pub fn create(workers: usize, rate_mb_s: Option<f64>) -> anyhow::Result<Links> {
+    /// What `create` needs and would refuse: root, at most 63 workers, a
+    /// positive rate, iproute2; every problem, for the command's check
+    /// before anything starts.
+    pub fn problems(workers: usize, rate_mb_s: Option<f64>) -> Vec<String> {
+        let mut out = Vec::new();
         if !std::fs::metadata("/proc/self")
             .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
             .unwrap_or(false)
         {
-            bail!("--netns needs root (it creates network namespaces and veth pairs)");
+            out.push("--netns needs root (it creates network namespaces and veth pairs)".into());
         }
         if workers > 63 {
-            bail!("--netns gives each worker a /30 of one /24: at most 63 workers");
+            out.push("--netns gives each worker a /30 of one /24: at most 63 workers".into());
         }
         if let Some(r) = rate_mb_s
             && !(r.is_finite() && r > 0.0)
         {
-            bail!("--link-mb-s must be a positive number of MB/s");
+            out.push("--link-mb-s must be a positive number of MB/s".into());
         }
-        run(&["ip", "-V"]).context("--netns needs iproute2 (`ip`, `tc`)")?;
+        if let Err(e) = run(&["ip", "-V"]) {
+            out.push(format!("--netns needs iproute2 (`ip`, `tc`): {e:#}"));
+        }
+        out
+    }
+
+    /// Namespaces, veth pairs and addresses for `workers` workers; with
+    /// `rate_mb_s`, each link shaped to that rate both ways.
+    pub fn create(workers: usize, rate_mb_s: Option<f64>) -> anyhow::Result<Links> {
+        let problems = Self::problems(workers, rate_mb_s);
+        if !problems.is_empty() {
+            bail!("{}", problems.join("; "));
+        }
         // A /24 nobody on this machine uses yet.
         let used = run(&["ip", "-o", "-4", "addr", "show"])?;
         let pid = std::process::id();

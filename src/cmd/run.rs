@@ -84,6 +84,9 @@ pub struct Args {
     /// The KFF stage's hash library and sets.
     #[command(flatten)]
     pub kff: KffArgs,
+    /// The check before the first run.
+    #[command(flatten)]
+    pub preflight: super::job_args::PreflightArgs,
     /// The modelled workstation's memory and processors.
     #[command(flatten)]
     pub workstation: WorkstationArgs,
@@ -117,6 +120,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let layout = args.layout.layout()?;
+    let instances_asked = args.instances;
     let (stage_specs, resolved) = case_stages(
         &layout,
         &args.evidence,
@@ -124,6 +128,26 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         &args.stages,
         &args.kff,
         &mut args.stage_options,
+        &|resolved, stages| {
+            // Instance K's parent checked for all of them.
+            if args.instance.is_some() {
+                return Ok(());
+            }
+            let copies = instances_asked.or(resolved.instances).unwrap_or(1) as u64;
+            super::job_args::preflight(
+                &super::job_args::Planned {
+                    layouts: std::slice::from_ref(&layout),
+                    labs: &[],
+                    evidence: std::slice::from_ref(&args.evidence),
+                    stages,
+                    kff: &args.kff,
+                    db: &args.db.options_with(resolved.profile)?,
+                    copies,
+                    room_check: !args.preflight.no_room_check,
+                },
+                Default::default(),
+            )
+        },
     )?;
     anyhow::ensure!(
         (caseload_engine::source::MIN_RUN_BYTES..=caseload_engine::source::MAX_RUN_BYTES)
@@ -173,7 +197,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
 /// The stages of a case with their options: the workload or stage list,
 /// the hash sets imported into the KFF library (on the layout's database
 /// channel, checked writable first), the `--stage-option`s applied.
-/// `stage_options` gains the KFF options the import gave.
+/// `stage_options` gains the KFF options the import gave. `before`
+/// checks what the run needs (the command's preflight) once the stages
+/// are known and before anything is imported.
 pub fn case_stages(
     layout: &caseload_engine::layout::Layout,
     evidence: &std::path::Path,
@@ -181,6 +207,10 @@ pub fn case_stages(
     stages: &[String],
     kff: &KffArgs,
     stage_options: &mut Vec<String>,
+    before: &dyn Fn(
+        &super::job_args::ResolvedStages,
+        &[(String, stage::StageOptions)],
+    ) -> anyhow::Result<()>,
 ) -> anyhow::Result<(
     Vec<(String, stage::StageOptions)>,
     super::job_args::ResolvedStages,
@@ -192,6 +222,7 @@ pub fn case_stages(
     // hash sets are imported into it.
     let given: Vec<std::path::PathBuf> = std::fs::canonicalize(evidence).into_iter().collect();
     layout.check_writable(&given)?;
+    before(&resolved, &stage_specs)?;
     let imported = super::hashset::prepare_run(
         &kff.hashsets,
         kff.kff_library.as_deref(),

@@ -66,6 +66,9 @@ pub struct Ftk4Args {
     /// (with its model off: setting up is not measured).
     #[command(flatten)]
     pub kff: KffArgs,
+    /// The check before the first run.
+    #[command(flatten)]
+    pub preflight: super::job_args::PreflightArgs,
     /// Every run's modelled workstation (over each lab's own).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
@@ -117,18 +120,66 @@ struct Prepared {
     exe: PathBuf,
 }
 
-fn prepare(args: &Ftk4Args) -> anyhow::Result<Prepared> {
-    anyhow::ensure!(
-        caseload_lab::host::is_root(),
-        "a study builds labs of modelled devices, which needs root (loop devices, mounts, cgroups)"
-    );
+/// Check everything the study's labs and runs need, once, before the
+/// first lab is built: root, loop devices, FUSE and cgroups, the evidence, room on
+/// every lab's devices, the database server, the hash sets.
+fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Prepared> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
+    let mut problems = caseload_engine::preflight::Problems::default();
+    if !caseload_lab::host::is_root() {
+        problems.push(
+            "a study builds labs of modelled devices, which needs root (loop devices, mounts, cgroups)",
+        );
+    }
+    for (dev, what) in [
+        ("/dev/loop-control", "loop devices"),
+        ("/dev/fuse", "FUSE (the rotating disks' device server)"),
+    ] {
+        if !std::path::Path::new(dev).exists() {
+            problems.push(format!("a lab needs {what}: no {dev}"));
+        }
+    }
+    // The cgroup controllers the labs' throttles and workstations need
+    // (and --cpu-scale's quota), each said once.
+    let mut controllers: Vec<&str> = labs.iter().flat_map(|l| l.cgroup_controllers()).collect();
+    if args.workstation.cpu_scale.is_some() {
+        controllers.push("cpu");
+    }
+    controllers.sort_unstable();
+    controllers.dedup();
+    for c in controllers {
+        if let Err(e) = caseload_lab::host::cgroup_parent(c) {
+            problems.push(format!("a lab needs cgroups: {e}"));
+        }
+    }
     for f in &args.evidence {
-        anyhow::ensure!(f.is_file(), "evidence `{}` is not a file", f.display());
+        if !f.is_file() {
+            problems.push(format!("evidence `{}` is not a file", f.display()));
+        }
     }
     let resolved = resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?;
+    let db = args.db.options_with(resolved.profile)?;
+    let evidence: Vec<PathBuf> = args
+        .evidence
+        .iter()
+        .filter(|f| f.is_file())
+        .cloned()
+        .collect();
+    super::job_args::preflight(
+        &super::job_args::Planned {
+            layouts: &[],
+            labs,
+            evidence: &evidence,
+            stages: &resolved.stages,
+            kff: &args.kff,
+            db: &db,
+            copies: 1,
+            room_check: !args.preflight.no_room_check,
+        },
+        problems,
+    )?;
     Ok(Prepared {
-        db: args.db.options_with(resolved.profile)?,
+        db,
         stage_specs: resolved.stages,
         exe: std::env::current_exe().context("locating the caseload executable")?,
     })
@@ -210,6 +261,7 @@ fn on_lab(
                 threads: args.threads,
                 db: args.db.clone(),
                 kff: args.kff.clone(),
+                preflight: args.preflight.clone(),
                 workstation: r.workstation.clone(),
             };
             let report = compare::execute(&compare_args)?;
@@ -235,11 +287,11 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
         args.labs.clone()
     };
     // Everything is checked before the first lab is built.
-    let p = prepare(&args)?;
     let specs = labs
         .iter()
         .map(|name| caseload_workloads::devices::lab(name))
         .collect::<Result<Vec<_>, _>>()?;
+    let p = prepare(&args, &specs)?;
     anyhow::ensure!(
         !args.out.join(files::COMPARE_JSON).exists(),
         "`{}` already holds a study (compare.json); choose another --out",
@@ -324,7 +376,23 @@ fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
             _ => caseload_workloads::devices::lab(name)?,
         })
     };
-    let p = prepare(&args)?;
+    let mut tables: Vec<(&str, &[TableConfig])> = Vec::new();
+    if args.tiers {
+        tables.push(("tiers", FTK4_TIERS));
+    }
+    if args.memory {
+        tables.push(("memory", FTK4_MEMORY));
+    }
+    let mut lab_specs: Vec<caseload_lab::LabSpec> = Vec::new();
+    for (_, configs) in &tables {
+        for c in configs.iter() {
+            let spec = lab_of(c.lab)?;
+            if !lab_specs.iter().any(|l| l.name == spec.name) {
+                lab_specs.push(spec);
+            }
+        }
+    }
+    let p = prepare(&args, &lab_specs)?;
     // One DD and one E01 of the same disk.
     let mut by_kind: Vec<(ImageKind, PathBuf, u64)> = Vec::new();
     for e in &args.evidence {
@@ -361,13 +429,6 @@ fn tables(args: Ftk4Args) -> anyhow::Result<ExitCode> {
     );
     let evidence_bytes = dd.2;
     let scale_from = args.workstation.scale_from.unwrap_or(MODELLED_IMAGE_BYTES);
-    let mut tables: Vec<(&str, &[TableConfig])> = Vec::new();
-    if args.tiers {
-        tables.push(("tiers", FTK4_TIERS));
-    }
-    if args.memory {
-        tables.push(("memory", FTK4_MEMORY));
-    }
     for (table, _) in &tables {
         anyhow::ensure!(
             !args.out.join(format!("{table}.json")).exists(),

@@ -45,6 +45,7 @@ mod kff_real_images;
 mod lab;
 mod model;
 mod predict;
+mod preflight;
 mod profiles;
 mod resume;
 mod run_json;

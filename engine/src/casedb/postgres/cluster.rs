@@ -152,7 +152,7 @@ pub fn server_user(requested: Option<&str>) -> Result<Option<ServerUser>, DbErro
 
 /// Refuse, with the directory named, when `user` cannot reach `dir`
 /// (every ancestor must be searchable by it).
-fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
+pub fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
     use std::os::unix::fs::MetadataExt;
     let mut ancestors: Vec<&Path> = dir.ancestors().collect();
     ancestors.reverse();
