@@ -11,9 +11,11 @@
 //! (2 GiB, seed 42: run.json's bytes written per stage), plus what does
 //! not grow with the evidence: the ftk4 profile's copy of the KFF library
 //! in the case database (8 times the SQLite library's size: 632 MB of
-//! server files for an 80 MB library of 2 million hashes) and
-//! PostgreSQL's write-ahead log (up to `max_wal_size`, 1 GiB by
-//! default). A corpus of more text or more carvable items writes more;
+//! server files for an 80 MB library of 2 million hashes), a private
+//! PostgreSQL cluster's own files (39 MiB after `initdb`, 16 MiB of them
+//! its first WAL segment) and its write-ahead log, which holds about what
+//! the case writes until a checkpoint recycles it (at most
+//! `max_wal_size`, 1 GiB). A corpus of more text or more carvable items writes more;
 //! the estimate is a floor to refuse on, not a promise.
 
 use crate::casedb::{DbEngine, DbOptions, Profile};
@@ -38,8 +40,11 @@ const PER_STAGE: &[(&str, ChannelKind, f64)] = &[
 const FTK4_ADTEMP: f64 = 0.043;
 /// The KFF library in PostgreSQL against the SQLite library's size.
 const LIBRARY_IN_SERVER: u64 = 8;
-/// PostgreSQL's `max_wal_size` default.
+/// PostgreSQL's `max_wal_size`: the most WAL kept between checkpoints.
 const WAL: u64 = 1 << 30;
+/// A private cluster just made by `initdb` (PostgreSQL 15: 39 MiB, its
+/// first 16 MiB WAL segment included).
+const CLUSTER: u64 = 39 << 20;
 
 /// What a channel is expected to need.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,11 +87,6 @@ pub fn expected_space(
     }
     let private_server = db.engine == DbEngine::Postgres && db.postgres.url.is_none();
     if private_server {
-        *bytes.entry(ChannelKind::Database).or_default() += WAL as f64;
-        basis
-            .entry(ChannelKind::Database)
-            .or_default()
-            .push("PostgreSQL's write-ahead log 1024 MiB".into());
         if let (Profile::Ftk4, Some(lib), true) =
             (db.profile, library_bytes, stages.contains(&"kff"))
         {
@@ -100,6 +100,18 @@ pub fn expected_space(
                     b >> 20
                 ));
         }
+        // The log holds what the case writes, up to max_wal_size.
+        let written = bytes.get(&ChannelKind::Database).copied().unwrap_or(0.0);
+        let wal = written.min(WAL as f64);
+        *bytes.entry(ChannelKind::Database).or_default() += CLUSTER as f64 + wal;
+        basis
+            .entry(ChannelKind::Database)
+            .or_default()
+            .push(format!(
+                "PostgreSQL's cluster {} MiB and write-ahead log {:.0} MiB",
+                CLUSTER >> 20,
+                wal / f64::from(1 << 20)
+            ));
     }
     bytes
         .into_iter()
@@ -188,7 +200,8 @@ pub fn check_room(
     }
 }
 
-/// A private PostgreSQL server (when `db` asks for one) can be started:
+/// The profile can use the engine, and a private PostgreSQL server (when
+/// `db` asks for one) can be started:
 /// its binaries are there, and the account it runs as when caseload is
 /// root can reach the database directory and (ftk4's dbTemp) the temp
 /// directory.
@@ -197,6 +210,13 @@ pub fn check_server(
     dirs: &BTreeMap<ChannelKind, PathBuf>,
     problems: &mut Problems,
 ) {
+    if let Some(why) = db.effective().engine_mismatch() {
+        // Said once, however many layouts share the database options.
+        if !problems.0.iter().any(|p| p == why) {
+            problems.push(why);
+        }
+        return;
+    }
     if db.engine != DbEngine::Postgres || db.postgres.url.is_some() {
         return;
     }
@@ -263,7 +283,9 @@ mod tests {
             .iter()
             .find(|e| e.channel == ChannelKind::Database)
             .unwrap();
-        assert!(db.bytes > WAL + (640 << 20), "{db:?}");
+        // The library's copy, its log and the cluster.
+        assert!(db.bytes > 2 * (640 << 20) + CLUSTER, "{db:?}");
+        assert!(db.basis.contains("write-ahead log"), "{}", db.basis);
         assert!(db.basis.contains("KFF library"), "{}", db.basis);
         assert!(e.iter().any(|e| e.channel == ChannelKind::Temp));
     }

@@ -19,6 +19,51 @@ pub const RUN_SCHEMA: &str = "caseload-run";
 /// or changing the meaning of a field bumps it.
 pub const RUN_SCHEMA_VERSION: u32 = 1;
 
+/// Why bytes are not a run.json this version of caseload reads.
+#[derive(Debug, thiserror::Error)]
+pub enum RunJsonError {
+    /// Not JSON, or not an object.
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// `schema` is missing or names another document.
+    #[error("field `schema` is {found}, not \"{RUN_SCHEMA}\": not a caseload run.json")]
+    Schema {
+        /// What it held.
+        found: String,
+    },
+    /// `schema_version` is missing or another version.
+    #[error(
+        "field `schema_version` is {found}: this caseload reads run.json version {RUN_SCHEMA_VERSION} (written by caseload {})",
+        env!("CARGO_PKG_VERSION")
+    )]
+    Version {
+        /// What it held.
+        found: String,
+    },
+    /// The right schema and version, but a field does not fit.
+    #[error("{0}")]
+    Field(#[source] serde_json::Error),
+}
+
+/// Parse run.json, checking its schema and version before its fields, so
+/// that a report of another version is named as such rather than as a
+/// missing field.
+pub fn parse_run_json(bytes: &[u8]) -> Result<RunReport, RunJsonError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(RunJsonError::NotJson)?;
+    let shown = |v: Option<&serde_json::Value>| v.map_or("missing".to_string(), |v| v.to_string());
+    if value.get("schema").and_then(|v| v.as_str()) != Some(RUN_SCHEMA) {
+        return Err(RunJsonError::Schema {
+            found: shown(value.get("schema")),
+        });
+    }
+    if value.get("schema_version").and_then(|v| v.as_u64()) != Some(u64::from(RUN_SCHEMA_VERSION)) {
+        return Err(RunJsonError::Version {
+            found: shown(value.get("schema_version")),
+        });
+    }
+    serde_json::from_value(value).map_err(RunJsonError::Field)
+}
+
 /// Everything a run recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunReport {

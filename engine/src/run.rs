@@ -1315,6 +1315,6 @@ pub fn load_run_json(case_dir: &Path) -> Result<RunReport, RunError> {
     let mut text = vec![0u8; usize::try_from(file.len().map_err(err)?).unwrap_or(0)];
     let n = file.read_at(&mut text, 0).map_err(err)?;
     text.truncate(n);
-    serde_json::from_slice(&text)
+    crate::report::parse_run_json(&text)
         .map_err(|e| err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }

@@ -256,10 +256,9 @@ pub fn preflight(
                 ));
             }
         }
-        if p.db.engine == caseload_engine::casedb::DbEngine::Postgres && p.db.postgres.url.is_none()
-        {
-            check_server(p.db, &Default::default(), &mut extra);
-        }
+        // The lab's directories do not exist yet: the engine, the
+        // profile and the server's binaries only.
+        check_server(p.db, &Default::default(), &mut extra);
     }
     anyhow::ensure!(extra.is_empty(), "{extra}");
     Ok(())

@@ -1,5 +1,6 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
+pub mod advise;
 pub mod compare;
 pub mod convert;
 pub mod corpus;
@@ -71,6 +72,11 @@ enum Command {
     /// workstations sharing its evidence store and database (Mean Value
     /// Analysis, docs/model.md).
     Model(model::Args),
+    /// Which upgrade buys the most time per unit of money: every
+    /// combination of candidate devices (and recorded workstation
+    /// changes) a budget allows, predicted from a recorded run and ranked,
+    /// with the Pareto front (docs/advise.md).
+    Advise(advise::Args),
     /// Plan a case for several workers on a PostgreSQL server: the case,
     /// its preparation and its work units (docs/distributed.md).
     Plan(distributed::PlanArgs),
@@ -109,5 +115,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Model(args) => model::run(args),
         Command::Study(args) => study::run(args),
         Command::Predict(args) => predict::run(args),
+        Command::Advise(args) => advise::run(args),
     }
 }

@@ -28,7 +28,7 @@ pub struct Args {
 }
 
 /// Device figures per channel from a lab or a probe's JSON.
-fn devices(arg: &str) -> anyhow::Result<Devices> {
+pub fn devices(arg: &str) -> anyhow::Result<Devices> {
     let path = std::path::Path::new(arg);
     if path.is_file() && path.extension().is_some_and(|e| e == "json") {
         let text = std::fs::read_to_string(path)
@@ -126,8 +126,12 @@ pub fn load_report(path: &std::path::Path) -> anyhow::Result<RunReport> {
     }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("`{}` is not a caseload run.json", path.display()))
+    caseload_engine::report::parse_run_json(text.as_bytes()).with_context(|| {
+        format!(
+            "`{}`: not a caseload run.json that this version reads",
+            path.display()
+        )
+    })
 }
 
 /// Predict.

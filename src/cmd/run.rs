@@ -194,6 +194,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     finish(&report, args.json, args.wide)
 }
 
+/// A command's check of what its runs need, given the stages resolved
+/// (`case_stages` calls it before importing anything).
+pub type BeforeImport<'a> = &'a dyn Fn(
+    &super::job_args::ResolvedStages,
+    &[(String, stage::StageOptions)],
+) -> anyhow::Result<()>;
+
 /// The stages of a case with their options: the workload or stage list,
 /// the hash sets imported into the KFF library (on the layout's database
 /// channel, checked writable first), the `--stage-option`s applied.
@@ -207,10 +214,7 @@ pub fn case_stages(
     stages: &[String],
     kff: &KffArgs,
     stage_options: &mut Vec<String>,
-    before: &dyn Fn(
-        &super::job_args::ResolvedStages,
-        &[(String, stage::StageOptions)],
-    ) -> anyhow::Result<()>,
+    before: BeforeImport<'_>,
 ) -> anyhow::Result<(
     Vec<(String, stage::StageOptions)>,
     super::job_args::ResolvedStages,

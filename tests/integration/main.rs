@@ -3,6 +3,7 @@
 //! ground truth (corpus manifests, the real images' answer keys) and
 //! external oracles. One binary links once instead of once per file.
 
+mod advise;
 mod carve_corpus;
 mod carve_nested;
 mod carve_real;

@@ -13,27 +13,16 @@ use serde_json::Value;
 use std::path::Path;
 
 fn unavailable() -> Option<&'static str> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root");
-    }
-    if !Path::new("/dev/loop-control").exists() || !Path::new("/dev/fuse").exists() {
-        return Some("no loop devices or no /dev/fuse");
-    }
-    None
+    common::lab_unavailable()
 }
 
 fn lab_file(dir: &Path, name: &str, database_model: &str) -> String {
-    let text = format!(
-        "name = \"{name}\"\ndescription = \"test copy of the FTK 4 study's shape\"\n\
-         [devices.system]\nmodel = \"hdd-7200\"\nsize = \"256MiB\"\n\
-         [devices.data]\nmodel = \"hdd-7200\"\nsize = \"256MiB\"\n\
-         [devices.database]\nmodel = \"{database_model}\"\nsize = \"256MiB\"\n\
-         [channels]\ntemp = \"system\"\nevidence = \"data\"\ncase = \"data\"\ndatabase = \"database\"\n"
-    );
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+    common::small_lab_file(
+        dir,
+        name,
+        ["hdd-7200", "hdd-7200", database_model],
+        "256MiB",
+    )
 }
 
 #[test]

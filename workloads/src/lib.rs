@@ -5,6 +5,7 @@
 //! layout maps channels to directories (`workloads/layouts/*.toml`). The
 //! comparison runner runs workloads over a matrix of evidence and layouts.
 
+pub mod advise;
 pub mod compare;
 pub mod devices;
 pub mod instances;

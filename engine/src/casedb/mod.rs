@@ -280,6 +280,21 @@ impl Default for DbOptions {
 }
 
 impl DbOptions {
+    /// Why the profile cannot use the engine, if it cannot: the autopsy
+    /// profile is Autopsy's single-user SQLite database, the ftk4 profile
+    /// FTK 4's PostgreSQL one.
+    pub fn engine_mismatch(&self) -> Option<&'static str> {
+        match (self.profile, self.engine) {
+            (Profile::Autopsy, DbEngine::Postgres) => Some(
+                "the autopsy profile is Autopsy's single-user case database, SQLite: use --db-engine sqlite",
+            ),
+            (Profile::Ftk4, DbEngine::Sqlite) => Some(
+                "the ftk4 profile is FTK 4's case database, PostgreSQL: use --db-engine postgres",
+            ),
+            _ => None,
+        }
+    }
+
     /// The options in effect: a suite profile sets the database's
     /// settings its suite uses (autopsy: rollback journal, synchronous
     /// OFF, 500 writes a transaction), whatever else was asked.
@@ -504,18 +519,8 @@ impl CaseDb {
     /// unless `force`, which drops its case tables.
     pub fn create(channel: &Channel, options: &DbOptions, force: bool) -> Result<Self, DbError> {
         let options = &options.effective();
-        match (options.profile, options.engine) {
-            (Profile::Autopsy, DbEngine::Postgres) => {
-                return Err(DbError::Writer(
-                    "the autopsy profile is Autopsy's single-user case database, SQLite: use --db-engine sqlite".into(),
-                ));
-            }
-            (Profile::Ftk4, DbEngine::Sqlite) => {
-                return Err(DbError::Writer(
-                    "the ftk4 profile is FTK 4's case database, PostgreSQL: use --db-engine postgres".into(),
-                ));
-            }
-            _ => {}
+        if let Some(why) = options.engine_mismatch() {
+            return Err(DbError::Writer(why.into()));
         }
         // Registered for both engines: the KFF hash library is a SQLite file
         // on the database channel whichever engine holds the case.

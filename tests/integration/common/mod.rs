@@ -374,3 +374,37 @@ pub fn search_json(case: &Path, query: &str, extra: &[&str]) -> Vec<u8> {
     )
     .stdout
 }
+
+/// Why a lab cannot be built here (root, loop devices and FUSE are
+/// needed), or `None` when it can.
+pub fn lab_unavailable() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root");
+    }
+    if !Path::new("/dev/loop-control").exists() || !Path::new("/dev/fuse").exists() {
+        return Some("no loop devices or no /dev/fuse");
+    }
+    None
+}
+
+/// A small lab of the FTK 4 study's shape in `dir` (its `system` device
+/// takes temp, `data` evidence and case, `database` the database; 256 MiB
+/// each, `data` `data_size`), named `name`: the file's path.
+pub fn small_lab_file(
+    dir: &Path,
+    name: &str,
+    [system, data, database]: [&str; 3],
+    data_size: &str,
+) -> String {
+    let text = format!(
+        "name = \"{name}\"\ndescription = \"test copy of the FTK 4 study's shape\"\n\
+         [devices.system]\nmodel = \"{system}\"\nsize = \"256MiB\"\n\
+         [devices.data]\nmodel = \"{data}\"\nsize = \"{data_size}\"\n\
+         [devices.database]\nmodel = \"{database}\"\nsize = \"256MiB\"\n\
+         [channels]\ntemp = \"system\"\nevidence = \"data\"\ncase = \"data\"\ndatabase = \"database\"\n"
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}

@@ -545,3 +545,86 @@ pub fn paired_bars(
     }
     Ok(svg)
 }
+
+/// Predicted total against price (`caseload advise`): every configuration
+/// a dot, the Pareto front joined and labelled, each front point with the
+/// model's stated error as a whisker. `points`: (price, seconds, on the
+/// front, label).
+pub fn price_time(
+    points: &[(f64, f64, bool, String)],
+    currency: &str,
+    error: f64,
+) -> Result<String, String> {
+    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.1;
+    let y_max = points
+        .iter()
+        .map(|p| p.1 * (1.0 + error))
+        .filter(|y| y.is_finite())
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut front: Vec<&(f64, f64, bool, String)> = points.iter().filter(|p| p.2).collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let x_desc = format!("price ({currency})");
+    xy_chart(
+        (0.0..x_max, y_max),
+        (&x_desc, "predicted total, s"),
+        SeriesLabelPosition::UpperRight,
+        |chart| {
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .filter(|p| !p.2)
+                        .map(|p| Circle::new((p.0, p.1), 3, LOAD.mix(0.5).filled())),
+                )
+                .map_err(err)?
+                .label("configuration")
+                .legend(|(x, y)| Circle::new((x + 8, y), 3, LOAD.mix(0.5).filled()));
+            // The front as a staircase: each step holds until a cheaper
+            // configuration is beaten.
+            let mut steps: Vec<(f64, f64)> = Vec::new();
+            for (i, p) in front.iter().enumerate() {
+                if i > 0 {
+                    steps.push((p.0, front[i - 1].1));
+                }
+                steps.push((p.0, p.1));
+            }
+            if let Some(last) = front.last() {
+                steps.push((x_max, last.1));
+            }
+            chart
+                .draw_series(LineSeries::new(steps, USER.stroke_width(2)))
+                .map_err(err)?
+                .label("Pareto front")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], USER.stroke_width(2)));
+            chart
+                .draw_series(front.iter().map(|p| {
+                    PathElement::new(
+                        vec![(p.0, p.1 * (1.0 - error)), (p.0, p.1 * (1.0 + error))],
+                        USER.stroke_width(1),
+                    )
+                }))
+                .map_err(err)?;
+            chart
+                .draw_series(
+                    front
+                        .iter()
+                        .map(|p| Circle::new((p.0, p.1), 4, USER.filled())),
+                )
+                .map_err(err)?;
+            chart
+                .draw_series(front.iter().map(|p| {
+                    Text::new(
+                        p.3.clone(),
+                        (p.0, p.1),
+                        (FONT, 11)
+                            .into_font()
+                            .color(&BLACK)
+                            .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                    )
+                }))
+                .map_err(err)?;
+            Ok(())
+        },
+    )
+}

@@ -8,6 +8,7 @@
 //! (`caseload model --out`) is rendered from the
 //! [`ModelReport`](crate::model::ModelReport) alone.
 
+mod advise_page;
 mod case_page;
 mod chart;
 mod csv_files;
@@ -17,6 +18,7 @@ mod summary;
 mod table;
 mod tables_page;
 
+pub use advise_page::{render_advice_html, render_advice_table};
 pub use case_page::render_case_html;
 pub use html::render_html;
 pub use model_page::render_model_html;
