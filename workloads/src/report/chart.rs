@@ -555,7 +555,8 @@ pub fn price_time(
     currency: &str,
     error: f64,
 ) -> Result<String, String> {
-    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.1;
+    // Room on the right for the last front label.
+    let x_max = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.25;
     let y_max = points
         .iter()
         .map(|p| p.1 * (1.0 + error))
