@@ -848,7 +848,7 @@ impl Stage for IndexStage {
         let fed = started.elapsed();
         writer.commit().map_err(tantivy_err)?;
         let metas = index.searchable_segment_metas().map_err(tantivy_err)?;
-        let groups = merge_groups(index.directory(), &metas);
+        let groups = merge_groups(index.directory(), &metas, threads);
         // The merges' output and the metadata go where the index is kept.
         if let Some((_, m)) = &moving {
             m.finishing();
@@ -1305,10 +1305,24 @@ impl IndexStage {
 /// one segment per group in the final index (search reads them all).
 const MERGE_BYTES: u64 = 512 << 20;
 
-/// The merges to run: consecutive segments (in id order, so the grouping
-/// repeats) gathered until the next would pass [`MERGE_BYTES`]; groups of
-/// one are left as they are.
-fn merge_groups(dir: &dyn Directory, metas: &[SegmentMeta]) -> Vec<Vec<SegmentId>> {
+/// Smallest group worth a merge of its own when the merges are spread
+/// over the threads: below it, a small case keeps one segment.
+const MIN_GROUP_BYTES: u64 = 64 << 20;
+
+/// How many bytes of segments a group gathers: the segments spread over
+/// `threads` groups, merged side by side (so the merge uses the cores, as
+/// a tiered policy leaves several segments, search reading them all),
+/// no group above [`MERGE_BYTES`] nor below [`MIN_GROUP_BYTES`].
+fn group_bytes(total: u64, threads: usize) -> u64 {
+    total
+        .div_ceil(threads.max(1) as u64)
+        .clamp(MIN_GROUP_BYTES, MERGE_BYTES)
+}
+
+/// The merges to run: consecutive segments (in id order) gathered until
+/// the next would pass [`group_bytes`]; groups of one are left as they
+/// are.
+fn merge_groups(dir: &dyn Directory, metas: &[SegmentMeta], threads: usize) -> Vec<Vec<SegmentId>> {
     let size = |m: &SegmentMeta| -> u64 {
         [
             SegmentComponent::Postings,
@@ -1323,13 +1337,13 @@ fn merge_groups(dir: &dyn Directory, metas: &[SegmentMeta]) -> Vec<Vec<SegmentId
         .map(|h| h.len() as u64)
         .sum()
     };
-    let mut metas: Vec<&SegmentMeta> = metas.iter().collect();
-    metas.sort_by_key(|m| m.id());
+    let mut metas: Vec<(&SegmentMeta, u64)> = metas.iter().map(|m| (m, size(m))).collect();
+    metas.sort_by_key(|(m, _)| m.id());
+    let limit = group_bytes(metas.iter().map(|(_, b)| b).sum(), threads);
     let mut groups = Vec::new();
     let (mut group, mut bytes) = (Vec::new(), 0u64);
-    for m in metas {
-        let b = size(m);
-        if !group.is_empty() && bytes + b > MERGE_BYTES {
+    for (m, b) in metas {
+        if !group.is_empty() && bytes + b > limit {
             groups.push(std::mem::take(&mut group));
             bytes = 0;
         }
@@ -1388,6 +1402,18 @@ mod tests {
         // ... until tantivy's floor.
         assert_eq!(arena_per_thread(96 * mib, 16), ARENA_MIN);
         assert_eq!(arena_per_thread(96 * mib, 0), 96 << 20);
+    }
+
+    #[test]
+    fn merge_groups_spread_over_the_threads_within_their_bounds() {
+        let mib = 1u64 << 20;
+        // A small case: one group.
+        assert_eq!(group_bytes(100 * mib, 16), MIN_GROUP_BYTES);
+        // Two threads share 300 MiB of segments.
+        assert_eq!(group_bytes(300 * mib, 2), 150 * mib);
+        // A large case keeps the memory cap.
+        assert_eq!(group_bytes(64 << 30, 4), MERGE_BYTES);
+        assert_eq!(group_bytes(0, 0), MIN_GROUP_BYTES);
     }
 
     #[test]
