@@ -17,7 +17,7 @@
 //! kept here, so that the run can stop at the end of the stage and say
 //! which channel failed and how.
 
-use crate::channel::ChannelKind;
+use crate::channel::kind::ChannelKind;
 use crate::units;
 use std::io;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! per-channel figures, and write `run.json`.
 
 use crate::cache::model::PageCacheModel;
-use crate::cache::residency::ResidencyWatch;
+use crate::cache::watch::ResidencyWatch;
 use crate::cache::{self, CacheMode, CacheReport};
 use crate::casedb::{self, CaseDb, DbError, DbOptions, NewEvidence, NewRun, StageRunRow, Write};
 use crate::channel::{Channel, ChannelError, ChannelKind};
@@ -665,7 +665,7 @@ fn run_stages(
     // The server's own files join the modelled page cache.
     let _residency = match page_cache {
         Some(model) => {
-            let dirs: Vec<_> = db
+            let dirs: Vec<(_, Arc<dyn crate::cache::model::CacheAccounts>)> = db
                 .server_dirs()
                 .into_iter()
                 .map(|(dir, kind)| {
@@ -674,7 +674,9 @@ fn run_stages(
                     } else {
                         ch.database
                     };
-                    (dir, Arc::clone(channel.counters()))
+                    let counters: Arc<dyn crate::cache::model::CacheAccounts> =
+                        channel.counters().clone();
+                    (dir, counters)
                 })
                 .collect();
             (!dirs.is_empty())

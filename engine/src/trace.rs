@@ -20,7 +20,7 @@
 //! any name (non-UTF-8, with newlines) fits on one line and reads back
 //! exactly. The first line is the header `# caseload-trace 1`.
 
-use crate::channel::ChannelKind;
+use crate::channel::kind::ChannelKind;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -27,8 +27,7 @@ pub(crate) const HASH_SECTION_LEN: u64 = DESCRIPTOR_LEN + 36;
 pub(crate) const END_SECTION_LEN: u64 = DESCRIPTOR_LEN;
 /// Table header (24) plus footer checksum (4); entries come between.
 pub(crate) const TABLE_FIXED_LEN: u64 = 24 + 4;
-/// Bytes per sector: EWF allows others, but raw disk images here are 512.
-pub const BYTES_PER_SECTOR: u32 = 512;
+pub use crate::options::BYTES_PER_SECTOR;
 
 /// Adler-32 as EWF uses it (zlib's definition, initial value 1).
 pub(crate) fn adler32(data: &[u8]) -> u32 {

@@ -1,6 +1,9 @@
 //! What the caller chooses: compression, chunk and segment sizes, threads,
 //! case metadata, the set identifier and the recorded acquisition time.
 
+/// Bytes per sector: EWF allows others, but raw disk images here are 512.
+pub const BYTES_PER_SECTOR: u32 = 512;
+
 /// Chunk compression, as the libewf/EnCase levels `none`, `fast`, `best`.
 ///
 /// libewf maps these to zlib levels: `none` stores every chunk as is (with
@@ -140,7 +143,7 @@ impl Default for WriterOptions {
 impl WriterOptions {
     /// Bytes per chunk.
     pub fn chunk_size(&self) -> u64 {
-        u64::from(self.chunk_sectors) * u64::from(crate::format::BYTES_PER_SECTOR)
+        u64::from(self.chunk_sectors) * u64::from(BYTES_PER_SECTOR)
     }
 
     /// Worker threads actually used.

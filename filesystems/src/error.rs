@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 
-use crate::detect::FsKind;
+use crate::kind::FsKind;
 
 /// An error that stops the operation that returned it.
 #[derive(Debug, thiserror::Error)]

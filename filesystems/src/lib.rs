@@ -69,6 +69,7 @@ pub mod content;
 pub mod detect;
 pub mod error;
 pub mod fat;
+pub mod kind;
 pub mod lznt1;
 pub mod name;
 pub mod ntfs;

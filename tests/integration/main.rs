@@ -35,6 +35,7 @@ mod engine_preprocess_real;
 mod evidence_reads;
 mod ewf_convert;
 mod ewf_real_images;
+mod floors;
 mod fuzz_replay;
 mod index_corpus;
 mod index_formats;

@@ -10,6 +10,7 @@
 
 pub mod model;
 pub mod residency;
+pub mod watch;
 
 use serde::{Deserialize, Serialize};
 use std::os::unix::io::AsRawFd;

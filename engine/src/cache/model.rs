@@ -44,7 +44,6 @@
 //! cached pages exceed the budget by at most one batch and the read-ahead
 //! windows in flight.
 
-use crate::channel::ChannelCounters;
 use rustc_hash::FxHashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -53,7 +52,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 /// The kernel's page size, the model's smallest granule.
-pub const PAGE: u64 = 4096;
+pub use super::residency::PAGE;
+
+/// Where a file's cache figures are kept (its channel's counters): the
+/// model reports what it served and dropped, the channel keeps the books.
+pub trait CacheAccounts: Send + Sync + std::fmt::Debug {
+    /// A read's bytes found in the modelled cache and not.
+    fn record_cache(&self, hit: u64, miss: u64);
+    /// `bytes` dropped from the cache, `dirty` of them written back first,
+    /// which took `took` (time the evicting thread waited).
+    fn record_eviction(&self, bytes: u64, dirty: u64, took: std::time::Duration);
+}
 /// Most granules the model holds; larger budgets get larger granules.
 const MAX_GRANULES: u64 = 1 << 20;
 /// Largest eviction batch.
@@ -104,7 +113,7 @@ struct FileEntry {
     dev: u64,
     ino: u64,
     path: PathBuf,
-    counters: Arc<ChannelCounters>,
+    counters: Arc<dyn CacheAccounts>,
     /// Head of its granules' list.
     first: u32,
     granules: u64,
@@ -143,7 +152,7 @@ struct Eviction {
     path: PathBuf,
     dev: u64,
     ino: u64,
-    counters: Arc<ChannelCounters>,
+    counters: Arc<dyn CacheAccounts>,
     offset: u64,
     len: u64,
     dirty_bytes: u64,
@@ -344,13 +353,13 @@ impl PageCacheModel {
         &self,
         path: &Path,
         meta: &std::fs::Metadata,
-        counters: &Arc<ChannelCounters>,
+        counters: Arc<dyn CacheAccounts>,
     ) -> CachedFile {
         let (dev, ino) = (meta.dev(), meta.ino());
         let mut lru = self.lock();
         if let Some(&id) = lru.by_inode.get(&(dev, ino)) {
             let old = std::mem::replace(&mut lru.files[id as usize].path, path.to_path_buf());
-            lru.files[id as usize].counters = Arc::clone(counters);
+            lru.files[id as usize].counters = counters;
             lru.files[id as usize].size_granules = meta.len().div_ceil(self.granule);
             if old != path {
                 lru.by_path.remove(&old);
@@ -376,7 +385,7 @@ impl PageCacheModel {
             dev,
             ino,
             path: path.to_path_buf(),
-            counters: Arc::clone(counters),
+            counters,
             first: NIL,
             granules: 0,
             syncs: 0,
@@ -778,6 +787,7 @@ fn drop_range(file: &std::fs::File, offset: u64, len: u64, dirty: bool) -> bool 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channel::ChannelCounters;
 
     /// A model and a registered file of 64 MiB (sparse), its directory
     /// kept alive with it.
@@ -798,7 +808,7 @@ mod tests {
         let m = PageCacheModel::new(budget);
         let c = Arc::new(ChannelCounters::default());
         let meta = std::fs::metadata(&path).unwrap();
-        let f = m.register(&path, &meta, &c);
+        let f = m.register(&path, &meta, c.clone());
         (m, f, c, dir)
     }
 

@@ -1,29 +1,12 @@
 //! What the kernel holds of a file (`mincore` over a read-only shared
-//! mapping, which faults nothing in), and a watcher that brings the files
-//! of a directory the run does not read itself (a private PostgreSQL
-//! server's data directory) into the modelled page cache.
-//!
-//! The server reads and writes its files with its own processes, so the
-//! model cannot see each access; it sees what the kernel holds. Every
-//! [`WATCH_INTERVAL`] the watcher lists the directory, registers each
-//! file, and tells the model which of its pages are resident
-//! ([`PageCacheModel::observe`]): pages new since the last look join the
-//! LRU at the front, pages the kernel no longer holds leave it, and past
-//! the budget the least recently seen go, the server's among them. Files
-//! that disappeared (a dropped table, a recycled WAL segment under a new
-//! name is the same inode and is followed) are forgotten.
+//! mapping, which faults nothing in), and whether a directory is on a
+//! memory file system (whose pages cannot be dropped). Used by the model
+//! (what a drop left behind) and by the watcher (`watch.rs`).
 
-use super::model::{CachedFile, PAGE, PageCacheModel};
-use crate::channel::ChannelCounters;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::path::Path;
 
-/// How often the watcher looks.
-pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// The kernel's page size (the modelled page cache's smallest granule).
+pub const PAGE: u64 = 4096;
 
 /// Which pages of `path` the kernel holds (one flag per 4 KiB page); an
 /// empty file holds none.
@@ -94,85 +77,6 @@ pub fn on_memory_fs(dir: &Path) -> bool {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     const RAMFS_MAGIC: i64 = 0x8584_58f6;
     matches!(st.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC)
-}
-
-/// A thread keeping a directory's files in the model, until dropped.
-#[derive(Debug)]
-pub struct ResidencyWatch {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl ResidencyWatch {
-    /// Watch each directory (recursively), charging its files to its
-    /// channel's counters.
-    pub fn start(
-        model: Arc<PageCacheModel>,
-        dirs: Vec<(PathBuf, Arc<ChannelCounters>)>,
-    ) -> std::io::Result<ResidencyWatch> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("cache-residency".into())
-            .spawn(move || {
-                let mut known: Vec<BTreeMap<PathBuf, CachedFile>> =
-                    vec![BTreeMap::new(); dirs.len()];
-                while !flag.load(Ordering::Relaxed) {
-                    for ((dir, counters), known) in dirs.iter().zip(known.iter_mut()) {
-                        look(&model, dir, counters, known);
-                    }
-                    std::thread::sleep(WATCH_INTERVAL);
-                }
-            })?;
-        Ok(ResidencyWatch {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for ResidencyWatch {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// One look over `dir`.
-fn look(
-    model: &PageCacheModel,
-    dir: &Path,
-    counters: &Arc<ChannelCounters>,
-    known: &mut BTreeMap<PathBuf, CachedFile>,
-) {
-    let mut seen: BTreeMap<PathBuf, CachedFile> = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if meta.is_dir() {
-                stack.push(path);
-            } else if meta.is_file() {
-                let id = model.register(&path, &meta, counters);
-                if let Ok(resident) = resident_pages(&path) {
-                    model.observe(id, &resident);
-                }
-                seen.insert(path, id);
-            }
-        }
-    }
-    for gone in known.keys().filter(|p| !seen.contains_key(*p)) {
-        model.removed_file(gone);
-    }
-    *known = seen;
 }
 
 #[cfg(test)]

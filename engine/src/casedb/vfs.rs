@@ -137,7 +137,7 @@ unsafe extern "C" fn shim_open(
             if let (Some(model), false) = (data.counters.page_cache(), name.is_null()) {
                 let path = c_path(name);
                 if let Ok(meta) = std::fs::metadata(&path) {
-                    (*shim).cached = Some(model.register(&path, &meta, &data.counters));
+                    (*shim).cached = Some(model.register(&path, &meta, data.counters.clone()));
                 }
             }
         }

@@ -2,7 +2,6 @@
 //! on the database channel. Layout in `docs/schema.md` ("Hash library").
 
 use super::formats::{self, Format, Sink};
-use super::lookup::Lookup;
 use super::sort::{self, Merged, Rec, Sorter};
 use super::{Category, HashKind, HashSetError, sort::pos};
 use crate::casedb;
@@ -116,6 +115,18 @@ impl SetStatus {
             SetStatus::Removing => "removing",
         }
     }
+}
+
+/// What a lookup handle is made of (`Library::lookup` in `lookup.rs`).
+pub(super) struct LookupParts {
+    /// The library file.
+    pub(super) path: PathBuf,
+    /// Its own read-only connection.
+    pub(super) conn: Connection,
+    /// The chosen sets, by id.
+    pub(super) sets: HashMap<i64, SetInfo>,
+    /// Which digest kinds they hold.
+    pub(super) has: [bool; 3],
 }
 
 /// A set in the library.
@@ -559,9 +570,13 @@ impl Library {
         }
     }
 
-    /// A lookup handle on its own read-only connection (one per thread).
-    /// `sets` selects complete sets by name; `None` uses every complete set.
-    pub fn lookup(&self, sets: Option<&[String]>) -> Result<Lookup, HashSetError> {
+    /// What a lookup handle needs (`Library::lookup`, in `lookup.rs`): its
+    /// own read-only connection, the complete sets chosen by name (`None`:
+    /// every complete set) and which digest kinds they hold.
+    pub(super) fn lookup_parts(
+        &self,
+        sets: Option<&[String]>,
+    ) -> Result<LookupParts, HashSetError> {
         let conn = open_conn(
             &self.path,
             self.vfs.as_deref(),
@@ -596,7 +611,12 @@ impl Library {
                 has[kind.index()] |= s.entries(kind) > 0;
             }
         }
-        Ok(Lookup::new(self.path.clone(), conn, chosen, has))
+        Ok(LookupParts {
+            path: self.path.clone(),
+            conn,
+            sets: chosen,
+            has,
+        })
     }
 
     /// Every entry of `kind`, sets complete or not, in key order (hash,

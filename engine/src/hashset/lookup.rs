@@ -2,7 +2,7 @@
 //! one read-only connection per thread, results in input order whatever the
 //! thread count.
 
-use super::library::{Library, SetInfo};
+use super::library::{Library, LookupParts, SetInfo};
 use super::{HashKind, HashSetError, decode_hex};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -75,21 +75,26 @@ impl std::fmt::Debug for Lookup {
     }
 }
 
-impl Lookup {
-    pub(super) fn new(
-        path: PathBuf,
-        conn: Connection,
-        sets: HashMap<i64, SetInfo>,
-        has: [bool; 3],
-    ) -> Self {
-        Lookup {
+impl Library {
+    /// A lookup handle on its own read-only connection (one per thread).
+    /// `sets` selects complete sets by name; `None` uses every complete set.
+    pub fn lookup(&self, sets: Option<&[String]>) -> Result<Lookup, HashSetError> {
+        let LookupParts {
             path,
             conn,
             sets,
             has,
-        }
+        } = self.lookup_parts(sets)?;
+        Ok(Lookup {
+            path,
+            conn,
+            sets,
+            has,
+        })
     }
+}
 
+impl Lookup {
     /// The chosen sets, by id.
     pub fn sets(&self) -> &HashMap<i64, SetInfo> {
         &self.sets

@@ -18,16 +18,17 @@ mod aggregate;
 pub mod plan;
 mod worker;
 
-pub use aggregate::{
-    AggregateInput, DistributedReport, LinkFigures, ThroughputBin, UnitFigures, WorkerFigures,
-    aggregate_report,
+pub use aggregate::{AggregateInput, aggregate_report};
+// The figures a distributed case reports are run.json's (`report`); named
+// here too, where the work that makes them is.
+pub use crate::report::{
+    DistributedReport, LinkFigures, ThroughputBin, UnitFigures, UnitScope, WorkerFigures,
 };
 pub use plan::{PlanKnobs, PlanSpec, Planned, plan_case};
 pub use worker::{WorkerOptions, WorkerOutcome, run_worker};
 
 use crate::casedb::DbError;
 use crate::stage::Scope;
-use serde::{Deserialize, Serialize};
 
 /// Errors of planning, working and reporting.
 #[derive(Debug, thiserror::Error)]
@@ -47,84 +48,6 @@ pub enum WorkError {
     /// Anything else, said plainly.
     #[error("{0}")]
     Other(String),
-}
-
-/// What a unit does: cut its stage into batches, or run (part of) it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum UnitScope {
-    /// Cut the stage's files into batch units.
-    Split,
-    /// The whole stage.
-    Whole,
-    /// A batch of files.
-    Files {
-        /// First file id.
-        first: i64,
-        /// Last file id.
-        last: i64,
-    },
-    /// One part of a stage that cuts itself into parts.
-    Part {
-        /// The part.
-        part: u32,
-        /// Its byte ranges of the evidence.
-        ranges: u64,
-        /// Their bytes.
-        bytes: u64,
-    },
-    /// The stage's case-wide finish.
-    Finish,
-}
-
-impl UnitScope {
-    /// The stage scope it runs with (`None` for a split).
-    pub fn stage_scope(self) -> Option<Scope> {
-        match self {
-            UnitScope::Split => None,
-            UnitScope::Whole => Some(Scope::Whole),
-            UnitScope::Files { first, last } => Some(Scope::Files { first, last }),
-            UnitScope::Part {
-                part,
-                ranges,
-                bytes,
-            } => Some(Scope::Part {
-                part,
-                ranges,
-                bytes,
-            }),
-            UnitScope::Finish => Some(Scope::Finish),
-        }
-    }
-
-    /// As stored in the queue.
-    pub fn to_json(self) -> String {
-        serde_json::to_string(&self).unwrap_or_default()
-    }
-
-    /// Parse a stored scope.
-    pub fn from_json(text: &str) -> Result<Self, WorkError> {
-        serde_json::from_str(text)
-            .map_err(|e| WorkError::Other(format!("unit scope `{text}` is not readable: {e}")))
-    }
-
-    /// For tables: `whole`, `files 1-200`, `split`, `finish`.
-    pub fn label(self) -> String {
-        match self {
-            UnitScope::Split => "split".into(),
-            UnitScope::Whole => "whole".into(),
-            UnitScope::Files { first, last } => format!("files {first}-{last}"),
-            UnitScope::Part {
-                part,
-                ranges,
-                bytes,
-            } => format!(
-                "part {part}: {ranges} ranges, {:.1} MiB",
-                bytes as f64 / 1048576.0
-            ),
-            UnitScope::Finish => "finish".into(),
-        }
-    }
 }
 
 impl From<Scope> for UnitScope {

@@ -1,7 +1,6 @@
 //! `caseload worker`: claim ready units, run them, commit each unit's rows
 //! with its `done` mark, until no unit is left that can still be done.
 
-use super::aggregate::UnitFigures;
 use super::plan::PlanSpec;
 use super::{UnitScope, WorkError, phase_of};
 use crate::casedb::queue::{Claimed, Coordination, NewUnit, Queue};
@@ -10,6 +9,7 @@ use crate::channel::{Channel, ChannelKind, ChannelSnapshot};
 use crate::layout::Layout;
 use crate::metrics::CpuTimes;
 use crate::report::Recorded;
+use crate::report::UnitFigures;
 use crate::run;
 use crate::source::{self, EvidenceSource};
 use crate::stage::{
@@ -345,7 +345,7 @@ fn work(
             continue;
         };
         idle = Duration::from_millis(20);
-        let scope = UnitScope::from_json(&unit.scope)?;
+        let scope = UnitScope::from_json(&unit.scope).map_err(WorkError::Other)?;
         let Some(stage) = w.stages.iter().find(|s| s.name() == unit.stage) else {
             let why = format!(
                 "worker {}: no stage `{}` in the plan",

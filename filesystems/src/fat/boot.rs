@@ -1,6 +1,6 @@
 //! FAT boot sector (BIOS parameter block) validation and geometry.
 
-use crate::detect::FsKind;
+use crate::kind::FsKind;
 
 /// The geometry and identity read from a FAT boot sector, after validation.
 #[derive(Debug, Clone, PartialEq, Eq)]

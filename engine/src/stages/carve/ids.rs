@@ -1,4 +1,5 @@
-//! Carved-item ids when carving is split over workers.
+//! Carved-item ids, and where an item's file goes in the case channel
+//! (a folder per thousand ids), also when carving is split over workers.
 //!
 //! A single run numbers its items in scan order: the items of the
 //! contiguous scan first, then the fragmented items followed along the
@@ -18,7 +19,6 @@
 //! share a region, so a part's own order breaks the tie as the single
 //! run's does.
 
-use super::sink::PER_FOLDER;
 use std::path::{Path, PathBuf};
 
 /// Items one part may number (2^32).
@@ -153,7 +153,21 @@ pub fn moved_path(old: &str, id: i64) -> PathBuf {
         .and_then(|s| s.to_str())
         .unwrap_or("unknown");
     let ext = old.extension().and_then(|e| e.to_str()).unwrap_or("");
-    super::sink::case_path(id, type_dir, ext)
+    case_path(id, type_dir, ext)
+}
+
+/// Files per folder of the case channel at most (folders are id / this).
+pub const PER_FOLDER: u64 = 1000;
+
+/// Relative case path of an item.
+pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
+    let folder = folder(id);
+    let name = if ext.is_empty() {
+        id.to_string()
+    } else {
+        format!("{id}.{ext}")
+    };
+    ["carved", type_dir, &folder, &name].iter().collect()
 }
 
 /// The folder of an id's file: a thousand per folder; provisional ids

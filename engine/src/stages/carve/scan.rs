@@ -15,6 +15,7 @@
 //! order, never on timing, so items, ids and files are the same whatever
 //! the thread count.
 
+use super::formats::Context;
 use super::formats::{Cut, Delimiter, Step, Validation, Verdict};
 use super::ids::Ids;
 use super::meta::{
@@ -23,7 +24,7 @@ use super::meta::{
 };
 use super::pattern::HeaderSearch;
 use super::region::{FsGeom, Region};
-use super::signatures::{Context, Sig};
+use super::signatures::Sig;
 use super::sink::{MetaJob, Msg, Start};
 use crate::source::{Block, SourceError, read_block};
 use crate::stage::{StageContext, StageError};

@@ -2,7 +2,7 @@
 //! each with its header pattern and how its items are delimited.
 
 use super::conf::{FooterMode, UserSignature};
-use super::formats::{Delimiter, Format, user::UserDelimiter};
+use super::formats::{Context, Delimiter, Format, user::UserDelimiter};
 use super::pattern::Pattern;
 use std::path::Path;
 
@@ -18,19 +18,6 @@ pub enum SigKind {
         /// How the footer ends items.
         mode: FooterMode,
     },
-}
-
-/// Checks on the bytes just before a header hit, for formats whose header
-/// words also occur inside their own items.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Context {
-    /// None.
-    Any,
-    /// `<html` right after a `<!DOCTYPE html>` belongs to that page.
-    HtmlRoot,
-    /// A header field right after another header line is inside a header
-    /// block, not the start of a message.
-    MessageStart,
 }
 
 /// One header to search for.

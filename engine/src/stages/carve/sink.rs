@@ -10,6 +10,7 @@
 //! [`Msg::Mark`] where the hash state is kept.
 
 use super::formats::{Format, Validation, Verdict, Verifier};
+use super::ids::case_path;
 use super::meta::{MetaRecord, NtfsData};
 use super::region::{FsGeom, Volume};
 use crate::casedb::{CarvedItem, CarvedMeta, Extents, ItemKind, Run, Write as DbWrite};
@@ -28,9 +29,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// How far hashing trails writing.
 pub const LAG: u64 = 4096;
-
-/// Files per folder of the case channel at most (folders are id / this).
-pub const PER_FOLDER: u64 = 1000;
 
 /// Which digests to compute.
 #[derive(Debug, Clone, Copy)]
@@ -400,17 +398,6 @@ pub struct Sink<'a> {
     /// built-in formats found there.
     pub broken: Option<(HashSet<u64>, std::sync::Mutex<Vec<Start>>)>,
     evidence_id: i64,
-}
-
-/// Relative case path of an item.
-pub fn case_path(id: i64, type_dir: &str, ext: &str) -> PathBuf {
-    let folder = super::ids::folder(id);
-    let name = if ext.is_empty() {
-        id.to_string()
-    } else {
-        format!("{id}.{ext}")
-    };
-    ["carved", type_dir, &folder, &name].iter().collect()
 }
 
 impl<'a> Sink<'a> {

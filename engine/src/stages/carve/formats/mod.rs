@@ -28,7 +28,18 @@ pub mod text;
 pub mod user;
 pub mod zip;
 
-pub use super::signatures::Context;
+/// Checks on the bytes just before a header hit, for formats whose header
+/// words also occur inside their own items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// None.
+    Any,
+    /// `<html` right after a `<!DOCTYPE html>` belongs to that page.
+    HtmlRoot,
+    /// A header field right after another header line is inside a header
+    /// block, not the start of a message.
+    MessageStart,
+}
 
 /// How far a carved item could be checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,6 +1,8 @@
 //! The run report: `run.json` (a versioned contract, documented in
 //! `docs/run-json.md`) and the per-stage table printed at the end of a run.
 
+mod distributed;
+
 use crate::cache::CacheReport;
 use crate::channel::{ChannelKind, ChannelSnapshot};
 use crate::layout::Layout;
@@ -9,6 +11,9 @@ use crate::sampler::{CpuProfile, MemoryPeaks};
 use crate::source::SourceInfo;
 use crate::stage::StageSummary;
 use crate::system::{Placement, SystemContext};
+pub use distributed::{
+    DistributedReport, LinkFigures, ThroughputBin, UnitFigures, UnitScope, WorkerFigures,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -123,7 +128,7 @@ pub struct RunReport {
     /// `caseload report`): per-worker figures, units, coordination and
     /// the shared channels' throughput over time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub distributed: Option<crate::work::DistributedReport>,
+    pub distributed: Option<DistributedReport>,
     /// The modelled workstation (`--ram`): its memory part by part and
     /// what its page cache did; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -819,7 +824,7 @@ mod tests {
     /// evidence read whole, gigabytes on the database, minutes of wall
     /// time) and the longest status.
     fn wide_report() -> RunReport {
-        let text = include_str!("../../workloads/tests/data/run.json");
+        let text = include_str!("../../../workloads/tests/data/run.json");
         let mut r: RunReport = serde_json::from_str(text).unwrap();
         let template = r.stages[0].clone();
         r.stages = [

@@ -20,10 +20,13 @@
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.
 
+pub mod kind;
+
 use crate::cache::model::{CachedFile, PageCacheModel};
 use crate::fault::{FaultState, InjectedFault};
 use crate::latency::{LatencyCounters, LatencyHistogram};
 use crate::trace::{Trace, TraceOp};
+pub use kind::ChannelKind;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -32,46 +35,6 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-
-/// The role of a channel. The names are part of the layout-file interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChannelKind {
-    /// Where evidence is read from (read-only).
-    Evidence,
-    /// The case database.
-    Database,
-    /// Carved and exported files, index segments, the run report.
-    Case,
-    /// Spills, sort runs, staging copies.
-    Temp,
-}
-
-impl ChannelKind {
-    /// All channels, in report order.
-    pub const ALL: [ChannelKind; 4] = [
-        ChannelKind::Evidence,
-        ChannelKind::Database,
-        ChannelKind::Case,
-        ChannelKind::Temp,
-    ];
-
-    /// The channel's name as written in layout files and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            ChannelKind::Evidence => "evidence",
-            ChannelKind::Database => "database",
-            ChannelKind::Case => "case",
-            ChannelKind::Temp => "temp",
-        }
-    }
-}
-
-impl std::fmt::Display for ChannelKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Live counters of one channel, shared by every handle on it.
 #[derive(Debug)]
@@ -436,6 +399,16 @@ impl ChannelCounters {
             write_latency: self.write_latency.snapshot(),
             sync_latency: self.sync_latency.snapshot(),
         }
+    }
+}
+
+impl crate::cache::model::CacheAccounts for ChannelCounters {
+    fn record_cache(&self, hit: u64, miss: u64) {
+        ChannelCounters::record_cache(self, hit, miss)
+    }
+
+    fn record_eviction(&self, bytes: u64, dirty: u64, took: Duration) {
+        ChannelCounters::record_eviction(self, bytes, dirty, took)
     }
 }
 
@@ -1150,7 +1123,7 @@ impl ChannelFile {
         let model = self.counters.page_cache()?;
         let id = self.cached.get_or_init(|| {
             let meta = self.file.metadata().ok()?;
-            Some(model.register(&self.path, &meta, &self.counters))
+            Some(model.register(&self.path, &meta, self.counters.clone()))
         });
         id.map(|id| (model, id))
     }
@@ -1344,7 +1317,7 @@ mod tests {
     /// `std::fs` themselves, and why. Everything else goes through a
     /// [`Channel`].
     const OWN_FILE_ACCESS: &[(&str, &str)] = &[
-        ("channel.rs", "the door itself"),
+        ("channel/mod.rs", "the door itself"),
         (
             "fault.rs",
             "an injected `gone` fault removes a channel's directory, as an unmount would",
@@ -1361,6 +1334,10 @@ mod tests {
         (
             "cache/residency.rs",
             "mincore over a database server's files, which the server reads itself",
+        ),
+        (
+            "cache/watch.rs",
+            "lists a database server's directory to follow its files in the model",
         ),
         (
             "probe.rs",
