@@ -3,8 +3,7 @@
 //! medians, ranges and ratios against a baseline in a table, CSV,
 //! `compare.json` and `report.html`.
 
-use super::db_args::DbArgs;
-use super::job_args::{KffArgs, resolve_stages};
+use super::job_args::resolve_stages;
 use super::util::{interrupt_flag, parse_size};
 use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
@@ -33,17 +32,6 @@ pub struct Args {
     /// is used from its evidence device. Repeatable; after any --layout.
     #[arg(long)]
     pub lab: Vec<String>,
-    /// Workload: a workload file or a built-in name (ftk4-default,
-    /// encase-verify, triage, full, autopsy-default).
-    #[arg(long, conflicts_with = "stages")]
-    pub workload: Option<String>,
-    /// Stages to run instead of a workload, in order (default: every stage
-    /// this build has; `kff` only with a kff stage option naming its library).
-    #[arg(long, value_delimiter = ',')]
-    pub stages: Vec<String>,
-    /// A stage option, `STAGE.KEY=VALUE`, passed to every run. Repeatable.
-    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
-    pub stage_options: Vec<String>,
     /// Runs per configuration.
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
@@ -77,20 +65,13 @@ pub struct Args {
     /// Worker threads per run (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Every run's case database.
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// The KFF stage's hash library and sets: imported once into each
-    /// layout's database directory (so lookups run on that layout's
-    /// database device), or the one --kff-library for all.
-    #[command(flatten)]
-    pub kff: KffArgs,
-    /// The check before the first run.
-    #[command(flatten)]
-    pub preflight: super::job_args::PreflightArgs,
     /// Every run's modelled workstation (with --lab: over each lab's own).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
+    /// What the case runs, its database and hash library, the check
+    /// before the first run.
+    #[command(flatten)]
+    pub job: super::job_args::JobArgs,
 }
 
 struct Printer;
@@ -172,13 +153,13 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
     let resolved = resolve_stages(
-        args.workload.as_deref(),
-        &args.stages,
-        &args.kff,
-        &args.stage_options,
+        args.job.workload.as_deref(),
+        &args.job.stages,
+        &args.job.kff,
+        &args.job.stage_options,
     )?;
     let mut stage_specs = resolved.stages;
-    let selection = match &args.workload {
+    let selection = match &args.job.workload {
         Some(w) => {
             let workload = Workload::resolve(w)?;
             // A file is handed to the runs by absolute path, so a run started
@@ -196,11 +177,11 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         }
         None => StageSelection::Stages(stage_specs.iter().map(|(n, _)| n.clone()).collect()),
     };
-    for o in &args.stage_options {
+    for o in &args.job.stage_options {
         caseload_engine::stage::apply_option(&mut stage_specs, o)?;
     }
     caseload_engine::run::build_stages(&stage_specs)?;
-    let db = args.db.options_with(resolved.profile)?;
+    let db = args.job.db.options_with(resolved.profile)?;
     // Every lab's workstation, or none, checked on every evidence once.
     let lab_workstations = args
         .lab
@@ -235,14 +216,14 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
             labs: &[],
             evidence: &args.evidence,
             stages: &stage_specs,
-            kff: &args.kff,
+            kff: &args.job.kff,
             db: &db,
             copies: if args.keep_runs {
                 (args.repeat * args.evidence.len()) as u64
             } else {
                 1
             },
-            room_check: !args.preflight.no_room_check,
+            room_check: !args.job.preflight.no_room_check,
         },
         Default::default(),
     )?;
@@ -250,8 +231,8 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
     let mut layout_stage_options = Vec::new();
     for layout in &layouts {
         layout_stage_options.push(super::hashset::prepare_run(
-            &args.kff.hashsets,
-            args.kff.kff_library.as_deref(),
+            &args.job.kff.hashsets,
+            args.job.kff.kff_library.as_deref(),
             layout,
             &stage_specs,
         )?);
@@ -272,7 +253,7 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         layouts,
         labs,
         stages: selection,
-        stage_options: args.stage_options.clone(),
+        stage_options: args.job.stage_options.clone(),
         layout_stage_options,
         stage_specs,
         repeat: args.repeat,

@@ -2,7 +2,7 @@
 //! processed by several workers through its PostgreSQL case database
 //! (docs/distributed.md).
 
-use super::db_args::{DbArgs, EngineArg};
+use super::db_args::EngineArg;
 use super::job_args::{KffArgs, LayoutArgs};
 use super::util;
 use anyhow::Context;
@@ -30,30 +30,12 @@ pub struct CaseArgs {
     /// is the case's).
     #[command(flatten)]
     pub layout: LayoutArgs,
-    /// Workload: a workload file or a built-in name.
-    #[arg(long, conflicts_with = "stages")]
-    pub workload: Option<String>,
-    /// Stages to run, in order.
-    #[arg(long, value_delimiter = ',')]
-    pub stages: Vec<String>,
-    /// A stage option, `STAGE.KEY=VALUE`. Repeatable.
-    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
-    pub stage_options: Vec<String>,
     /// Largest evidence read for small requests.
     #[arg(long, default_value = "2MiB", value_parser = util::parse_size)]
     pub read_run: u64,
     /// Replace a case already in the case directory or on the server.
     #[arg(long)]
     pub force: bool,
-    /// The case database (PostgreSQL).
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// The KFF stage's hash library and sets.
-    #[command(flatten)]
-    pub kff: KffArgs,
-    /// The check before the first run.
-    #[command(flatten)]
-    pub preflight: super::job_args::PreflightArgs,
     /// Seconds a worker may go without renewing its claim before the unit
     /// is given to another worker.
     #[arg(long, default_value_t = work::plan::DEFAULT_LEASE_SECONDS)]
@@ -65,6 +47,10 @@ pub struct CaseArgs {
     /// batch, region bytes of a carve part.
     #[arg(long, default_value = "256MiB", value_parser = util::parse_size)]
     pub batch_bytes: u64,
+    /// What the case runs, its database and hash library, the check
+    /// before the first run.
+    #[command(flatten)]
+    pub job: super::job_args::JobArgs,
 }
 
 impl CaseArgs {
@@ -77,14 +63,14 @@ impl CaseArgs {
         extra: caseload_engine::preflight::Problems,
     ) -> anyhow::Result<(RunSpec, PlanKnobs)> {
         let layout = self.layout.layout()?;
-        let db_args = self.db.clone();
+        let db_args = self.job.db.clone();
         let (stages, resolved) = super::run::case_stages(
             &layout,
             &self.evidence,
-            self.workload.as_deref(),
-            &self.stages,
-            &self.kff,
-            &mut self.stage_options,
+            self.job.workload.as_deref(),
+            &self.job.stages,
+            &self.job.kff,
+            &mut self.job.stage_options,
             &|resolved, stages| {
                 let mut db = db_args.options_with(resolved.profile)?;
                 db.engine = DbEngine::Postgres;
@@ -94,20 +80,20 @@ impl CaseArgs {
                         labs: &[],
                         evidence: std::slice::from_ref(&self.evidence),
                         stages,
-                        kff: &self.kff,
+                        kff: &self.job.kff,
                         db: &db,
                         copies: 1,
-                        room_check: !self.preflight.no_room_check,
+                        room_check: !self.job.preflight.no_room_check,
                     },
                     extra.clone(),
                 )
             },
         )?;
         anyhow::ensure!(
-            !matches!(self.db.db_engine, Some(EngineArg::Sqlite)),
+            !matches!(self.job.db.db_engine, Some(EngineArg::Sqlite)),
             "a case shared by workers lives on PostgreSQL: leave --db-engine out or say postgres"
         );
-        let mut db = self.db.options_with(resolved.profile)?;
+        let mut db = self.job.db.options_with(resolved.profile)?;
         db.engine = DbEngine::Postgres;
         anyhow::ensure!(
             (caseload_engine::source::MIN_RUN_BYTES..=caseload_engine::source::MAX_RUN_BYTES)
@@ -152,7 +138,7 @@ pub struct PlanArgs {
 /// `caseload plan`: the case and its units on the server --db-url names.
 pub fn plan(mut args: PlanArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
-        args.case.db.db_url.is_some(),
+        args.case.job.db.db_url.is_some(),
         "plan needs --db-url: workers on other machines reach the case there (for one machine, `caseload cluster` starts a private server)"
     );
     let (spec, knobs) = args
@@ -481,7 +467,7 @@ pub fn cluster(mut args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| (util::default_threads() / args.workers).max(1))
         .max(1);
     anyhow::ensure!(
-        !(args.netns && args.case.db.db_url.is_some()),
+        !(args.netns && args.case.job.db.db_url.is_some()),
         "--netns links the workers to the private server it starts; without --db-url"
     );
     // Everything is checked before anything starts, --netns's needs with

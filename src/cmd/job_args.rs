@@ -1,12 +1,57 @@
-//! Flags several commands share (flattened into each): the layout and its
-//! channel overrides (`run`, `probe`), the KFF library (`run`, `compare`),
-//! and how a command line's workload or stage names become a stage list.
+//! Flags several commands share (flattened into each): what a case runs
+//! and on what (`JobArgs`: `run`, `compare`, `study`, `plan`, `cluster`),
+//! the layout and its channel overrides (`run`, `probe`, `plan`,
+//! `worker`), and how a command line's workload or stage names become a
+//! stage list.
 
 use caseload_engine::channel::ChannelKind;
 use caseload_engine::layout::Layout;
 use caseload_engine::stage::StageOptions;
 use caseload_engine::stages;
 use std::path::PathBuf;
+
+/// What a case runs and where its database and hash library are: the
+/// workload or stages with their options, the case database, the KFF
+/// library and sets, and the check before the first run. One struct for
+/// the commands that start cases (`run`, `compare`, `study`, `plan`,
+/// `cluster`), so a flag means the same in each.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobArgs {
+    /// Workload: a workload file, or the name of a built-in one
+    /// (ftk4-default, encase-verify, triage, full, autopsy-default).
+    #[arg(long, conflicts_with = "stages")]
+    pub workload: Option<String>,
+    /// Stages to run instead of a workload, in order (default: every
+    /// stage this build has; `kff` only with --hashset, --kff-library or a
+    /// kff stage option).
+    #[arg(long, value_delimiter = ',')]
+    pub stages: Vec<String>,
+    /// A stage option, `STAGE.KEY=VALUE` (VALUE in TOML syntax, or a bare
+    /// string), e.g. `image-hash.algorithms=["md5","sha256"]`. Repeatable.
+    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
+    pub stage_options: Vec<String>,
+    /// The case database.
+    #[command(flatten)]
+    pub db: super::db_args::DbArgs,
+    /// The KFF stage's hash library and sets.
+    #[command(flatten)]
+    pub kff: KffArgs,
+    /// The check before the first run.
+    #[command(flatten)]
+    pub preflight: PreflightArgs,
+}
+
+impl JobArgs {
+    /// The stages these flags name (`workload`, when no flag names one).
+    pub fn resolve(&self, workload: Option<&str>) -> anyhow::Result<ResolvedStages> {
+        resolve_stages(
+            self.workload.as_deref().or(workload),
+            &self.stages,
+            &self.kff,
+            &self.stage_options,
+        )
+    }
+}
 
 /// A layout and per-channel overrides.
 #[derive(Debug, Clone, clap::Args)]

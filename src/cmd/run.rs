@@ -1,6 +1,5 @@
 //! `caseload run`: run stages over evidence on a storage layout.
 
-use super::db_args::DbArgs;
 use super::job_args::{KffArgs, LayoutArgs, resolve_stages};
 use super::util::{self, CacheArg, TerminalObserver, finish};
 use super::workstation_args::WorkstationArgs;
@@ -23,18 +22,6 @@ pub struct Args {
     /// Layout and channel directories.
     #[command(flatten)]
     pub layout: LayoutArgs,
-    /// Workload: a workload file, or the name of a built-in one
-    /// (ftk4-default, encase-verify, triage, full, autopsy-default).
-    #[arg(long, conflicts_with = "stages")]
-    pub workload: Option<String>,
-    /// Stages to run, in order (default: every stage this build has; `kff`
-    /// only with --hashset, --kff-library or a kff stage option).
-    #[arg(long, value_delimiter = ',')]
-    pub stages: Vec<String>,
-    /// A stage option, `STAGE.KEY=VALUE` (VALUE in TOML syntax, or a bare
-    /// string), e.g. `image-hash.algorithms=["md5","sha256"]`. Repeatable.
-    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
-    pub stage_options: Vec<String>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -61,9 +48,6 @@ pub struct Args {
     /// same arguments as that run. SQLite case databases.
     #[arg(long)]
     pub resume: bool,
-    /// The case database.
-    #[command(flatten)]
-    pub db: DbArgs,
     /// Print run.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -81,15 +65,13 @@ pub struct Args {
     /// Internal: this process is instance K of an `--instances` run.
     #[arg(long, hide = true)]
     pub instance: Option<usize>,
-    /// The KFF stage's hash library and sets.
-    #[command(flatten)]
-    pub kff: KffArgs,
-    /// The check before the first run.
-    #[command(flatten)]
-    pub preflight: super::job_args::PreflightArgs,
     /// The modelled workstation's memory and processors.
     #[command(flatten)]
     pub workstation: WorkstationArgs,
+    /// What the case runs, its database and hash library, the check
+    /// before the first run.
+    #[command(flatten)]
+    pub job: super::job_args::JobArgs,
 }
 
 /// Run it.
@@ -124,10 +106,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let (stage_specs, resolved) = case_stages(
         &layout,
         &args.evidence,
-        args.workload.as_deref(),
-        &args.stages,
-        &args.kff,
-        &mut args.stage_options,
+        args.job.workload.as_deref(),
+        &args.job.stages,
+        &args.job.kff,
+        &mut args.job.stage_options,
         &|resolved, stages| {
             // Instance K's parent checked for all of them.
             if args.instance.is_some() {
@@ -140,10 +122,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     labs: &[],
                     evidence: std::slice::from_ref(&args.evidence),
                     stages,
-                    kff: &args.kff,
-                    db: &args.db.options_with(resolved.profile)?,
+                    kff: &args.job.kff,
+                    db: &args.job.db.options_with(resolved.profile)?,
                     copies,
-                    room_check: !args.preflight.no_room_check,
+                    room_check: !args.job.preflight.no_room_check,
                 },
                 Default::default(),
             )
@@ -163,7 +145,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if instances > 1 && args.instance.is_none() {
         // Configuration errors surface here, once, not in every child.
         caseload_engine::run::build_stages(&stage_specs)?;
-        let db = args.db.options_with(resolved.profile)?;
+        let db = args.job.db.options_with(resolved.profile)?;
         return run_instances(&args, &layout, db, instances);
     }
     let spec = RunSpec {
@@ -173,7 +155,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         workload: resolved.workload,
         threads: args.threads.unwrap_or_else(util::default_threads).max(1),
         cache: args.cache.mode(),
-        db: args.db.options_with(resolved.profile)?,
+        db: args.job.db.options_with(resolved.profile)?,
         force: args.force,
         instance: args.instance,
         read_run: args.read_run,
@@ -253,12 +235,12 @@ fn run_instances(
     job.database = Some(dir(ChannelKind::Database)?);
     job.case = Some(dir(ChannelKind::Case)?);
     job.temp = Some(dir(ChannelKind::Temp)?);
-    job.stages = match (&args.workload, args.stages.is_empty()) {
+    job.stages = match (&args.job.workload, args.job.stages.is_empty()) {
         (Some(w), _) => JobStages::Workload(w.clone()),
-        (None, false) => JobStages::Stages(args.stages.clone()),
+        (None, false) => JobStages::Stages(args.job.stages.clone()),
         (None, true) => JobStages::Default,
     };
-    job.stage_options = args.stage_options.clone();
+    job.stage_options = args.job.stage_options.clone();
     job.threads = args.threads;
     job.cache = args.cache.mode();
     job.db = db;

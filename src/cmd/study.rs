@@ -5,8 +5,6 @@
 //! (`caseload_workloads::study`).
 
 use super::compare;
-use super::db_args::DbArgs;
-use super::job_args::{KffArgs, resolve_stages};
 use super::util::interrupt_flag;
 use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
@@ -29,7 +27,9 @@ pub struct Args {
 enum Study {
     /// The FTK 4 study (root: builds each configuration as a lab of
     /// modelled devices): base system, SSD database, PCIe database, RAID-5
-    /// evidence+case, SSD O/S+temp, high-end, five channels.
+    /// evidence+case, SSD O/S+temp, high-end, five channels. Every run
+    /// runs the ftk4-default workload unless --workload or --stages name
+    /// another.
     Ftk4(Ftk4Args),
 }
 
@@ -50,25 +50,9 @@ pub struct Ftk4Args {
     /// Runs per configuration.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
-    /// The workload every run runs.
-    #[arg(long, default_value = "ftk4-default")]
-    pub workload: String,
-    /// A stage option passed to every run. Repeatable.
-    #[arg(long = "stage-option", value_name = "STAGE.KEY=VALUE")]
-    pub stage_options: Vec<String>,
     /// Worker threads per run (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Every run's case database.
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// The KFF stage's hash sets, imported into each lab's database device
-    /// (with its model off: setting up is not measured).
-    #[command(flatten)]
-    pub kff: KffArgs,
-    /// The check before the first run.
-    #[command(flatten)]
-    pub preflight: super::job_args::PreflightArgs,
     /// Every run's modelled workstation (over each lab's own).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
@@ -88,6 +72,10 @@ pub struct Ftk4Args {
     /// sizes, other models); a lab it lacks is the built-in one.
     #[arg(long, value_name = "DIR", conflicts_with = "labs")]
     pub labs_from: Option<PathBuf>,
+    /// What the case runs, its database and hash library, the check
+    /// before the first run.
+    #[command(flatten)]
+    pub job: super::job_args::JobArgs,
 }
 
 /// A lab taken down when dropped, so also on an error or Ctrl-C.
@@ -118,6 +106,20 @@ struct Prepared {
     db: caseload_engine::casedb::DbOptions,
     stage_specs: Vec<(String, caseload_engine::stage::StageOptions)>,
     exe: PathBuf,
+}
+
+/// The study's workload unless the flags name one or its stages
+/// (`ftk4-default`: the study's own).
+const STUDY_WORKLOAD: &str = "ftk4-default";
+
+/// The job every comparison of the study runs: the flags' own, with the
+/// study's workload where they name neither a workload nor stages.
+fn study_job(job: &super::job_args::JobArgs) -> super::job_args::JobArgs {
+    let mut job = job.clone();
+    if job.workload.is_none() && job.stages.is_empty() {
+        job.workload = Some(STUDY_WORKLOAD.into());
+    }
+    job
 }
 
 /// Check everything the study's labs and runs need, once, before the
@@ -157,8 +159,8 @@ fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Pr
             problems.push(format!("evidence `{}` is not a file", f.display()));
         }
     }
-    let resolved = resolve_stages(Some(&args.workload), &[], &args.kff, &args.stage_options)?;
-    let db = args.db.options_with(resolved.profile)?;
+    let resolved = study_job(&args.job).resolve(None)?;
+    let db = args.job.db.options_with(resolved.profile)?;
     let evidence: Vec<PathBuf> = args
         .evidence
         .iter()
@@ -171,10 +173,10 @@ fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Pr
             labs,
             evidence: &evidence,
             stages: &resolved.stages,
-            kff: &args.kff,
+            kff: &args.job.kff,
             db: &db,
             copies: 1,
-            room_check: !args.preflight.no_room_check,
+            room_check: !args.job.preflight.no_room_check,
         },
         problems,
     )?;
@@ -222,12 +224,12 @@ fn on_lab(
             }
         }
         let copies = lab::load_evidence(state, &wanted)?;
-        if !args.kff.hashsets.is_empty() {
+        if !args.job.kff.hashsets.is_empty() {
             state.set_modelled(false)?;
             let layout = super::lab::lab_layout(&name)?;
             let imported = super::hashset::prepare_run(
-                &args.kff.hashsets,
-                args.kff.kff_library.as_deref(),
+                &args.job.kff.hashsets,
+                args.job.kff.kff_library.as_deref(),
                 &layout,
                 &p.stage_specs,
             );
@@ -247,9 +249,7 @@ fn on_lab(
                 evidence,
                 layout: Vec::new(),
                 lab: vec![name.clone()],
-                workload: Some(args.workload.clone()),
-                stages: Vec::new(),
-                stage_options: args.stage_options.clone(),
+                job: study_job(&args.job),
                 repeat: args.repeat,
                 out: args.out.join(&r.dir),
                 baseline: Baseline::Number(1),
@@ -259,9 +259,6 @@ fn on_lab(
                 probe_seconds: 3.0,
                 keep_runs: false,
                 threads: args.threads,
-                db: args.db.clone(),
-                kff: args.kff.clone(),
-                preflight: args.preflight.clone(),
                 workstation: r.workstation.clone(),
             };
             let report = compare::execute(&compare_args)?;
