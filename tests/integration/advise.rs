@@ -214,6 +214,110 @@ fn advise_predicts_every_configuration_ranks_them_and_marks_the_front() {
     );
 }
 
+/// The stages of a run.json, and their total.
+fn recorded_total(run: &Path) -> f64 {
+    let doc: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+    doc["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["wall_seconds"].as_f64().unwrap())
+        .sum()
+}
+
+#[test]
+fn a_workstation_option_is_predicted_from_the_run_recorded_with_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "32MiB", "--seed", "23"],
+    );
+    let stages = "filesystem,file-hash,carve";
+    // The workstation as it is, and the same work recorded with 64 GB of
+    // modelled memory (cold: a modelled cache starts empty).
+    let base_dirs = work.path().join("base");
+    common::run_ok(&mut common::channels_run(stages, &image, &base_dirs));
+    let ram_dirs = work.path().join("ram");
+    let mut cmd = common::caseload();
+    cmd.args(["run", "--stages", stages, "--threads", "2", "--ram", "64GB"])
+        .arg("--evidence")
+        .arg(&image);
+    for (flag, sub) in [("--database", "db"), ("--case", "case"), ("--temp", "temp")] {
+        std::fs::create_dir_all(ram_dirs.join(sub)).unwrap();
+        cmd.arg(flag).arg(ram_dirs.join(sub));
+    }
+    common::run_ok(&mut cmd);
+    let base = base_dirs.join("case").join("run.json");
+    let with_ram = ram_dirs.join("case").join("run.json");
+    let candidates = work.path().join("candidates.toml");
+    std::fs::write(
+        &candidates,
+        format!(
+            "from = \"ftk4-base\"\n\n[[option]]\nname = \"64 GB\"\nram = \"64GB\"\nrun = \"{}\"\nprice = 250\n\n[[option]]\nname = \"SATA SSD database\"\nchannels = [\"database\"]\nmodel = \"sata-ssd\"\nprice = 150\n",
+            with_ram.display()
+        ),
+    )
+    .unwrap();
+    let a = advice(&base, &candidates, &[]);
+    let configs = a["configurations"].as_array().unwrap();
+    // {}, RAM, SSD, RAM + SSD.
+    assert_eq!(configs.len(), 4, "{configs:#?}");
+    let find = |names: &[&str]| {
+        configs
+            .iter()
+            .find(|c| options(c) == names)
+            .unwrap_or_else(|| panic!("no configuration {names:?}"))
+    };
+    // The RAM alone: the run recorded with it, as recorded.
+    let ram = find(&["64 GB"]);
+    assert!(
+        (total(ram) - recorded_total(&with_ram)).abs() < 1e-6,
+        "{ram:#}"
+    );
+    assert_eq!(price(ram), 250.0);
+    // RAM and the SSD: that run predicted on the SSD, as predict does.
+    let both = find(&["64 GB", "SATA SSD database"]);
+    let out = common::run_ok(
+        common::caseload()
+            .args([
+                "predict",
+                "--json",
+                "--from",
+                "ftk4-base",
+                "--devices",
+                "ftk4-ssd-db",
+                "--run",
+            ])
+            .arg(&with_ram),
+    );
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((total(both) - p["predicted_total_s"].as_f64().unwrap()).abs() < 1e-9);
+    assert_eq!(price(both), 400.0);
+    // The option says what it buys.
+    let buys = a["options"][0]["buys"].as_str().unwrap();
+    assert!(
+        buys.contains("ram 64GB") && buys.contains("run.json"),
+        "{buys}"
+    );
+    // A workstation run of other work is refused.
+    let other_dirs = work.path().join("other");
+    common::run_ok(&mut common::channels_run("filesystem", &image, &other_dirs));
+    let file = work.path().join("other.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "from = \"ftk4-base\"\n[[option]]\nname = \"x\"\nrun = \"{}\"\nprice = 1\n",
+            other_dirs.join("case").join("run.json").display()
+        ),
+    )
+    .unwrap();
+    let err = refused(&base, &file, &[]);
+    assert!(
+        err.contains("option \"x\": run: it ran other stages"),
+        "{err}"
+    );
+}
+
 /// A candidates file with one option replaced by `option`.
 fn with_option(dir: &Path, name: &str, option: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
