@@ -4,7 +4,6 @@
 
 use anyhow::Context;
 use caseload_engine::channel::ChannelKind;
-use caseload_engine::probe::ChannelProbe;
 use caseload_workloads::advise::{self, Resolver};
 use caseload_workloads::predict::DeviceFigures;
 use std::path::{Path, PathBuf};
@@ -46,28 +45,13 @@ fn model(name: &str) -> Result<DeviceFigures, String> {
 /// A probe's figures: the first of `channels` it measured, else the first
 /// channel it measured at all.
 fn probe(path: &Path, channels: &[ChannelKind]) -> Result<DeviceFigures, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading `{}`: {e}", path.display()))?;
-    let probes: Vec<ChannelProbe> = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "`{}` is not `caseload probe --json` output: {e}",
-            path.display()
-        )
-    })?;
-    let measured = |p: &&ChannelProbe| DeviceFigures::from_probe(p).is_some();
-    let covers =
-        |p: &&ChannelProbe, k: &ChannelKind| p.channel == Some(*k) || p.shared_with.contains(k);
-    let chosen = channels
+    let devices = super::predict::probe_devices(path).map_err(|e| format!("{e:#}"))?;
+    channels
         .iter()
-        .find_map(|k| probes.iter().filter(measured).find(|p| covers(p, k)))
-        .or_else(|| probes.iter().find(measured))
-        .ok_or_else(|| {
-            format!(
-                "`{}` holds no channel with read rate and IOPS measured",
-                path.display()
-            )
-        })?;
-    DeviceFigures::from_probe(chosen).ok_or_else(|| "no figures".into())
+        .find_map(|k| devices.get(k))
+        .or_else(|| devices.values().next())
+        .cloned()
+        .ok_or_else(|| format!("`{}` holds no measured channel", path.display()))
 }
 
 fn run_report(path: &Path) -> Result<caseload_engine::report::RunReport, String> {

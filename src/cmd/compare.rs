@@ -3,7 +3,6 @@
 //! medians, ranges and ratios against a baseline in a table, CSV,
 //! `compare.json` and `report.html`.
 
-use super::job_args::resolve_stages;
 use super::util::{interrupt_flag, parse_size};
 use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
@@ -152,12 +151,7 @@ pub fn exit_code(status: &str, command: &str) -> ExitCode {
 pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::CompareReport> {
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
-    let resolved = resolve_stages(
-        args.job.workload.as_deref(),
-        &args.job.stages,
-        &args.job.kff,
-        &args.job.stage_options,
-    )?;
+    let resolved = args.job.resolve()?;
     let mut stage_specs = resolved.stages;
     let selection = match &args.job.workload {
         Some(w) => {
@@ -216,14 +210,13 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
             labs: &[],
             evidence: &args.evidence,
             stages: &stage_specs,
-            kff: &args.job.kff,
+            job: &args.job,
             db: &db,
             copies: if args.keep_runs {
                 (args.repeat * args.evidence.len()) as u64
             } else {
                 1
             },
-            room_check: !args.job.preflight.no_room_check,
         },
         Default::default(),
     )?;

@@ -63,16 +63,12 @@ impl CaseArgs {
         extra: caseload_engine::preflight::Problems,
     ) -> anyhow::Result<(RunSpec, PlanKnobs)> {
         let layout = self.layout.layout()?;
-        let db_args = self.job.db.clone();
         let (stages, resolved) = super::run::case_stages(
             &layout,
             &self.evidence,
-            self.job.workload.as_deref(),
-            &self.job.stages,
-            &self.job.kff,
-            &mut self.job.stage_options,
-            &|resolved, stages| {
-                let mut db = db_args.options_with(resolved.profile)?;
+            &mut self.job,
+            &|job, resolved, stages| {
+                let mut db = job.db.options_with(resolved.profile)?;
                 db.engine = DbEngine::Postgres;
                 super::job_args::preflight(
                     &super::job_args::Planned {
@@ -80,10 +76,9 @@ impl CaseArgs {
                         labs: &[],
                         evidence: std::slice::from_ref(&self.evidence),
                         stages,
-                        kff: &self.job.kff,
+                        job,
                         db: &db,
                         copies: 1,
-                        room_check: !self.job.preflight.no_room_check,
                     },
                     extra.clone(),
                 )

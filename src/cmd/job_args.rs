@@ -42,10 +42,10 @@ pub struct JobArgs {
 }
 
 impl JobArgs {
-    /// The stages these flags name (`workload`, when no flag names one).
-    pub fn resolve(&self, workload: Option<&str>) -> anyhow::Result<ResolvedStages> {
+    /// The stages these flags name.
+    pub fn resolve(&self) -> anyhow::Result<ResolvedStages> {
         resolve_stages(
-            self.workload.as_deref().or(workload),
+            self.workload.as_deref(),
             &self.stages,
             &self.kff,
             &self.stage_options,
@@ -193,15 +193,14 @@ pub struct Planned<'a> {
     pub evidence: &'a [PathBuf],
     /// The stages, with their options.
     pub stages: &'a [(String, StageOptions)],
-    /// The KFF flags.
-    pub kff: &'a KffArgs,
+    /// The flags: the KFF library and sets, and whether the channels'
+    /// room is checked (not with --no-room-check).
+    pub job: &'a JobArgs,
     /// The case database.
     pub db: &'a caseload_engine::casedb::DbOptions,
     /// Runs whose directories are kept side by side (compare
     /// --keep-runs); 1 when each run's directories go before the next.
     pub copies: u64,
-    /// Whether the channels' room is checked (not with --no-room-check).
-    pub room_check: bool,
 }
 
 /// Check, before the first run, what every run needs (caseload_engine::
@@ -214,16 +213,18 @@ pub fn preflight(
     mut extra: caseload_engine::preflight::Problems,
 ) -> anyhow::Result<()> {
     use caseload_engine::preflight::{check_files, check_room, check_server, expected_space};
+    let kff = &p.job.kff;
+    let room_check = !p.job.preflight.no_room_check;
     // The hash sets named, and a library given alone, exist.
     let mut files = Vec::new();
-    for h in &p.kff.hashsets {
+    for h in &kff.hashsets {
         if let Some((_, f)) = h.split_once('=') {
             files.push(PathBuf::from(f));
         }
     }
     check_files(&files, "--hashset", &mut extra);
-    if p.kff.hashsets.is_empty()
-        && let Some(lib) = &p.kff.kff_library
+    if kff.hashsets.is_empty()
+        && let Some(lib) = &kff.kff_library
         && !lib.is_dir()
     {
         check_files(std::slice::from_ref(lib), "--kff-library", &mut extra);
@@ -249,7 +250,7 @@ pub fn preflight(
     let library = |layout: Option<&Layout>| -> Option<u64> {
         let dir = layout.and_then(|l| l.dir(ChannelKind::Database).ok());
         let path =
-            dir.map(|d| caseload_engine::hashset::library_path(p.kff.kff_library.as_deref(), d));
+            dir.map(|d| caseload_engine::hashset::library_path(kff.kff_library.as_deref(), d));
         let existing = path
             .and_then(|f| std::fs::metadata(f).ok())
             .map(|m| m.len());
@@ -272,7 +273,7 @@ pub fn preflight(
                 extra.push(format!("{k} channel `{}`: not a directory", d.display()));
             }
         }
-        if p.room_check {
+        if room_check {
             check_room(&dirs, &estimates, p.copies, &mut extra);
         }
         check_server(p.db, &dirs, &mut extra);
@@ -292,7 +293,7 @@ pub fn preflight(
         }
         for (dev, bytes) in need {
             let size = lab.devices.get(dev).map_or(0, |d| d.size);
-            if p.room_check && bytes > size / 20 * 19 {
+            if room_check && bytes > size / 20 * 19 {
                 extra.push(format!(
                     "lab `{}`: device `{dev}` ({} MiB) is too small: the evidence and the workload are expected to need about {} MiB of it",
                     lab.name,

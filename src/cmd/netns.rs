@@ -52,10 +52,7 @@ impl Links {
     /// before anything starts.
     pub fn problems(workers: usize, rate_mb_s: Option<f64>) -> Vec<String> {
         let mut out = Vec::new();
-        if !std::fs::metadata("/proc/self")
-            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-            .unwrap_or(false)
-        {
+        if !caseload_lab::host::is_root() {
             out.push("--netns needs root (it creates network namespaces and veth pairs)".into());
         }
         if workers > 63 {

@@ -27,38 +27,41 @@ pub struct Args {
     pub json: bool,
 }
 
+/// Device figures per channel from a probe's JSON (`caseload probe
+/// --json`): each channel it measured, and those sharing its directory.
+pub fn probe_devices(path: &std::path::Path) -> anyhow::Result<Devices> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading `{}`", path.display()))?;
+    let probes: Vec<ChannelProbe> = serde_json::from_str(&text)
+        .with_context(|| format!("`{}` is not `caseload probe --json` output", path.display()))?;
+    let mut out = Devices::new();
+    for p in &probes {
+        let Some(f) = DeviceFigures::from_probe(p) else {
+            continue;
+        };
+        // A probe measured once for channels sharing a directory.
+        for k in p.channel.into_iter().chain(p.shared_with.iter().copied()) {
+            out.insert(k, f.clone());
+        }
+    }
+    anyhow::ensure!(
+        !out.is_empty(),
+        "`{}` holds no channel with read rate and IOPS measured",
+        path.display()
+    );
+    Ok(out)
+}
+
 /// Device figures per channel from a lab or a probe's JSON.
 pub fn devices(arg: &str) -> anyhow::Result<Devices> {
     let path = std::path::Path::new(arg);
     if path.is_file() && path.extension().is_some_and(|e| e == "json") {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading `{}`", path.display()))?;
-        let probes: Vec<ChannelProbe> = serde_json::from_str(&text).with_context(|| {
-            format!("`{}` is not `caseload probe --json` output", path.display())
-        })?;
-        let mut out = Devices::new();
-        for p in &probes {
-            let Some(f) = DeviceFigures::from_probe(p) else {
-                continue;
-            };
-            // A probe measured once for channels sharing a directory.
-            for k in p.channel.into_iter().chain(p.shared_with.iter().copied()) {
-                out.insert(k, f.clone());
-            }
-        }
-        anyhow::ensure!(
-            !out.is_empty(),
-            "`{}` holds no channel with read rate and IOPS measured",
-            path.display()
-        );
-        return Ok(out);
+        return probe_devices(path);
     }
     let lab = caseload_workloads::devices::lab(arg)?;
     let mut out = Devices::new();
     for (channel, device) in &lab.channels {
-        let kind = ChannelKind::ALL
-            .into_iter()
-            .find(|k| k.name() == channel)
+        let kind = ChannelKind::from_name(channel)
             .with_context(|| format!("lab `{}` names an unknown channel `{channel}`", lab.name))?;
         let spec = lab
             .devices

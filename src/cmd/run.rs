@@ -1,6 +1,6 @@
 //! `caseload run`: run stages over evidence on a storage layout.
 
-use super::job_args::{KffArgs, LayoutArgs, resolve_stages};
+use super::job_args::LayoutArgs;
 use super::util::{self, CacheArg, TerminalObserver, finish};
 use super::workstation_args::WorkstationArgs;
 use anyhow::Context;
@@ -106,11 +106,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let (stage_specs, resolved) = case_stages(
         &layout,
         &args.evidence,
-        args.job.workload.as_deref(),
-        &args.job.stages,
-        &args.job.kff,
-        &mut args.job.stage_options,
-        &|resolved, stages| {
+        &mut args.job,
+        &|job, resolved, stages| {
             // Instance K's parent checked for all of them.
             if args.instance.is_some() {
                 return Ok(());
@@ -122,10 +119,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                     labs: &[],
                     evidence: std::slice::from_ref(&args.evidence),
                     stages,
-                    kff: &args.job.kff,
-                    db: &args.job.db.options_with(resolved.profile)?,
+                    job,
+                    db: &job.db.options_with(resolved.profile)?,
                     copies,
-                    room_check: !args.job.preflight.no_room_check,
                 },
                 Default::default(),
             )
@@ -176,9 +172,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     finish(&report, args.json, args.wide)
 }
 
-/// A command's check of what its runs need, given the stages resolved
-/// (`case_stages` calls it before importing anything).
+/// A command's check of what its runs need, given its flags and the
+/// stages resolved (`case_stages` calls it before importing anything).
 pub type BeforeImport<'a> = &'a dyn Fn(
+    &super::job_args::JobArgs,
     &super::job_args::ResolvedStages,
     &[(String, stage::StageOptions)],
 ) -> anyhow::Result<()>;
@@ -186,37 +183,34 @@ pub type BeforeImport<'a> = &'a dyn Fn(
 /// The stages of a case with their options: the workload or stage list,
 /// the hash sets imported into the KFF library (on the layout's database
 /// channel, checked writable first), the `--stage-option`s applied.
-/// `stage_options` gains the KFF options the import gave. `before`
+/// `job.stage_options` gains the KFF options the import gave. `before`
 /// checks what the run needs (the command's preflight) once the stages
 /// are known and before anything is imported.
 pub fn case_stages(
     layout: &caseload_engine::layout::Layout,
     evidence: &std::path::Path,
-    workload: Option<&str>,
-    stages: &[String],
-    kff: &KffArgs,
-    stage_options: &mut Vec<String>,
+    job: &mut super::job_args::JobArgs,
     before: BeforeImport<'_>,
 ) -> anyhow::Result<(
     Vec<(String, stage::StageOptions)>,
     super::job_args::ResolvedStages,
 )> {
-    let mut resolved = resolve_stages(workload, stages, kff, stage_options)?;
+    let mut resolved = job.resolve()?;
     let mut stage_specs = std::mem::take(&mut resolved.stages);
     // The channel directories are checked again with the evidence when the
     // run starts; here first, so that a missing one is named before the
     // hash sets are imported into it.
     let given: Vec<std::path::PathBuf> = std::fs::canonicalize(evidence).into_iter().collect();
     layout.check_writable(&given)?;
-    before(&resolved, &stage_specs)?;
+    before(job, &resolved, &stage_specs)?;
     let imported = super::hashset::prepare_run(
-        &kff.hashsets,
-        kff.kff_library.as_deref(),
+        &job.kff.hashsets,
+        job.kff.kff_library.as_deref(),
         layout,
         &stage_specs,
     )?;
-    stage_options.splice(0..0, imported);
-    for o in stage_options.iter() {
+    job.stage_options.splice(0..0, imported);
+    for o in job.stage_options.iter() {
         stage::apply_option(&mut stage_specs, o)?;
     }
     Ok((stage_specs, resolved))

@@ -159,7 +159,7 @@ fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Pr
             problems.push(format!("evidence `{}` is not a file", f.display()));
         }
     }
-    let resolved = study_job(&args.job).resolve(None)?;
+    let resolved = study_job(&args.job).resolve()?;
     let db = args.job.db.options_with(resolved.profile)?;
     let evidence: Vec<PathBuf> = args
         .evidence
@@ -173,10 +173,9 @@ fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Pr
             labs,
             evidence: &evidence,
             stages: &resolved.stages,
-            kff: &args.job.kff,
+            job: &args.job,
             db: &db,
             copies: 1,
-            room_check: !args.job.preflight.no_room_check,
         },
         problems,
     )?;

@@ -89,8 +89,7 @@ fn expand(prefix: &[String], body: &str, out: &mut Vec<Vec<String>>) {
 fn paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    let bytes: Vec<char> = code.chars().collect();
-    let text: String = bytes.iter().collect();
+    let text = code;
     for start in ["crate::", "super::", "self::"] {
         let mut from = 0;
         while let Some(i) = text[from..].find(start) {

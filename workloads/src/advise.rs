@@ -325,15 +325,12 @@ pub fn parse_candidates(
             }
             let mut channels = Vec::new();
             for n in names {
-                let kind = ChannelKind::ALL
-                    .into_iter()
-                    .find(|k| k.name() == n)
-                    .ok_or_else(|| {
-                        bad(
-                            "channels",
-                            format!("`{n}` is not a channel (evidence, database, case, temp)"),
-                        )
-                    })?;
+                let kind = ChannelKind::from_name(n).ok_or_else(|| {
+                    bad(
+                        "channels",
+                        format!("`{n}` is not a channel (evidence, database, case, temp)"),
+                    )
+                })?;
                 if !base.channels.contains_key(&kind) {
                     return Err(bad(
                         "channels",

@@ -272,16 +272,14 @@ pub fn predict(
 /// the thread that wrote it), and where every thread does wait on one (a
 /// single committing writer) the stage's wall time shows it and `α` is
 /// near 1. Measured on the FTK 4 study's labs (docs/predict.md), this
-/// predicts a faster temp device within 1% where counting every sync as a
-/// barrier over-predicted its gain by up to 9% on the index stage.
+/// predicts a faster temp device's totals within 1% (its index stage
+/// within 3%), where counting every sync as a barrier over-predicted the
+/// index stage's gain by 9-11%.
 pub fn overlap(s: &StageReport, threads: f64) -> f64 {
     let blocked: f64 = s
         .channels
         .values()
-        .map(|c| {
-            let c = &c.counters;
-            (c.read_blocked_ns + c.write_blocked_ns + c.sync_blocked_ns) as f64 / 1e9
-        })
+        .map(|c| c.counters.blocked_ns() as f64 / 1e9)
         .sum();
     let cpu_wall = (s.cpu_user_seconds + s.cpu_system_seconds) / threads.max(1.0);
     if blocked > 0.0 {

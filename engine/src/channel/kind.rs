@@ -27,6 +27,11 @@ impl ChannelKind {
         ChannelKind::Temp,
     ];
 
+    /// The channel a name written in layout files and reports names.
+    pub fn from_name(name: &str) -> Option<ChannelKind> {
+        ChannelKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// The channel's name as written in layout files and reports.
     pub fn name(self) -> &'static str {
         match self {
