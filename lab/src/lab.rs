@@ -9,6 +9,7 @@
 //! clean from. Nothing is removed that the record does not name, and each
 //! thing is checked to still be the lab's before it is undone.
 
+use crate::crypt::{self, Encryption};
 use crate::host::{self, Cgroup, CgroupVersion, HostError, LoopDevice};
 use crate::model::{DeviceModel, Mechanism};
 use caseload_engine::units::parse_size;
@@ -69,6 +70,26 @@ pub struct DeviceSpec {
     pub fs: String,
     /// Mount options (`-o`).
     pub mount_options: String,
+    /// Its encryption layer ([`crypt`]).
+    #[serde(default)]
+    pub encrypt: Encryption,
+    /// Served by the device server even though neither its model nor its
+    /// layer needs that: the plain baseline of an encrypted device whose
+    /// model is a throttle or none, so that both take the same path.
+    #[serde(default)]
+    pub served: bool,
+}
+
+impl DeviceSpec {
+    /// Whether the device server carries this device.
+    pub fn is_served(&self) -> bool {
+        self.model.mechanism == Mechanism::Model || self.served || self.encrypt.on_host()
+    }
+
+    /// The bytes a file system gets: the device less its layer's header.
+    pub fn payload_size(&self) -> u64 {
+        self.size.saturating_sub(self.encrypt.header_bytes())
+    }
 }
 
 /// Optional limits on the runs in the lab.
@@ -152,6 +173,9 @@ struct DeviceFile {
     fs: String,
     #[serde(default)]
     mount_options: String,
+    encrypt: Option<String>,
+    #[serde(default)]
+    served: bool,
 }
 
 fn ext4() -> String {
@@ -239,6 +263,13 @@ impl LabSpec {
                     "device `{name}`: mount_options must not contain spaces"
                 )));
             }
+            let encrypt = match &d.encrypt {
+                Some(e) => {
+                    Encryption::parse(e).map_err(|m| fail(format!("device `{name}`: {m}")))?
+                }
+                None => Encryption::None,
+            };
+            crypt::check_size(&name, size, encrypt).map_err(|e| fail(e.to_string()))?;
             devices.insert(
                 name,
                 DeviceSpec {
@@ -246,6 +277,8 @@ impl LabSpec {
                     size,
                     fs: d.fs,
                     mount_options: d.mount_options,
+                    encrypt,
+                    served: d.served,
                 },
             );
         }
@@ -348,6 +381,9 @@ pub struct DeviceState {
     pub formatted: bool,
     /// Where it is mounted.
     pub mount: Option<PathBuf>,
+    /// The key of its encryption layer, if it has one on the host.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
 }
 
 /// The record of a lab: what `up` made, in order.
@@ -463,6 +499,44 @@ impl LabState {
         let d = self.daemon.as_ref()?;
         let text = std::fs::read_to_string(d.mount.join(".stats")).ok()?;
         serde_json::from_str(&text).ok()
+    }
+
+    /// Check that runs may use the lab: `up` finished, and every encrypted
+    /// device's key is there and opens it (a lost key is an error, never
+    /// plain text).
+    pub fn ready(&self) -> Result<(), LabError> {
+        let name = &self.spec.name;
+        if !self.complete {
+            return Err(self.unavailable(format!(
+                "it was left half-built: `caseload lab down {name}`, then `up` again"
+            )));
+        }
+        for d in &self.devices {
+            self.check_key(d)?;
+        }
+        Ok(())
+    }
+
+    fn check_key(&self, d: &DeviceState) -> Result<(), LabError> {
+        if !self.spec.devices[&d.name].encrypt.on_host() {
+            return Ok(());
+        }
+        let (Some(backing), Some(key)) = (&d.backing, &d.key_file) else {
+            return Err(self.unavailable(format!(
+                "encrypted device `{}` has no key recorded (was `up` interrupted?)",
+                d.name
+            )));
+        };
+        let f = std::fs::File::open(backing).map_err(|source| {
+            self.host()(HostError::Io {
+                what: "opening backing file",
+                path: backing.clone(),
+                source,
+            })
+        })?;
+        crypt::open(&d.name, &f, backing, key)
+            .map(drop)
+            .map_err(|e| self.unavailable(e.to_string()))
     }
 
     /// Channel directory.
@@ -583,10 +657,30 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
         let f = std::fs::File::create(&path).map_err(io("creating backing file", &path))?;
         f.set_len(size).map_err(io("sizing backing file", &path))?;
     }
+    // Encryption layers: a key each, and the header on the device.
+    for i in 0..state.devices.len() {
+        let name = state.devices[i].name.clone();
+        if !state.spec.devices[&name].encrypt.on_host() {
+            continue;
+        }
+        let keys = state.dir.join("keys");
+        if !keys.exists() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&keys)
+                .map_err(io("creating the key directory", &keys))?;
+        }
+        let key = keys.join(format!("{name}.key"));
+        state.devices[i].key_file = Some(key.clone());
+        state.save()?;
+        let backing = state.devices[i].backing.clone().unwrap_or_default();
+        crypt::format(&name, &backing, &key).map_err(|e| state.unavailable(e.to_string()))?;
+    }
     // The device server, for modelled devices.
     let modelled: Vec<String> = names
         .iter()
-        .filter(|n| state.spec.devices[*n].model.mechanism == Mechanism::Model)
+        .filter(|n| state.spec.devices[*n].is_served())
         .cloned()
         .collect();
     if !modelled.is_empty() {
@@ -604,8 +698,8 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
     for i in 0..state.devices.len() {
         let name = state.devices[i].name.clone();
         let spec = state.spec.devices[&name].clone();
-        let file = match (&state.daemon, spec.model.mechanism) {
-            (Some(d), Mechanism::Model) => d.mount.join(format!("{name}.img")),
+        let file = match &state.daemon {
+            Some(d) if spec.is_served() => d.mount.join(format!("{name}.img")),
             _ => state.devices[i].backing.clone().unwrap_or_default(),
         };
         state.devices[i].attached_file = Some(file.clone());
@@ -874,7 +968,14 @@ pub fn down(state: &LabState) -> Result<DownReport, LabError> {
         {
             r.removed.push(format!("backing file {}", b.display()));
         }
+        if let Some(k) = &d.key_file
+            && k.starts_with(&state.dir)
+            && std::fs::remove_file(k).is_ok()
+        {
+            r.removed.push(format!("key file {}", k.display()));
+        }
     }
+    let _ = std::fs::remove_dir(state.dir.join("keys"));
     if state.backing_dir_made && std::fs::remove_dir(&state.backing_dir).is_ok() {
         r.removed.push(format!("{}", state.backing_dir.display()));
     }
@@ -942,9 +1043,12 @@ pub fn status(state: &LabState) -> Status {
             if !attached || !mounted {
                 problems.push(format!("device `{}`: loop attached {attached}, mounted {mounted}", d.name));
             }
+            if let Err(e) = state.check_key(d) {
+                problems.push(e.to_string());
+            }
             serde_json::json!({
                 "name": d.name, "model": spec.model.name, "mechanism": spec.model.mechanism.as_str(),
-                "size": spec.size, "fs": spec.fs,
+                "size": spec.size, "fs": spec.fs, "encrypt": spec.encrypt.as_str(),
                 "loop_device": d.loop_device.as_ref().map(|l| l.path.clone()),
                 "direct_io": d.loop_device.as_ref().map(|l| l.direct_io),
                 "mount": d.mount, "attached": attached, "mounted": mounted,
@@ -1072,6 +1176,18 @@ cpus = "0-1"
         .workstation;
         assert_eq!(w.ram, Some(32 << 30));
         assert_eq!((w.processor_threads, w.cpu_scale), (Some(8), Some(0.71)));
+        let e = LabSpec::parse(
+            &GOOD.replace(
+                "size = \"1GiB\"",
+                "size = \"1GiB\"\nencrypt = \"luks-aes-xts\"",
+            ),
+            "e.toml",
+            &model,
+        )
+        .unwrap();
+        let disk = &e.devices["disk"];
+        assert!(disk.is_served(), "the host's layer needs the device server");
+        assert_eq!(disk.payload_size(), (1 << 30) - crypt::HEADER_BYTES);
         for (bad, says) in [
             (
                 GOOD.replace("temp = \"disk\"\n", ""),
@@ -1105,6 +1221,20 @@ cpus = "0-1"
                 "above 0 and at most 1",
             ),
             (format!("{GOOD}[workstation]\ncpus = 0\n"), "at least 1"),
+            (
+                GOOD.replace(
+                    "size = \"1GiB\"",
+                    "size = \"64MiB\"\nencrypt = \"luks-aes-xts\"",
+                ),
+                "too small for the luks-aes-xts layer",
+            ),
+            (
+                GOOD.replace(
+                    "size = \"1GiB\"",
+                    "size = \"1GiB\"\nencrypt = \"bitlocker\"",
+                ),
+                "one of none, luks-aes-xts, sed",
+            ),
             (
                 format!("{GOOD}[workstation]\nswap = \"1GB\"\n"),
                 "unknown field `swap`",

@@ -15,6 +15,7 @@
 //! Needs root, loop devices, and FUSE or a block-I/O controller; each
 //! missing piece is a plain error saying which.
 
+pub mod crypt;
 pub mod host;
 pub mod lab;
 pub mod model;
@@ -31,7 +32,7 @@ pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
     let mut devices = Vec::new();
     for d in &state.devices {
         let spec = &state.spec.devices[&d.name];
-        let (Some(timing), Some(backing)) = (&spec.model.timing, &d.backing) else {
+        let Some(backing) = d.backing.as_ref().filter(|_| spec.is_served()) else {
             continue;
         };
         let file = std::fs::OpenOptions::new()
@@ -46,11 +47,29 @@ pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
                     source,
                 },
             })?;
+        // Never serve an encrypted device without its key.
+        let cipher = match (&d.key_file, spec.encrypt.on_host()) {
+            (Some(key), true) => Some((
+                crypt::open(&d.name, &file, backing, key).map_err(|e| LabError::Unavailable {
+                    lab: name.to_string(),
+                    message: e.to_string(),
+                })?,
+                spec.encrypt.header_bytes(),
+            )),
+            (None, true) => {
+                return Err(LabError::Unavailable {
+                    lab: name.to_string(),
+                    message: format!("encrypted device `{}` has no key recorded", d.name),
+                });
+            }
+            _ => None,
+        };
         devices.push(serve::ServedDevice {
             name: format!("{}.img", d.name),
             backing: file,
-            size: spec.size,
-            timing: timing::build(timing),
+            size: spec.payload_size(),
+            timing: spec.model.timing.as_ref().map(timing::build),
+            cipher,
         });
     }
     serve::serve(mount, devices).map_err(|e| LabError::Unavailable {

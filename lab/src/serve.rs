@@ -8,10 +8,18 @@
 //! from a timer thread, so requests queue and overlap as they would on the
 //! device.
 //!
+//! A device with an encryption layer ([`crypt`](crate::crypt)) is
+//! encrypted here, sector by sector, on the way to its backing file and
+//! decrypted on the way back, its payload after the layer's header; the
+//! cipher's time delays the reply as dm-crypt's would (a write is
+//! encrypted before the device sees it, a read decrypted after the
+//! device returns it), and `.stats` gives the CPU seconds it took.
+//!
 //! A control file (`.control`) switches the model off while the lab is
 //! being built (file systems made, evidence copied) and on for runs;
 //! `.stats` reports what each device served.
 
+use crate::crypt::{SECTOR, XtsCipher};
 use crate::timing::{DeviceTiming, Nanos, Op};
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -33,10 +41,14 @@ pub struct ServedDevice {
     pub name: String,
     /// The backing file, opened read-write.
     pub backing: File,
-    /// Size of the device.
+    /// Size of the device as served (its payload).
     pub size: u64,
-    /// Its timing.
-    pub timing: Box<dyn DeviceTiming>,
+    /// Its timing (none: each request completes at once, for a device
+    /// served only for its encryption layer).
+    pub timing: Option<Box<dyn DeviceTiming>>,
+    /// Its encryption layer on the host, and where the payload starts in
+    /// the backing file.
+    pub cipher: Option<(XtsCipher, u64)>,
 }
 
 /// Counts of what one device served while modelled.
@@ -49,14 +61,100 @@ struct Served {
     flushes: AtomicU64,
     /// Sum of (completion - arrival) over requests, ns.
     latency_ns: AtomicU64,
+    /// CPU time the encryption layer took, ns.
+    cipher_ns: AtomicU64,
 }
 
 struct Device {
     name: String,
     backing: File,
     size: u64,
-    timing: Mutex<Box<dyn DeviceTiming>>,
+    timing: Option<Mutex<Box<dyn DeviceTiming>>>,
+    cipher: Option<(XtsCipher, u64)>,
+    /// Held while a write that covers part of a sector reads, patches and
+    /// rewrites it.
+    patch: Mutex<()>,
     served: Served,
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
+fn read_full(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], offset + done as u64) {
+            // Sparse tail of the backing file reads as zeros.
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl Device {
+    /// Read `len` bytes at `offset` of the payload, decrypted; and the
+    /// cipher's CPU time, ns.
+    fn read(&self, offset: u64, len: u64) -> std::io::Result<(Vec<u8>, u64)> {
+        let Some((cipher, base)) = &self.cipher else {
+            let mut buf = vec![0u8; len as usize];
+            read_full(&self.backing, &mut buf, offset)?;
+            return Ok((buf, 0));
+        };
+        let s = SECTOR as u64;
+        let first = offset / s;
+        let end = (offset + len).div_ceil(s);
+        let mut buf = vec![0u8; ((end - first) * s) as usize];
+        read_full(&self.backing, &mut buf, base + first * s)?;
+        let t = thread_cpu_ns();
+        cipher.decrypt(&mut buf, first, SECTOR);
+        let spent = thread_cpu_ns().saturating_sub(t);
+        let from = (offset - first * s) as usize;
+        buf.drain(..from);
+        buf.truncate(len as usize);
+        Ok((buf, spent))
+    }
+
+    /// Write `data` at `offset` of the payload, encrypted; returns the
+    /// cipher's CPU time, ns.
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<u64> {
+        let Some((cipher, base)) = &self.cipher else {
+            self.backing.write_all_at(data, offset)?;
+            return Ok(0);
+        };
+        let s = SECTOR as u64;
+        let len = data.len() as u64;
+        if offset.is_multiple_of(s) && len.is_multiple_of(s) {
+            let mut buf = data.to_vec();
+            let t = thread_cpu_ns();
+            cipher.encrypt(&mut buf, offset / s, SECTOR);
+            let spent = thread_cpu_ns().saturating_sub(t);
+            self.backing.write_all_at(&buf, base + offset)?;
+            return Ok(spent);
+        }
+        // Part of a sector: read, decrypt, patch, encrypt, write back.
+        let _held = self.patch.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = offset / s;
+        let (mut buf, mut spent) =
+            self.read(first * s, (offset + len).div_ceil(s) * s - first * s)?;
+        let from = (offset - first * s) as usize;
+        buf[from..from + data.len()].copy_from_slice(data);
+        let t = thread_cpu_ns();
+        cipher.encrypt(&mut buf, first, SECTOR);
+        spent += thread_cpu_ns().saturating_sub(t);
+        self.backing.write_all_at(&buf, base + first * s)?;
+        Ok(spent)
+    }
 }
 
 type Deliver = Box<dyn FnOnce() + Send>;
@@ -202,6 +300,7 @@ impl Server {
                         "writes": load(&s.writes), "write_bytes": load(&s.write_bytes),
                         "flushes": load(&s.flushes),
                         "latency_seconds": load(&s.latency_ns) as f64 / 1e9,
+                        "cipher_cpu_seconds": load(&s.cipher_ns) as f64 / 1e9,
                     }),
                 )
             })
@@ -214,19 +313,32 @@ impl Server {
             + "\n"
     }
 
-    /// Send `reply` when `dev` completes the request, or at once when the
-    /// model is off.
-    fn complete(&self, dev: &Device, op: Op, offset: u64, len: u64, reply: Deliver) {
+    /// Send `reply` when `dev` completes the request that reached it at
+    /// `arrival`, `after` ns later (the cipher's work on what it read),
+    /// or at once when the model is off.
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &self,
+        dev: &Device,
+        op: Op,
+        offset: u64,
+        len: u64,
+        arrival: Nanos,
+        after: Nanos,
+        reply: Deliver,
+    ) {
         if !self.modelled.load(Ordering::Relaxed) {
             reply();
             return;
         }
-        let arrival = self.now();
-        let done = dev
-            .timing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .submit(op, offset, len, arrival);
+        let done = match &dev.timing {
+            Some(t) => t
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .submit(op, offset, len, arrival)
+                .max(arrival),
+            None => arrival,
+        } + after;
         let s = &dev.served;
         match op {
             Op::Read => {
@@ -243,6 +355,7 @@ impl Server {
         }
         s.latency_ns
             .fetch_add(done.saturating_sub(arrival), Ordering::Relaxed);
+        s.cipher_ns.fetch_add(after, Ordering::Relaxed);
         self.pending
             .at(self.clock + Duration::from_nanos(done), reply);
     }
@@ -365,22 +478,18 @@ impl Filesystem for Server {
             return reply.error(Errno::ENOENT);
         };
         let len = u64::from(size).min(dev.size.saturating_sub(offset));
-        let mut buf = vec![0u8; len as usize];
-        let mut done = 0usize;
-        while done < buf.len() {
-            match dev.backing.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return reply.error(errno(&e)),
-            }
-        }
-        // Sparse tail of the backing file reads as zeros.
+        let arrival = self.now();
+        let (buf, spent) = match dev.read(offset, len) {
+            Ok(r) => r,
+            Err(e) => return reply.error(errno(&e)),
+        };
         self.complete(
             dev,
             Op::Read,
             offset,
             len,
+            arrival,
+            spent,
             Box::new(move || reply.data(&buf)),
         );
     }
@@ -412,14 +521,23 @@ impl Filesystem for Server {
         if offset.saturating_add(data.len() as u64) > dev.size {
             return reply.error(Errno::ENOSPC);
         }
-        if let Err(e) = dev.backing.write_all_at(data, offset) {
-            return reply.error(errno(&e));
+        // The cipher works before the device sees the write: its time is
+        // in the arrival.
+        let spent = match dev.write(offset, data) {
+            Ok(spent) => spent,
+            Err(e) => return reply.error(errno(&e)),
+        };
+        if self.modelled.load(Ordering::Relaxed) {
+            dev.served.cipher_ns.fetch_add(spent, Ordering::Relaxed);
         }
+        let arrival = self.now();
         self.complete(
             dev,
             Op::Write,
             offset,
             data.len() as u64,
+            arrival,
+            0,
             Box::new(move || reply.written(n)),
         );
     }
@@ -444,7 +562,10 @@ impl Filesystem for Server {
         reply: ReplyEmpty,
     ) {
         match self.device(ino) {
-            Some(dev) => self.complete(dev, Op::Flush, 0, 0, Box::new(move || reply.ok())),
+            Some(dev) => {
+                let now = self.now();
+                self.complete(dev, Op::Flush, 0, 0, now, 0, Box::new(move || reply.ok()))
+            }
             None => reply.ok(),
         }
     }
@@ -510,7 +631,9 @@ pub fn serve(mount_point: &Path, devices: Vec<ServedDevice>) -> std::io::Result<
                 name: d.name,
                 backing: d.backing,
                 size: d.size,
-                timing: Mutex::new(d.timing),
+                timing: d.timing.map(Mutex::new),
+                cipher: d.cipher,
+                patch: Mutex::new(()),
                 served: Served::default(),
             })
             .collect(),

@@ -198,10 +198,7 @@ const INSIDE: &str = "CASELOAD_LAB_INSIDE";
 /// (inside the lab, with its layout).
 pub fn enter(name: &str) -> anyhow::Result<Option<ExitCode>> {
     let state = LabState::load(name)?;
-    anyhow::ensure!(
-        state.complete,
-        "lab `{name}` was left half-built: `caseload lab down {name}`, then `up` again"
-    );
+    state.ready()?;
     if std::env::var_os(INSIDE).is_some_and(|v| v == name) {
         return Ok(None);
     }
@@ -251,10 +248,7 @@ pub fn layout_of(name: &str) -> anyhow::Result<PathBuf> {
 /// `compare --lab`.
 pub fn lab_layout(name: &str) -> anyhow::Result<caseload_engine::layout::Layout> {
     let state = LabState::load(name)?;
-    anyhow::ensure!(
-        state.complete,
-        "lab `{name}` was left half-built: `caseload lab down {name}`, then `up` again"
-    );
+    state.ready()?;
     let path = layout_of(name)?;
     let mut layout = caseload_engine::layout::Layout::load(&path)?;
     layout.name = name.to_string();

@@ -91,6 +91,15 @@ impl TestLab {
         assert_nothing_left(self);
     }
 
+    /// An image-hash run of `x.dd` in lab `name`.
+    fn image_hash_in(&self, name: &str) -> std::process::Output {
+        self.cmd()
+            .args(["run", "--stages", "image-hash", "--evidence", "x.dd"])
+            .args(["--lab", name])
+            .output()
+            .unwrap()
+    }
+
     fn down(&self) -> std::process::Output {
         self.cmd()
             .args(["lab", "down", &self.name])
@@ -404,6 +413,167 @@ fn a_slower_database_device_shows_in_the_database_channel() {
     );
 }
 
+/// CPU seconds (user and system) process `pid` has used.
+fn cpu_seconds(pid: u64) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which ends at the last ')'.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+const MARKER: &[u8; 64] = b"caseload plain-text marker: this line must not reach the media!\n";
+
+/// Write `mib` MiB of the marker to `dir`, sync it, drop it from the page
+/// cache and read it back through the device; returns the server's CPU
+/// seconds for the round trip.
+fn write_and_read_back(dir: &Path, mib: usize, server: u64) -> f64 {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let path = dir.join("marker.txt");
+    let before = cpu_seconds(server);
+    let mut f = std::fs::File::create(&path).unwrap();
+    let block: Vec<u8> = MARKER.repeat(1 << 14);
+    for _ in 0..mib {
+        f.write_all(&block).unwrap();
+    }
+    f.sync_all().unwrap();
+    // SAFETY: the descriptor is open; fadvise only drops cached pages.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    drop(f);
+    let mut back = Vec::new();
+    std::fs::File::open(&path)
+        .unwrap()
+        .read_to_end(&mut back)
+        .unwrap();
+    let after = cpu_seconds(server);
+    assert_eq!(back.len(), mib << 20, "{}", path.display());
+    assert!(
+        back.chunks(64).all(|c| c == MARKER),
+        "{} read back different bytes",
+        path.display()
+    );
+    after - before
+}
+
+fn holds_marker(file: &Path) -> bool {
+    let bytes = std::fs::read(file).unwrap();
+    bytes.windows(MARKER.len()).step_by(1).any(|w| w == MARKER)
+}
+
+#[test]
+fn an_encrypted_device_holds_no_plain_text_and_a_lost_key_stops_runs() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED an_encrypted_device_holds_no_plain_text: {why}");
+        return;
+    }
+    let _serial = common::lab_lock();
+    let lab = TestLab::new("crypt");
+    let file = lab.file(
+        &[
+            ("plain", "pcie-ssd", "160MiB"),
+            ("luks", "pcie-ssd", "160MiB"),
+            ("sed", "pcie-ssd", "160MiB"),
+        ],
+        &[
+            ("evidence", "plain"),
+            ("database", "plain"),
+            ("case", "luks"),
+            ("temp", "sed"),
+        ],
+    );
+    // All three through the device server, so that they differ only in
+    // the layer.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text
+        .replace(
+            "[devices.plain]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\n",
+            "[devices.plain]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\nserved = true\n",
+        )
+        .replace(
+            "[devices.luks]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\n",
+            "[devices.luks]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\nencrypt = \"luks-aes-xts\"\n",
+        )
+        .replace(
+            "[devices.sed]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\n",
+            "[devices.sed]\nmodel = \"pcie-ssd\"\nsize = \"160MiB\"\nencrypt = \"sed\"\nserved = true\n",
+        );
+    std::fs::write(&file, &text).unwrap();
+    lab.up(&file, &[]);
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            lab.dir
+                .path()
+                .join("labs")
+                .join(&lab.name)
+                .join("state.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let server = record["daemon"]["pid"].as_u64().unwrap();
+    let channel = |c: &str| PathBuf::from(record["channel_dirs"][c].as_str().unwrap());
+    let mut cpu = std::collections::BTreeMap::new();
+    for (device, ch) in [("plain", "evidence"), ("sed", "temp"), ("luks", "case")] {
+        cpu.insert(device, write_and_read_back(&channel(ch), 48, server));
+    }
+    let backing = Path::new("/dev/shm").join(format!("caseload-lab-{}", lab.name));
+    assert!(holds_marker(&backing.join("plain.img")), "the plain device");
+    assert!(
+        holds_marker(&backing.join("sed.img")),
+        "the drive's own encryption is not the host's"
+    );
+    assert!(
+        !holds_marker(&backing.join("luks.img")),
+        "plain text on the encrypted device's backing file"
+    );
+    // What the layer cost the host.
+    let status = common::run_ok(lab.cmd().args(["lab", "status", "--json", &lab.name]));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let served = &status["server"]["served"]["devices"];
+    let cipher = |d: &str| f(&served[format!("{d}.img")]["cipher_cpu_seconds"]);
+    eprintln!(
+        "server CPU: plain {:.3} s, sed {:.3} s, luks {:.3} s (cipher {:.3} s)",
+        cpu["plain"],
+        cpu["sed"],
+        cpu["luks"],
+        cipher("luks")
+    );
+    assert!(cipher("luks") > 0.0, "{served}");
+    assert_eq!(cipher("plain"), 0.0);
+    assert_eq!(cipher("sed"), 0.0);
+    assert!(
+        cpu["sed"] <= 1.5 * cpu["plain"] + 0.05,
+        "the self-encrypting drive took host CPU: {cpu:?}"
+    );
+    assert!(cpu["luks"] > cpu["plain"], "{cpu:?}");
+    // A key lost between `lab up` and a run: status names it, runs refuse.
+    let key = lab
+        .dir
+        .path()
+        .join("labs")
+        .join(&lab.name)
+        .join("keys/luks.key");
+    std::fs::remove_file(&key).unwrap();
+    let out = lab
+        .cmd()
+        .args(["lab", "status", &lab.name])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("luks.key"));
+    let out = lab.image_hash_in(&lab.name);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("luks.key") && err.contains("cannot be decrypted"),
+        "{err}"
+    );
+    lab.down_ok();
+}
+
 #[test]
 fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
     let lab = TestLab::new("bad");
@@ -428,19 +598,7 @@ fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
         "{err}"
     );
     // A lab that is not up.
-    let out = lab
-        .cmd()
-        .args([
-            "run",
-            "--stages",
-            "image-hash",
-            "--evidence",
-            "x.dd",
-            "--lab",
-            "no-such-lab",
-        ])
-        .output()
-        .unwrap();
+    let out = lab.image_hash_in("no-such-lab");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not up"));
 
