@@ -1,6 +1,7 @@
 //! Subcommands. Each lives in its own module and owns its arguments.
 
 pub mod advise;
+pub mod bench_storage;
 pub mod compare;
 pub mod convert;
 pub mod corpus;
@@ -56,6 +57,10 @@ enum Command {
     /// Measure each channel's device: sequential MB/s, 4 KiB random-read
     /// IOPS, fsync latency.
     Probe(probe::Args),
+    /// The seeds' storage micro-benchmarks through caseload's channel
+    /// door: bonnie++-like, PostMark-like and an iozone-like matrix, as a
+    /// table, JSON and an HTML heat map.
+    BenchStorage(bench_storage::Args),
     /// Search a case's full-text index (terms, phrases, prefix*, AND/OR/NOT,
     /// or --regex over the extracted text).
     Search(search::Args),
@@ -111,6 +116,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hashset(args) => hashset::run(args),
         Command::Search(args) => search::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::BenchStorage(args) => bench_storage::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Model(args) => model::run(args),
         Command::Study(args) => study::run(args),

@@ -574,6 +574,95 @@ fn an_encrypted_device_holds_no_plain_text_and_a_lost_key_stops_runs() {
     lab.down_ok();
 }
 
+/// Run fio's sequential `rw` of `size` in 8 KiB requests in `dir`: MB/s.
+fn fio_mb_s(dir: &Path, rw: &str, size: &str) -> f64 {
+    let out = common::run_ok(
+        Command::new("fio")
+            .args(["--name=seq", "--ioengine=psync", "--bs=8k", "--end_fsync=1"])
+            .arg(format!("--rw={rw}"))
+            .arg(format!("--size={size}"))
+            .arg(format!("--directory={}", dir.display()))
+            .args(["--invalidate=1", "--output-format=json"]),
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let side = if rw == "write" { "write" } else { "read" };
+    f(&j["jobs"][0][side]["bw_bytes"]) / 1e6
+}
+
+#[test]
+fn bench_storage_agrees_with_fio_on_a_modelled_disk() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED bench_storage_agrees_with_fio: {why}");
+        return;
+    }
+    if !common::have_tool("bench_storage_agrees_with_fio", "fio") {
+        return;
+    }
+    let _serial = common::lab_lock();
+    let lab = TestLab::new("bench");
+    let file = lab.file(
+        &[("disk", "hdd-7200", "512MiB")],
+        &[
+            ("evidence", "disk"),
+            ("database", "disk"),
+            ("case", "disk"),
+            ("temp", "disk"),
+        ],
+    );
+    lab.up(&file, &[]);
+    let out = common::run_ok(
+        lab.cmd()
+            .args(["bench-storage", "--channel", "case", "--tests", "bonnie"])
+            .args([
+                "--size",
+                "96MiB",
+                "--bonnie-files",
+                "200",
+                "--bonnie-seeks",
+                "150",
+            ])
+            .args(["--json", "--lab", &lab.name]),
+    );
+    let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ours["schema_version"], 1);
+    assert_eq!(ours["target"]["lab"], lab.name.as_str());
+    let b = &ours["bonnie"];
+    let case = lab
+        .dir
+        .path()
+        .join("labs")
+        .join(&lab.name)
+        .join("mnt/disk/case");
+    let (fio_w, fio_r) = (
+        fio_mb_s(&case, "write", "96m"),
+        fio_mb_s(&case, "read", "96m"),
+    );
+    let (w, r) = (f(&b["seq_write_mb_s"]), f(&b["seq_read_mb_s"]));
+    eprintln!(
+        "hdd-7200 model: sequential write {w:.1} MB/s (fio {fio_w:.1}), read {r:.1} (fio {fio_r:.1}); seeks {:.0}/s",
+        f(&b["seeks_per_s"])
+    );
+    for (ours, theirs, what) in [(w, fio_w, "write"), (r, fio_r, "read")] {
+        assert!(
+            (ours / theirs - 1.0).abs() <= 0.15,
+            "sequential {what}: caseload {ours:.1} MB/s, fio {theirs:.1} MB/s"
+        );
+    }
+    // The model's figures, not the host's: a 7200 rpm disk seeks a few
+    // hundred times a second at most.
+    let (seq, iops) = expect("hdd-7200");
+    assert!(r < 1.5 * seq, "{r} MB/s read on a {seq} MB/s disk");
+    assert!(f(&b["seeks_per_s"]) < 4.0 * iops, "{b}");
+    // Nothing of caseload's left in the channel (fio's file is fio's).
+    let left: Vec<String> = std::fs::read_dir(&case)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("caseload"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    lab.down_ok();
+}
+
 #[test]
 fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
     let lab = TestLab::new("bad");

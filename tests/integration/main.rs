@@ -4,6 +4,7 @@
 //! external oracles. One binary links once instead of once per file.
 
 mod advise;
+mod bench_storage;
 mod carve_corpus;
 mod carve_nested;
 mod carve_real;

@@ -6,6 +6,7 @@
 //! comparison runner runs workloads over a matrix of evidence and layouts.
 
 pub mod advise;
+pub mod bench_storage;
 pub mod compare;
 pub mod devices;
 pub mod instances;

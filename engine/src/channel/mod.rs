@@ -1008,6 +1008,24 @@ impl Channel {
         result.map_err(|e| self.io_err("sync directory", &path, e))
     }
 
+    /// Flush everything written to the file system the channel lives on
+    /// (`syncfs(2)`): data and metadata of every file, as `sync` does for
+    /// one file system; counted as a sync.
+    pub fn sync_file_system(&self) -> Result<(), ChannelError> {
+        use std::os::fd::AsRawFd;
+        let start = Instant::now();
+        let result = File::open(&self.root).and_then(|d| {
+            // SAFETY: a valid open descriptor; syncfs only flushes.
+            if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+        self.counters.record_sync(start.elapsed());
+        result.map_err(|e| self.io_err("sync file system", &self.root, e))
+    }
+
     /// Whether a file or directory exists inside the channel.
     pub fn exists(&self, relative: impl AsRef<Path>) -> bool {
         match self.path(relative) {
@@ -1074,6 +1092,20 @@ impl Channel {
         self.open_path_read_only(&path)
     }
 
+    /// Open an existing file inside the channel for reading and writing
+    /// (an append, a rewrite in place), without truncating it.
+    pub fn open_read_write(&self, relative: impl AsRef<Path>) -> Result<ChannelFile, ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        self.counters.record_op(MetaOp::Open);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| self.io_err("open", &path, e))?;
+        Ok(self.file(file, path, false))
+    }
+
     /// Open any file read-only and count its reads on this channel (the
     /// evidence channel opens evidence files by absolute path).
     pub fn open_path_read_only(&self, path: &Path) -> Result<ChannelFile, ChannelError> {
@@ -1136,6 +1168,16 @@ impl ChannelFile {
     /// The underlying file, for calls that are not I/O (metadata, fadvise).
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Ask the kernel to drop the file's clean pages from its page cache
+    /// (`posix_fadvise(DONTNEED)`), so that the next read reaches the
+    /// device; whether the kernel took the advice.
+    pub fn drop_cached_pages(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; offset 0 and length 0 mean the
+        // whole file. The advice changes no data.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
     }
 
     /// Positioned read; counted. Returns the bytes read (short only at EOF).
