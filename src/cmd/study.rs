@@ -1,4 +1,6 @@
-//! `caseload study ftk4`: the FTK 4 study's configurations, each a lab
+//! `caseload study ftk4` and `caseload study encryption`: a study's
+//! configurations (the FTK 4 study's; the base system with each device
+//! encrypted or on a NAS), each a lab
 //! brought up with the evidence on its evidence device, compared on (the
 //! ftk4 workload, DD and E01, cold cache), and taken down again; the labs'
 //! comparisons merged into one report with ratios to the base system
@@ -11,7 +13,7 @@ use anyhow::Context;
 use caseload_lab::lab::{self, LabState, UpOptions};
 use caseload_workloads::Baseline;
 use caseload_workloads::report::{files, render_table, write_reports};
-use caseload_workloads::study::{FTK4_LABS, LabPart, merge};
+use caseload_workloads::study::{ENCRYPTION_LABS, FTK4_LABS, LabPart, merge};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -31,9 +33,14 @@ enum Study {
     /// runs the ftk4-default workload unless --workload or --stages name
     /// another.
     Ftk4(Ftk4Args),
+    /// What encryption and network storage cost each stage (root): the
+    /// FTK 4 base system, then its database, evidence+case and O/S+temp
+    /// drives each behind the LUKS-like layer, each a self-encrypting
+    /// drive, and evidence+case on a 1 GbE NAS (docs/lab.md).
+    Encryption(Ftk4Args),
 }
 
-/// Arguments of `caseload study ftk4`.
+/// Arguments of `caseload study ftk4` and `caseload study encryption`.
 #[derive(Debug, clap::Args)]
 pub struct Ftk4Args {
     /// Evidence image(s), e.g. the same disk as DD and as E01. Copied onto
@@ -44,7 +51,7 @@ pub struct Ftk4Args {
     /// each lab's comparison under labs/.
     #[arg(long)]
     pub out: PathBuf,
-    /// Only these labs (default: all seven, base first).
+    /// Only these labs (default: all of the study's, base first).
     #[arg(long, value_delimiter = ',')]
     pub labs: Vec<String>,
     /// Runs per configuration.
@@ -97,7 +104,14 @@ impl Drop for LabUp {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.study {
-        Study::Ftk4(a) => ftk4(a),
+        Study::Ftk4(a) => lab_study(a, "ftk4", FTK4_LABS),
+        Study::Encryption(a) => {
+            anyhow::ensure!(
+                !a.tiers && !a.memory,
+                "--tiers and --memory are the FTK 4 study's tables (`study ftk4`)"
+            );
+            lab_study(a, "encryption", ENCRYPTION_LABS)
+        }
     }
 }
 
@@ -273,12 +287,14 @@ fn on_lab(
     )
 }
 
-fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
+/// A study of the labs `default_labs` (or the flags' `--labs`), the first
+/// the baseline.
+fn lab_study(args: Ftk4Args, study: &str, default_labs: &[&str]) -> anyhow::Result<ExitCode> {
     if args.tiers || args.memory {
         return tables(args);
     }
     let labs: Vec<String> = if args.labs.is_empty() {
-        FTK4_LABS.iter().map(|s| s.to_string()).collect()
+        default_labs.iter().map(|s| s.to_string()).collect()
     } else {
         args.labs.clone()
     };
@@ -328,14 +344,14 @@ fn ftk4(args: Ftk4Args) -> anyhow::Result<ExitCode> {
     if parts.is_empty() {
         return Err(failure.unwrap_or_else(|| anyhow::anyhow!("interrupted before any lab ran")));
     }
-    let mut report = merge(&parts, FTK4_LABS[0], command)?;
+    let mut report = merge(&parts, default_labs[0], command)?;
     if failure.is_some() && report.status == "completed" {
         report.status = "completed-with-failures".into();
     }
     write_reports(&args.out, &report)
         .with_context(|| format!("writing the study's reports in `{}`", args.out.display()))?;
     println!(
-        "study ftk4: every configuration, ratios to {}:",
+        "study {study}: every configuration, ratios to {}:",
         report.label(report.baseline)
     );
     compare::print_report(&report, &args.out, "; each lab's comparison in labs/");

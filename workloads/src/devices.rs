@@ -60,6 +60,25 @@ pub const LABS: &[(&str, &str)] = &[
         "ftk4-tier-high-end",
         include_str!("../labs/ftk4-tier-high-end.toml"),
     ),
+    (
+        "enc-luks-database",
+        include_str!("../labs/enc-luks-database.toml"),
+    ),
+    ("enc-luks-data", include_str!("../labs/enc-luks-data.toml")),
+    (
+        "enc-luks-system",
+        include_str!("../labs/enc-luks-system.toml"),
+    ),
+    (
+        "enc-sed-database",
+        include_str!("../labs/enc-sed-database.toml"),
+    ),
+    ("enc-sed-data", include_str!("../labs/enc-sed-data.toml")),
+    (
+        "enc-sed-system",
+        include_str!("../labs/enc-sed-system.toml"),
+    ),
+    ("enc-nas-data", include_str!("../labs/enc-nas-data.toml")),
 ];
 
 /// A device model: a file if `arg` names one, else a built-in model.

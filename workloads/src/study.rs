@@ -21,6 +21,21 @@ pub const FTK4_LABS: &[&str] = &[
     "ftk4-five-channel",
 ];
 
+/// The encryption study's configurations: the FTK 4 base system (three
+/// channels, every drive a 7200 rpm disk), then each of its three devices
+/// (database, evidence+case, O/S+temp) behind the LUKS-like layer, then
+/// each a self-encrypting drive, then evidence+case on a 1 GbE NAS.
+pub const ENCRYPTION_LABS: &[&str] = &[
+    "ftk4-base",
+    "enc-luks-database",
+    "enc-luks-data",
+    "enc-luks-system",
+    "enc-sed-database",
+    "enc-sed-data",
+    "enc-sed-system",
+    "enc-nas-data",
+];
+
 /// Errors merging comparisons.
 #[derive(Debug, thiserror::Error)]
 pub enum StudyError {

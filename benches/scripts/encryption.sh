@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# What encrypting a device costs (root): for each device model, a lab of
+# three devices of that model, a plain one, one with the LUKS-like layer
+# (luks-aes-xts) and a self-encrypting drive (sed), all three through the
+# device server so they differ only in the layer; bench-storage's
+# bonnie++-like and PostMark-like runs on each, interleaved, RUNS times;
+# the medians and each layer's change against plain.
+#
+#   benches/scripts/encryption.sh [MODEL...]   (default: hdd-7200 sata-ssd pcie-ssd)
+#
+# Environment:
+#   CASELOAD   the caseload binary (default: target/release/caseload)
+#   RUNS       runs per device (default 3)
+#   SIZE       bonnie's file (default 256MiB); SEEKS bonnie's seeks (default 1000)
+#   OUT        where the JSON of every run goes (default target/encryption-bench)
+# Goals (issue: encrypted storage): LUKS-like within the seeds' 5-10%
+# degradation on the hdd model, SED within ±2% of plain.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+CASELOAD=${CASELOAD:-$here/../../target/release/caseload}
+OUT=${OUT:-$here/../../target/encryption-bench}
+RUNS=${RUNS:-3}
+MODELS=("$@")
+[ ${#MODELS[@]} -eq 0 ] && MODELS=(hdd-7200 sata-ssd pcie-ssd)
+mkdir -p "$OUT"
+echo "encryption.sh: $(uptime)"
+for model in "${MODELS[@]}"; do
+    lab="enc-bench-$model"
+    file="$OUT/$lab.toml"
+    cat > "$file" <<EOF
+name = "$lab"
+description = "plain, LUKS-like and SED $model"
+[devices.plain]
+model = "$model"
+size = "1GiB"
+served = true
+[devices.luks]
+model = "$model"
+size = "1GiB"
+encrypt = "luks-aes-xts"
+[devices.sed]
+model = "$model"
+size = "1GiB"
+encrypt = "sed"
+served = true
+[channels]
+evidence = "plain"
+database = "plain"
+case = "luks"
+temp = "sed"
+EOF
+    "$CASELOAD" lab up "$file" > /dev/null
+    trap '"$CASELOAD" lab down "$lab" > /dev/null' EXIT
+    for run in $(seq 1 "$RUNS"); do
+        for pair in database:plain case:luks temp:sed; do
+            channel=${pair%%:*}
+            layer=${pair##*:}
+            "$CASELOAD" bench-storage --lab "$lab" --channel "$channel" \
+                --tests bonnie,postmark --size "${SIZE:-256MiB}" \
+                --bonnie-seeks "${SEEKS:-1000}" --bonnie-files 4096 \
+                --seed "$run" --json > "$OUT/$model-$layer-$run.json"
+        done
+        echo "encryption.sh: $model run $run done" >&2
+    done
+    "$CASELOAD" lab status "$lab" --json > "$OUT/$model-status.json" || true
+    "$CASELOAD" lab down "$lab" > /dev/null
+    trap - EXIT
+done
+python3 - "$OUT" "$RUNS" "${MODELS[@]}" <<'PY'
+import json, statistics, sys
+out, runs, models = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tests = [("bonnie", "seq_write_mb_s", "MB/s"), ("bonnie", "rewrite_mb_s", "MB/s"),
+         ("bonnie", "seq_read_mb_s", "MB/s"), ("bonnie", "seeks_per_s", "/s"),
+         ("bonnie", "create_per_s", "/s"), ("postmark", "transactions_per_s", "/s"),
+         ("postmark", "seconds", "s")]
+print(f"{'model':<10} {'test':<30} {'plain':>9} {'luks':>9} {'luks %':>7} {'sed':>9} {'sed %':>7}")
+for m in models:
+    for bench, key, unit in tests:
+        med = {}
+        for layer in ("plain", "luks", "sed"):
+            vals = [json.load(open(f"{out}/{m}-{layer}-{r}.json"))[bench][key] for r in range(1, runs + 1)]
+            med[layer] = statistics.median(vals)
+        # Change in cost: for rates a lower figure is worse, for seconds higher.
+        def change(v):
+            return (v / med["plain"] - 1) * 100 if unit == "s" else (med["plain"] / v - 1) * 100
+        print(f"{m:<10} {bench + ' ' + key:<30} {med['plain']:>9.1f} {med['luks']:>9.1f} {change(med['luks']):>+6.1f}% {med['sed']:>9.1f} {change(med['sed']):>+6.1f}%")
+    st = json.load(open(f"{out}/{m}-status.json"))
+    dev = st["server"]["served"]["devices"]
+    print(f"{m:<10} cipher CPU s (all runs): luks {dev['luks.img']['cipher_cpu_seconds']:.2f}, sed {dev['sed.img']['cipher_cpu_seconds']:.2f}, plain {dev['plain.img']['cipher_cpu_seconds']:.2f}")
+print("(% is the change in time: positive = slower than plain)")
+PY
