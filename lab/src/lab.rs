@@ -12,6 +12,7 @@
 use crate::crypt::{self, Encryption};
 use crate::host::{self, Cgroup, CgroupVersion, HostError, LoopDevice};
 use crate::model::{DeviceModel, Mechanism};
+use crate::share::{self, ShareLink, ShareState};
 use caseload_engine::units::parse_size;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,6 +79,10 @@ pub struct DeviceSpec {
     /// model is a throttle or none, so that both take the same path.
     #[serde(default)]
     pub served: bool,
+    /// Reached over a network share ([`share`]): the device is the
+    /// server's storage, its channels are on the share's mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<ShareLink>,
 }
 
 impl DeviceSpec {
@@ -176,6 +181,20 @@ struct DeviceFile {
     encrypt: Option<String>,
     #[serde(default)]
     served: bool,
+    share: Option<ShareFile>,
+}
+
+/// A share in a lab file: a preset's name or the figures.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ShareFile {
+    Preset(String),
+    Figures {
+        link_mb_s: f64,
+        rtt_us: f64,
+        #[serde(default)]
+        op_us: f64,
+    },
 }
 
 fn ext4() -> String {
@@ -270,6 +289,22 @@ impl LabSpec {
                 None => Encryption::None,
             };
             crypt::check_size(&name, size, encrypt).map_err(|e| fail(e.to_string()))?;
+            let share = match d.share {
+                None => None,
+                Some(ShareFile::Preset(p)) => Some(ShareLink::preset(&p)),
+                Some(ShareFile::Figures {
+                    link_mb_s,
+                    rtt_us,
+                    op_us,
+                }) => Some(Ok(ShareLink {
+                    link_mb_s,
+                    rtt_us,
+                    op_us,
+                })),
+            }
+            .transpose()
+            .and_then(|s| s.map(|l| l.check().map(|_| l)).transpose())
+            .map_err(|m| fail(format!("device `{name}`: {m}")))?;
             devices.insert(
                 name,
                 DeviceSpec {
@@ -279,6 +314,7 @@ impl LabSpec {
                     mount_options: d.mount_options,
                     encrypt,
                     served: d.served,
+                    share,
                 },
             );
         }
@@ -384,6 +420,9 @@ pub struct DeviceState {
     /// The key of its encryption layer, if it has one on the host.
     #[serde(default)]
     pub key_file: Option<PathBuf>,
+    /// The network share in front of it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<ShareState>,
 }
 
 /// The record of a lab: what `up` made, in order.
@@ -715,9 +754,21 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
         state.save()?;
         host::mount(&dev.path, &spec.fs, &spec.mount_options, &point).map_err(state.host())?;
     }
+    for i in 0..state.devices.len() {
+        if let Some(link) = state.spec.devices[&state.devices[i].name].share {
+            up_share(state, i, link, &options.exe)?;
+        }
+    }
     for c in CHANNELS {
         let device = &state.spec.channels[c];
-        let d = state.dir.join("mnt").join(device).join(c);
+        let on_share = state
+            .devices
+            .iter()
+            .find(|d| &d.name == device)
+            .and_then(|d| d.share.as_ref()?.mount.clone());
+        let d = on_share
+            .unwrap_or_else(|| state.dir.join("mnt").join(device))
+            .join(c);
         std::fs::create_dir_all(&d).map_err(io("creating channel directory", &d))?;
         // Sticky and world-writable, as /tmp: a private PostgreSQL cluster
         // runs as an unprivileged user in the database channel.
@@ -789,6 +840,192 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
     state.save()
 }
 
+/// Put device `i` behind a network share: a namespace and veth pair for
+/// the server, the link's rate on both ends, the relay serving the
+/// device's file system from inside the namespace, and the share mounted
+/// for the channels.
+fn up_share(state: &mut LabState, i: usize, link: ShareLink, exe: &Path) -> Result<(), LabError> {
+    let missing = share::missing_tools();
+    if !missing.is_empty() {
+        return Err(state.unavailable(format!("a network share needs {}", missing.join(", "))));
+    }
+    let name = state.devices[i].name.clone();
+    let lab = state.spec.name.clone();
+    let (host_if, ns_if) = share::interface_names(&lab, &name);
+    let namespace = format!("caseload-{lab}-{name}");
+    let (host_addr, server_addr) = share::free_addresses().map_err(state.host())?;
+    let server = format!("{server_addr}:7070");
+    state.devices[i].share = Some(ShareState {
+        namespace: Some(namespace.clone()),
+        host_if: host_if.clone(),
+        server: server.clone(),
+        ..ShareState::default()
+    });
+    state.save()?;
+    let ns_run = |args: &[&str]| {
+        let mut all = vec!["netns", "exec", &namespace];
+        all.extend_from_slice(args);
+        host::run("ip", &all)
+    };
+    let tbf = share::tbf_args(link.link_mb_s);
+    let tbf: Vec<&str> = tbf.iter().map(String::as_str).collect();
+    let steps = || -> Result<(), HostError> {
+        host::run("ip", &["netns", "add", &namespace])?;
+        host::run(
+            "ip",
+            &[
+                "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
+            ],
+        )?;
+        host::run("ip", &["link", "set", &ns_if, "netns", &namespace])?;
+        host::run(
+            "ip",
+            &["addr", "add", &format!("{host_addr}/30"), "dev", &host_if],
+        )?;
+        host::run("ip", &["link", "set", &host_if, "up"])?;
+        ns_run(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{server_addr}/30"),
+            "dev",
+            &ns_if,
+        ])?;
+        ns_run(&["ip", "link", "set", &ns_if, "up"])?;
+        ns_run(&["ip", "link", "set", "lo", "up"])?;
+        let mut t = vec!["qdisc", "add", "dev", &host_if, "root", "tbf"];
+        t.extend_from_slice(&tbf);
+        host::run("tc", &t)?;
+        let mut t = vec!["tc", "qdisc", "add", "dev", &ns_if, "root", "tbf"];
+        t.extend_from_slice(&tbf);
+        ns_run(&t)?;
+        Ok(())
+    };
+    steps().map_err(state.host())?;
+    // The relay, detached, inside the namespace.
+    let dir = state.dir.join("mnt").join(&name);
+    let log = state.dir.join(format!("share-{name}.log"));
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", &namespace])
+        .arg(exe)
+        .args(["lab", "share-serve", "--lab", &lab, "--listen", &server])
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--link-mb-s", &link.link_mb_s.to_string()])
+        .args(["--rtt-us", &link.rtt_us.to_string()])
+        .args(["--op-us", &link.op_us.to_string()]);
+    let pid = spawn_detached(state, cmd, &log, "the share's server")?;
+    if let Some(s) = state.devices[i].share.as_mut() {
+        s.server_pid = Some(pid);
+    }
+    state.save()?;
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect_timeout(
+        &server
+            .parse()
+            .map_err(|_| state.unavailable(format!("bad share address {server}")))?,
+        std::time::Duration::from_millis(200),
+    )
+    .is_err()
+    {
+        if start.elapsed() > std::time::Duration::from_secs(15) {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(state.unavailable(format!(
+                "the share's server did not listen on {server} within 15 s: {}",
+                text.trim()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let point = state.dir.join("mnt").join(format!("{name}-share"));
+    std::fs::create_dir_all(&point).map_err(|source| {
+        state.host()(HostError::Io {
+            what: "creating mount point",
+            path: point.clone(),
+            source,
+        })
+    })?;
+    if let Some(s) = state.devices[i].share.as_mut() {
+        s.mount = Some(point.clone());
+    }
+    state.save()?;
+    let port = server.rsplit(':').next().unwrap_or("7070");
+    host::run(
+        "sshfs",
+        &[
+            &format!("{server_addr}:"),
+            &point.to_string_lossy(),
+            "-o",
+            &format!("directport={port},allow_other,idmap=none"),
+        ],
+    )
+    .map_err(state.host())?;
+    Ok(())
+}
+
+/// Undo [`up_share`]: unmount, stop the relay, delete the namespace (and
+/// with it the veth pair), each only if it is still the lab's.
+fn down_share(state: &LabState, s: &ShareState, r: &mut DownReport) -> Result<(), LabError> {
+    if let Some(point) = &s.mount {
+        let server_ip = s.server.rsplit_once(':').map_or("", |(ip, _)| ip);
+        match host::mounted_at(point) {
+            Some((source, _)) if source.starts_with(server_ip) && !server_ip.is_empty() => {
+                host::run("umount", &[&point.to_string_lossy()]).map_err(state.host())?;
+                r.removed.push(format!("share mount {}", point.display()));
+            }
+            _ => r
+                .skipped
+                .push(format!("share mount {} (not mounted)", point.display())),
+        }
+        let _ = std::fs::remove_dir(point);
+    }
+    if let Some(pid) = s.server_pid
+        && is_share_server(pid, &state.spec.name)
+    {
+        // SAFETY: kill has no memory-safety preconditions; the pid was
+        // checked to be this lab's share server just above.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let start = std::time::Instant::now();
+        while is_share_server(pid, &state.spec.name)
+            && start.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if is_share_server(pid, &state.spec.name) {
+            // SAFETY: as above, the same checked pid.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        r.removed.push(format!("share server {pid}"));
+    }
+    if let Some(ns) = &s.namespace {
+        let listed = host::run("ip", &["netns", "list"]).unwrap_or_default();
+        if listed
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(ns))
+        {
+            host::run("ip", &["netns", "del", ns]).map_err(state.host())?;
+            r.removed.push(format!("network namespace {ns}"));
+        }
+    }
+    // The namespace took its veth end with it; the pair goes with it.
+    if host::run("ip", &["link", "show", &s.host_if]).is_ok() {
+        let _ = host::run("ip", &["link", "del", &s.host_if]);
+    }
+    Ok(())
+}
+
+/// Whether `pid` is this lab's share relay.
+fn is_share_server(pid: u32, lab: &str) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    args.contains(&b"share-serve".as_slice())
+        && args
+            .windows(2)
+            .any(|w| w[0] == b"--lab" && w[1] == lab.as_bytes())
+}
+
 /// The lab's cgroup for `controller`: the one already made (v2 has one
 /// for all controllers), or a new one.
 fn ensure_cgroup(state: &mut LabState, controller: &str, name: &str) -> Result<Cgroup, LabError> {
@@ -815,30 +1052,42 @@ fn ensure_cgroup(state: &mut LabState, controller: &str, name: &str) -> Result<C
 }
 
 fn spawn_server(state: &LabState, exe: &Path, mount: &Path) -> Result<u32, LabError> {
-    use std::os::unix::process::CommandExt;
-    let log = state.dir.join("server.log");
-    let out = std::fs::File::create(&log).map_err(|source| {
-        state.host()(HostError::Io {
-            what: "creating",
-            path: log.clone(),
-            source,
-        })
-    })?;
-    let err = out.try_clone().map_err(|source| {
-        state.host()(HostError::Io {
-            what: "opening",
-            path: log.clone(),
-            source,
-        })
-    })?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["lab", "serve", "--lab", &state.spec.name])
         .arg("--mount")
-        .arg(mount)
-        .stdin(std::process::Stdio::null())
+        .arg(mount);
+    spawn_detached(
+        state,
+        cmd,
+        &state.dir.join("server.log"),
+        "the device server",
+    )
+}
+
+/// Start `cmd` detached from `lab up` (its own session; output to `log`),
+/// returning its process id.
+fn spawn_detached(
+    state: &LabState,
+    mut cmd: std::process::Command,
+    log: &Path,
+    what: &str,
+) -> Result<u32, LabError> {
+    use std::os::unix::process::CommandExt;
+    let file = |what: &'static str, f: std::io::Result<std::fs::File>| {
+        f.map_err(|source| {
+            state.host()(HostError::Io {
+                what,
+                path: log.to_path_buf(),
+                source,
+            })
+        })
+    };
+    let out = file("creating", std::fs::File::create(log))?;
+    let err = file("opening", out.try_clone())?;
+    cmd.stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err);
-    // SAFETY: setsid is async-signal-safe; it detaches the server from
+    // SAFETY: setsid is async-signal-safe; it detaches the process from
     // the terminal and process group of `lab up`, which exits.
     unsafe {
         cmd.pre_exec(|| {
@@ -846,12 +1095,9 @@ fn spawn_server(state: &LabState, exe: &Path, mount: &Path) -> Result<u32, LabEr
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| {
-        state.unavailable(format!(
-            "cannot start the device server `{}`: {e}",
-            exe.display()
-        ))
-    })?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| state.unavailable(format!("cannot start {what}: {e}")))?;
     Ok(child.id())
 }
 
@@ -917,6 +1163,11 @@ pub fn down(state: &LabState) -> Result<DownReport, LabError> {
         } else {
             r.skipped
                 .push(format!("cgroup {} (gone)", cg.path.display()));
+        }
+    }
+    for d in state.devices.iter().rev() {
+        if let Some(s) = &d.share {
+            down_share(state, s, &mut r)?;
         }
     }
     for d in state.devices.iter().rev() {
@@ -992,6 +1243,9 @@ pub fn down(state: &LabState) -> Result<DownReport, LabError> {
     for f in ["layout.toml", "server.log", STATE, "state.json.tmp"] {
         let _ = std::fs::remove_file(state.dir.join(f));
     }
+    for d in &state.devices {
+        let _ = std::fs::remove_file(state.dir.join(format!("share-{}.log", d.name)));
+    }
     if std::fs::remove_dir(&state.dir).is_ok() {
         r.removed.push(format!("{}", state.dir.display()));
     }
@@ -1046,9 +1300,20 @@ pub fn status(state: &LabState) -> Status {
             if let Err(e) = state.check_key(d) {
                 problems.push(e.to_string());
             }
+            if let Some(s) = &d.share {
+                let alive = s.server_pid.is_some_and(|p| is_share_server(p, &state.spec.name));
+                let mounted = s.mount.as_ref().is_some_and(|m| host::mounted_at(m).is_some());
+                if !alive || !mounted {
+                    problems.push(format!(
+                        "share of device `{}` at {}: server running {alive}, mounted {mounted}",
+                        d.name, s.server
+                    ));
+                }
+            }
             serde_json::json!({
                 "name": d.name, "model": spec.model.name, "mechanism": spec.model.mechanism.as_str(),
                 "size": spec.size, "fs": spec.fs, "encrypt": spec.encrypt.as_str(),
+                "share": d.share.as_ref().map(|s| serde_json::json!({"server": s.server, "mount": s.mount, "link": spec.share})),
                 "loop_device": d.loop_device.as_ref().map(|l| l.path.clone()),
                 "direct_io": d.loop_device.as_ref().map(|l| l.direct_io),
                 "mount": d.mount, "attached": attached, "mounted": mounted,
@@ -1234,6 +1499,17 @@ cpus = "0-1"
                     "size = \"1GiB\"\nencrypt = \"bitlocker\"",
                 ),
                 "one of none, luks-aes-xts, sed",
+            ),
+            (
+                GOOD.replace("size = \"1GiB\"", "size = \"1GiB\"\nshare = \"token-ring\""),
+                "1gbe, 10gbe",
+            ),
+            (
+                GOOD.replace(
+                    "size = \"1GiB\"",
+                    "size = \"1GiB\"\nshare = { link_mb_s = 0, rtt_us = 100 }",
+                ),
+                "link_mb_s 0",
             ),
             (
                 format!("{GOOD}[workstation]\nswap = \"1GB\"\n"),

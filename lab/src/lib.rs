@@ -20,6 +20,7 @@ pub mod host;
 pub mod lab;
 pub mod model;
 pub mod serve;
+pub mod share;
 pub mod timing;
 
 pub use lab::{LabError, LabSpec, LabState};

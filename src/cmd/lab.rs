@@ -53,6 +53,28 @@ enum LabCommand {
         #[arg(long)]
         mount: PathBuf,
     },
+    /// Internal: a network share's server `up` starts in its namespace.
+    #[command(hide = true)]
+    ShareServe {
+        /// The lab (names the process for `down`).
+        #[arg(long)]
+        lab: String,
+        /// Address and port to listen on.
+        #[arg(long)]
+        listen: String,
+        /// The directory served.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Link rate, MB/s (applied by tc on the veth pair; recorded).
+        #[arg(long)]
+        link_mb_s: f64,
+        /// Round trip, µs.
+        #[arg(long)]
+        rtt_us: f64,
+        /// Server time per request, µs.
+        #[arg(long)]
+        op_us: f64,
+    },
 }
 
 /// A lab argument as a lab name: a name stays, a lab file gives its name.
@@ -184,6 +206,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         LabCommand::Serve { lab: name, mount } => {
             caseload_lab::serve_lab(&name, &mount)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::ShareServe {
+            lab: _,
+            listen,
+            dir,
+            link_mb_s,
+            rtt_us,
+            op_us,
+        } => {
+            let link = caseload_lab::share::ShareLink {
+                link_mb_s,
+                rtt_us,
+                op_us,
+            };
+            caseload_lab::share::serve_share(&listen, &dir, link)
+                .with_context(|| format!("serving {} at {listen}", dir.display()))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -664,6 +664,122 @@ fn bench_storage_agrees_with_fio_on_a_modelled_disk() {
 }
 
 #[test]
+fn a_channel_on_a_shaped_share_pays_its_round_trips_and_a_dropped_share_is_named() {
+    if let Some(why) = unavailable() {
+        eprintln!("SKIPPED a_channel_on_a_shaped_share: {why}");
+        return;
+    }
+    let missing = caseload_lab::share::missing_tools();
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED a_channel_on_a_shaped_share: no {}",
+            missing.join(", ")
+        );
+        return;
+    }
+    let _serial = common::lab_lock();
+    let lab = TestLab::new("share");
+    let file = lab.file(
+        &[
+            ("nas", "pcie-ssd", "512MiB"),
+            ("local", "pcie-ssd", "256MiB"),
+        ],
+        &[
+            ("evidence", "local"),
+            ("database", "local"),
+            ("case", "nas"),
+            ("temp", "local"),
+        ],
+    );
+    // A slow link, so that its round trips stand out: 2 ms, 50 MB/s.
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "[devices.nas]\nmodel = \"pcie-ssd\"\nsize = \"512MiB\"\n",
+        "[devices.nas]\nmodel = \"pcie-ssd\"\nsize = \"512MiB\"\nshare = { link_mb_s = 50, rtt_us = 2000, op_us = 0 }\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    lab.up(&file, &[]);
+    let labdir = lab.dir.path().join("labs").join(&lab.name);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(labdir.join("state.json")).unwrap()).unwrap();
+    let channel = |c: &str| PathBuf::from(record["channel_dirs"][c].as_str().unwrap());
+    assert!(channel("case").starts_with(labdir.join("mnt/nas-share")));
+    // Small files created, synced and looked up: each costs the share at
+    // least a round trip; the local channel none.
+    let small = |dir: &Path| {
+        let t = std::time::Instant::now();
+        for i in 0..40 {
+            let p = dir.join(format!("small-{i}"));
+            std::fs::write(&p, [7u8; 4096]).unwrap();
+            std::fs::File::open(&p).unwrap().sync_all().unwrap();
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let (share_s, local_s) = (small(&channel("case")), small(&channel("temp")));
+    eprintln!("40 small files: share {share_s:.3} s, local {local_s:.3} s");
+    assert!(
+        share_s >= 40.0 * 0.002,
+        "{share_s} s for 40 files over 2 ms round trips"
+    );
+    assert!(
+        share_s > local_s + 40.0 * 0.002,
+        "{share_s} against {local_s}"
+    );
+    // A large file moves at the link's rate at most.
+    let t = std::time::Instant::now();
+    let big = channel("case").join("big.bin");
+    std::fs::write(&big, vec![3u8; 16 << 20]).unwrap();
+    std::fs::File::open(&big).unwrap().sync_all().unwrap();
+    let big_s = t.elapsed().as_secs_f64();
+    eprintln!("16 MiB over the share: {big_s:.3} s");
+    assert!(
+        big_s >= 0.8 * (16 << 20) as f64 / 50e6,
+        "{big_s} s at 50 MB/s"
+    );
+    // It is on the server's device.
+    let on_server = labdir.join("mnt/nas/case/big.bin");
+    assert_eq!(std::fs::metadata(&on_server).unwrap().len(), 16 << 20);
+    // The share drops: the server stops. A run on the channel fails with
+    // an error naming the share's path; what was written stays.
+    let pid = record["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "nas")
+        .unwrap()["share"]["server_pid"]
+        .as_u64()
+        .unwrap();
+    // SAFETY: kill has no memory-safety preconditions; the pid is the
+    // share server this test's lab started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = lab
+        .cmd()
+        .args(["bench-storage", "--channel", "case", "--tests", "bonnie"])
+        .args(["--size", "1MiB", "--bonnie-files", "10", "--lab", &lab.name])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nas-share"), "{err}");
+    assert_eq!(std::fs::metadata(&on_server).unwrap().len(), 16 << 20);
+    let status = lab
+        .cmd()
+        .args(["lab", "status", &lab.name])
+        .output()
+        .unwrap();
+    assert!(!status.status.success());
+    lab.down_ok();
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&netns.stdout).contains(&lab.name),
+        "namespace left"
+    );
+}
+
+#[test]
 fn a_lab_that_fails_half_way_is_removed_and_bad_files_are_refused() {
     let lab = TestLab::new("bad");
     // A model file with an impossible figure: named, with its key.
