@@ -187,10 +187,25 @@ pub fn check_size(device: &str, size: u64, layer: Encryption) -> Result<(), Cryp
     Ok(())
 }
 
-/// AES-256-XTS over 512-byte sectors, the sector number as tweak.
+/// AES-256-XTS over 512-byte sectors, the sector number as tweak; at
+/// this machine's speed, or held to a slower processor's
+/// ([`with_speed`](Self::with_speed)).
 pub struct XtsCipher {
     data: Aes256,
     tweak: Aes256,
+    /// CPU ns each byte must cost at least (0: as fast as it runs here).
+    ns_per_byte: f64,
+}
+
+/// CPU time of the calling thread, ns.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 type Block = Array<u8, aes::cipher::consts::U16>;
@@ -209,6 +224,27 @@ impl XtsCipher {
         XtsCipher {
             data: Aes256::new(&Array::try_from(k1).unwrap_or_default()),
             tweak: Aes256::new(&Array::try_from(k2).unwrap_or_default()),
+            ns_per_byte: 0.0,
+        }
+    }
+
+    /// Hold the cipher to `mb_s` MB/s a core, as a processor without
+    /// AES-NI runs AES-XTS in software (`cryptsetup benchmark`): after
+    /// the real work the thread keeps the CPU busy until each byte has
+    /// cost its share, so the run loses the CPU and the time such a
+    /// processor would take.
+    pub fn with_speed(mut self, mb_s: Option<f64>) -> XtsCipher {
+        self.ns_per_byte = mb_s.filter(|v| *v > 0.0).map_or(0.0, |v| 1e3 / v);
+        self
+    }
+
+    fn pace(&self, started: u64, bytes: usize) {
+        if self.ns_per_byte <= 0.0 {
+            return;
+        }
+        let until = started + (bytes as f64 * self.ns_per_byte) as u64;
+        while thread_cpu_ns() < until {
+            std::hint::spin_loop();
         }
     }
 
@@ -238,12 +274,16 @@ impl XtsCipher {
     /// `first_sector` and its length is a multiple of `sector` (itself a
     /// multiple of 16).
     pub fn encrypt(&self, buf: &mut [u8], first_sector: u64, sector: usize) {
+        let t = thread_cpu_ns();
         self.sectors(buf, first_sector, sector, |b| self.data.encrypt_blocks(b));
+        self.pace(t, buf.len());
     }
 
     /// Decrypt whole sectors in place (as [`encrypt`](Self::encrypt)).
     pub fn decrypt(&self, buf: &mut [u8], first_sector: u64, sector: usize) {
+        let t = thread_cpu_ns();
         self.sectors(buf, first_sector, sector, |b| self.data.decrypt_blocks(b));
+        self.pace(t, buf.len());
     }
 }
 
@@ -421,6 +461,19 @@ mod tests {
             &data[..32],
             &hex("1c3b3a102f770386e4836c99e370cf9bea00803f5e482357a4ae12d414a3e63b")[..]
         );
+    }
+
+    /// Held to 100 MB/s, 4 MiB cost at least 42 ms of the thread's CPU.
+    #[test]
+    fn a_slower_processor_costs_its_cpu_time() {
+        let c = XtsCipher::new(&[9u8; KEY_BYTES]).with_speed(Some(100.0));
+        let mut buf = vec![1u8; 4 << 20];
+        let t = thread_cpu_ns();
+        c.encrypt(&mut buf, 0, SECTOR);
+        let spent = thread_cpu_ns() - t;
+        assert!(spent >= 41_000_000, "{spent} ns");
+        c.decrypt(&mut buf, 0, SECTOR);
+        assert!(buf.iter().all(|&b| b == 1));
     }
 
     #[test]

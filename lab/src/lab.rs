@@ -79,6 +79,10 @@ pub struct DeviceSpec {
     /// model is a throttle or none, so that both take the same path.
     #[serde(default)]
     pub served: bool,
+    /// The LUKS-like layer's cipher held to this many MB/s a core (a
+    /// processor without AES-NI); none: as fast as this machine runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cipher_mb_s: Option<f64>,
     /// Reached over a network share ([`share`]): the device is the
     /// server's storage, its channels are on the share's mount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +186,7 @@ struct DeviceFile {
     #[serde(default)]
     served: bool,
     share: Option<ShareFile>,
+    cipher_mb_s: Option<f64>,
 }
 
 /// A share in a lab file: a preset's name or the figures.
@@ -289,6 +294,13 @@ impl LabSpec {
                 None => Encryption::None,
             };
             crypt::check_size(&name, size, encrypt).map_err(|e| fail(e.to_string()))?;
+            if let Some(v) = d.cipher_mb_s
+                && !(encrypt.on_host() && v.is_finite() && v > 0.0)
+            {
+                return Err(fail(format!(
+                    "device `{name}`: cipher_mb_s {v} needs encrypt = \"luks-aes-xts\" and a positive speed"
+                )));
+            }
             let share = match d.share {
                 None => None,
                 Some(ShareFile::Preset(p)) => Some(ShareLink::preset(&p)),
@@ -315,6 +327,7 @@ impl LabSpec {
                     encrypt,
                     served: d.served,
                     share,
+                    cipher_mb_s: d.cipher_mb_s,
                 },
             );
         }

@@ -51,10 +51,12 @@ pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
         // Never serve an encrypted device without its key.
         let cipher = match (&d.key_file, spec.encrypt.on_host()) {
             (Some(key), true) => Some((
-                crypt::open(&d.name, &file, backing, key).map_err(|e| LabError::Unavailable {
-                    lab: name.to_string(),
-                    message: e.to_string(),
-                })?,
+                crypt::open(&d.name, &file, backing, key)
+                    .map_err(|e| LabError::Unavailable {
+                        lab: name.to_string(),
+                        message: e.to_string(),
+                    })?
+                    .with_speed(spec.cipher_mb_s),
                 spec.encrypt.header_bytes(),
             )),
             (None, true) => {

@@ -19,7 +19,7 @@
 //! being built (file systems made, evidence copied) and on for runs;
 //! `.stats` reports what each device served.
 
-use crate::crypt::{SECTOR, XtsCipher};
+use crate::crypt::{SECTOR, XtsCipher, thread_cpu_ns};
 use crate::timing::{DeviceTiming, Nanos, Op};
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -75,17 +75,6 @@ struct Device {
     /// rewrites it.
     patch: Mutex<()>,
     served: Served,
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
 fn read_full(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
