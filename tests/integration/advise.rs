@@ -316,6 +316,20 @@ fn a_workstation_option_is_predicted_from_the_run_recorded_with_it() {
         err.contains("option \"x\": run: it ran other stages"),
         "{err}"
     );
+    // A slower processor the run was not recorded with is refused.
+    std::fs::write(
+        &file,
+        format!(
+            "from = \"ftk4-base\"\n[[option]]\nname = \"slow\"\ncpu_scale = 0.5\nrun = \"{}\"\nprice = 1\n",
+            with_ram.display()
+        ),
+    )
+    .unwrap();
+    let err = refused(&base, &file, &[]);
+    assert!(
+        err.contains("cpu_scale") && err.contains("without a CPU quota"),
+        "{err}"
+    );
 }
 
 /// A candidates file with one option replaced by `option`.

@@ -296,6 +296,21 @@ pub fn parse_candidates(
                 if !(f.is_finite() && f > 0.0) {
                     return Err(bad("cpu_scale", format!("{f} is not a positive number")));
                 }
+                // `--cpu-scale F` gives the run a quota of F times its CPUs.
+                let cpus = run.system.cpus_allowed.len().max(1) as f64;
+                let recorded = run.system.cpu_quota.map(|q| q / cpus);
+                if !recorded.is_some_and(|r| (r - f).abs() <= 0.01 * f.max(r)) {
+                    return Err(bad(
+                        "cpu_scale",
+                        format!(
+                            "{f}, but `{}` ran {}",
+                            run_path.display(),
+                            recorded.map_or("without a CPU quota (no --cpu-scale)".into(), |r| {
+                                format!("with {r:.2} of its CPUs' time (--cpu-scale {r:.2})")
+                            })
+                        ),
+                    ));
+                }
                 what.push(format!("processor x{f}"));
             }
             if what.is_empty() {
