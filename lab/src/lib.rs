@@ -56,7 +56,7 @@ pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
                         lab: name.to_string(),
                         message: e.to_string(),
                     })?
-                    .with_speed(spec.cipher_mb_s),
+                    .held_for(spec.cipher_mb_s, state.spec.workstation.cpu_scale),
                 spec.encrypt.header_bytes(),
             )),
             (None, true) => {
@@ -67,6 +67,10 @@ pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
             }
             _ => None,
         };
+        if let Some(mb_s) = cipher.as_ref().and_then(|(c, _)| c.held_mb_s()) {
+            // The server's log says what the layer stands for.
+            eprintln!("device `{}`: AES-XTS held to {mb_s:.0} MB/s a core", d.name);
+        }
         devices.push(serve::ServedDevice {
             name: format!("{}.img", d.name),
             backing: file,
