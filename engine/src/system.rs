@@ -110,6 +110,15 @@ pub fn restrict_cpus(n: usize) -> std::io::Result<Vec<usize>> {
     Ok(allowed[..n].to_vec())
 }
 
+/// Where program `name` is on `PATH`, if it is.
+pub fn program_on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|c| c.is_file())
+    })
+}
+
 /// The CPU quota of this process's cgroup, in CPUs, if it has one.
 pub fn cpu_quota() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;

@@ -202,6 +202,26 @@ enum ShareFile {
     },
 }
 
+impl ShareFile {
+    /// The link it names or gives, checked.
+    fn link(self) -> Result<ShareLink, String> {
+        let link = match self {
+            ShareFile::Preset(p) => ShareLink::preset(&p)?,
+            ShareFile::Figures {
+                link_mb_s,
+                rtt_us,
+                op_us,
+            } => ShareLink {
+                link_mb_s,
+                rtt_us,
+                op_us,
+            },
+        };
+        link.check()?;
+        Ok(link)
+    }
+}
+
 fn ext4() -> String {
     "ext4".into()
 }
@@ -301,22 +321,11 @@ impl LabSpec {
                     "device `{name}`: cipher_mb_s {v} needs encrypt = \"luks-aes-xts\" and a positive speed"
                 )));
             }
-            let share = match d.share {
-                None => None,
-                Some(ShareFile::Preset(p)) => Some(ShareLink::preset(&p)),
-                Some(ShareFile::Figures {
-                    link_mb_s,
-                    rtt_us,
-                    op_us,
-                }) => Some(Ok(ShareLink {
-                    link_mb_s,
-                    rtt_us,
-                    op_us,
-                })),
-            }
-            .transpose()
-            .and_then(|s| s.map(|l| l.check().map(|_| l)).transpose())
-            .map_err(|m| fail(format!("device `{name}`: {m}")))?;
+            let share = d
+                .share
+                .map(ShareFile::link)
+                .transpose()
+                .map_err(|m| fail(format!("device `{name}`: {m}")))?;
             devices.insert(
                 name,
                 DeviceSpec {

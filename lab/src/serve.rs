@@ -19,7 +19,7 @@
 //! being built (file systems made, evidence copied) and on for runs;
 //! `.stats` reports what each device served.
 
-use crate::crypt::{SECTOR, XtsCipher, thread_cpu_ns};
+use crate::crypt::{SECTOR, XtsCipher};
 use crate::timing::{DeviceTiming, Nanos, Op};
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -105,9 +105,7 @@ impl Device {
         let end = (offset + len).div_ceil(s);
         let mut buf = vec![0u8; ((end - first) * s) as usize];
         read_full(&self.backing, &mut buf, base + first * s)?;
-        let t = thread_cpu_ns();
-        cipher.decrypt(&mut buf, first, SECTOR);
-        let spent = thread_cpu_ns().saturating_sub(t);
+        let spent = cipher.decrypt(&mut buf, first, SECTOR);
         let from = (offset - first * s) as usize;
         buf.drain(..from);
         buf.truncate(len as usize);
@@ -125,9 +123,7 @@ impl Device {
         let len = data.len() as u64;
         if offset.is_multiple_of(s) && len.is_multiple_of(s) {
             let mut buf = data.to_vec();
-            let t = thread_cpu_ns();
-            cipher.encrypt(&mut buf, offset / s, SECTOR);
-            let spent = thread_cpu_ns().saturating_sub(t);
+            let spent = cipher.encrypt(&mut buf, offset / s, SECTOR);
             self.backing.write_all_at(&buf, base + offset)?;
             return Ok(spent);
         }
@@ -138,9 +134,7 @@ impl Device {
             self.read(first * s, (offset + len).div_ceil(s) * s - first * s)?;
         let from = (offset - first * s) as usize;
         buf[from..from + data.len()].copy_from_slice(data);
-        let t = thread_cpu_ns();
-        cipher.encrypt(&mut buf, first, SECTOR);
-        spent += thread_cpu_ns().saturating_sub(t);
+        spent += cipher.encrypt(&mut buf, first, SECTOR);
         self.backing.write_all_at(&buf, base + first * s)?;
         Ok(spent)
     }

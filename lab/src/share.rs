@@ -81,7 +81,7 @@ impl ShareLink {
 pub fn missing_tools() -> Vec<String> {
     let mut out = Vec::new();
     for (tool, package) in [("sshfs", "sshfs"), ("ip", "iproute2"), ("tc", "iproute2")] {
-        if crate::host::run("which", &[tool]).is_err() {
+        if caseload_engine::system::program_on_path(tool).is_none() {
             out.push(format!("`{tool}` (package {package})"));
         }
     }

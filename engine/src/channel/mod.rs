@@ -1239,29 +1239,20 @@ impl ChannelFile {
 
     /// fsync the file; counted.
     pub fn sync_all(&self) -> io::Result<()> {
-        self.counters.check_sync(self.kind, &self.path)?;
-        let start = Instant::now();
-        let result = self
-            .file
-            .sync_all()
-            .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
-        self.counters.record_sync(start.elapsed());
-        self.trace(TraceOp::Sync, 0, 0);
-        if result.is_ok()
-            && let Some((model, id)) = self.cached()
-        {
-            model.synced(id);
-        }
-        result
+        self.sync_with(File::sync_all)
     }
 
     /// fdatasync the file; counted as an fsync.
     pub fn sync_data(&self) -> io::Result<()> {
+        self.sync_with(File::sync_data)
+    }
+
+    /// A sync of the file by `sync` (fsync or fdatasync): checked against
+    /// an injected fault, counted, traced, and the modelled cache told.
+    fn sync_with(&self, sync: fn(&File) -> io::Result<()>) -> io::Result<()> {
         self.counters.check_sync(self.kind, &self.path)?;
         let start = Instant::now();
-        let result = self
-            .file
-            .sync_data()
+        let result = sync(&self.file)
             .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
         self.counters.record_sync(start.elapsed());
         self.trace(TraceOp::Sync, 0, 0);

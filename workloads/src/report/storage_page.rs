@@ -127,8 +127,7 @@ fn matrix_rows(m: &IozoneResult, test: &str) -> Vec<Vec<String>> {
     for &f in &files {
         let mut row = vec![size(f)];
         for &r in &records {
-            let c = m.cells.iter().find(|c| c.file_size == f && c.record == r);
-            row.push(c.and_then(|c| c.figure(test)).map_or("-".into(), num));
+            row.push(m.figure(f, r, test).map_or("-".into(), num));
         }
         rows.push(row);
     }
@@ -212,12 +211,7 @@ pub fn render_storage_html(r: &BenchReport) -> String {
             for &f in &files {
                 let _ = write!(h, "<tr><th>{}</th>", size(f));
                 for &rec in &records {
-                    match m
-                        .cells
-                        .iter()
-                        .find(|c| c.file_size == f && c.record == rec)
-                        .and_then(|c| c.figure(test))
-                    {
+                    match m.figure(f, rec, test) {
                         Some(v) => {
                             let _ = write!(
                                 h,

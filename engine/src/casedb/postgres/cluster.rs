@@ -62,13 +62,7 @@ pub fn find_binaries() -> Result<Binaries, DbError> {
             )))
         };
     }
-    let on_path = |name: &str| -> Option<PathBuf> {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .find(|c| c.is_file())
-        })
-    };
+    let on_path = crate::system::program_on_path;
     if let (Some(initdb), Some(postgres)) = (on_path("initdb"), on_path("postgres")) {
         return Ok(Binaries { initdb, postgres });
     }
