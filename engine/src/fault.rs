@@ -51,11 +51,18 @@ impl FaultError {
         }
     }
 
+    /// The OS error code the fault raises: errno on Unix, the Win32 error
+    /// that Windows gives for the same condition (`ERROR_DISK_FULL`,
+    /// `ERROR_IO_DEVICE`, `ERROR_WRITE_PROTECT`).
     fn errno(self) -> Option<i32> {
+        #[cfg(not(windows))]
+        let codes = [libc::ENOSPC, libc::EIO, libc::EROFS];
+        #[cfg(windows)]
+        let codes = [112, 1117, 19];
         match self {
-            FaultError::Enospc => Some(libc::ENOSPC),
-            FaultError::Eio => Some(libc::EIO),
-            FaultError::Erofs => Some(libc::EROFS),
+            FaultError::Enospc => Some(codes[0]),
+            FaultError::Eio => Some(codes[1]),
+            FaultError::Erofs => Some(codes[2]),
             FaultError::Gone => None,
         }
     }

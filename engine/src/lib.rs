@@ -20,6 +20,7 @@ pub mod layout;
 pub mod metrics;
 #[cfg(test)]
 mod noise;
+pub mod os;
 pub mod preflight;
 pub mod probe;
 pub mod report;

@@ -21,19 +21,8 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// Now.
     pub fn now() -> CpuTimes {
-        // SAFETY: getrusage fills a properly sized struct we own.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-        if rc != 0 {
-            return CpuTimes::default();
-        }
-        let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-        };
-        CpuTimes {
-            user: tv(usage.ru_utime),
-            system: tv(usage.ru_stime),
-        }
+        let (user, system) = crate::os::process_cpu_times();
+        CpuTimes { user, system }
     }
 
     /// Time consumed since `earlier`.

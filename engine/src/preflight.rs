@@ -156,8 +156,7 @@ impl std::fmt::Display for Problems {
 
 /// Free bytes of the file system holding `dir`, and its device.
 fn free_and_device(dir: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(dir).ok()?.dev();
+    let dev = crate::os::device_of(dir)?;
     Some((crate::system::placement(dir).free_bytes?, dev))
 }
 

@@ -5,15 +5,15 @@
 //! Writable channels get a scratch file (removed afterwards). The evidence
 //! channel is never written: it is probed only by reading given evidence
 //! files, with the same read tests. Reads bypass the page cache with
-//! `O_DIRECT` where the file system allows it (tmpfs does not; the result
-//! then says `direct: false` and the read figures are cache-speed).
+//! `O_DIRECT` (Linux) or `FILE_FLAG_NO_BUFFERING` (Windows) where the file
+//! system allows it (tmpfs does not; the result then says `direct: false`
+//! and the read figures are cache-speed).
 
 use crate::channel::ChannelKind;
+use crate::os::FileAt;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -92,31 +92,21 @@ impl Aligned {
     }
 }
 
-fn open_direct(path: &Path) -> (File, bool) {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => (f, true),
-        Err(_) => match File::open(path) {
-            Ok(f) => {
-                drop_cache(&f);
-                (f, false)
-            }
-            Err(_) => (
-                File::open("/dev/null").unwrap_or_else(|_| std::process::abort()),
-                false,
-            ),
-        },
+/// `path` opened for reads past the cache where the file system allows,
+/// else through it with its pages dropped; whether reads bypass the cache.
+fn open_direct(path: &Path) -> io::Result<(File, bool)> {
+    match crate::os::open_unbuffered(path) {
+        Ok(f) => Ok((f, true)),
+        Err(_) => {
+            let f = File::open(path)?;
+            drop_cache(&f);
+            Ok((f, false))
+        }
     }
 }
 
 fn drop_cache(f: &File) {
-    // SAFETY: valid descriptor; whole file.
-    unsafe {
-        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-    }
+    let _ = crate::os::drop_cached(f);
 }
 
 /// A small deterministic generator for random offsets.
@@ -149,7 +139,7 @@ fn read_tests(
     options: &ProbeOptions,
     out: &mut ChannelProbe,
 ) -> io::Result<()> {
-    let (file, direct) = open_direct(path);
+    let (file, direct) = open_direct(path)?;
     out.direct = direct;
     let mut buf = Aligned::new(BLOCK);
     let limit = size.min(options.file_size.max(BLOCK as u64));

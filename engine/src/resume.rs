@@ -330,9 +330,7 @@ pub fn remove_dead_temp_dirs(temp_root: &Channel) -> Vec<String> {
 }
 
 fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    u32::try_from(pid).is_ok_and(crate::os::process_alive)
 }
 
 #[cfg(test)]

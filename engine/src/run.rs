@@ -1248,13 +1248,10 @@ fn writable_fault(ch: &RunChannels<'_>) -> Option<(ChannelKind, String)> {
 /// the run must still have room for it. Its I/O is caseload's own (an
 /// instrument), not the workload's.
 pub(crate) fn reserve_report(case: &Channel) -> Result<std::fs::File, RunError> {
-    use std::os::fd::AsRawFd;
     let file = case.create_instrument(RUN_JSON_PARTIAL)?;
-    let len = libc::off_t::try_from(REPORT_RESERVE).unwrap_or(libc::off_t::MAX);
-    // SAFETY: a valid descriptor we own; posix_fallocate only allocates.
     // A channel too small for the reservation still runs (the report may
     // then not fit at the end, which the run's error will say).
-    let _ = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    let _ = crate::os::preallocate(&file, REPORT_RESERVE);
     file.sync_all().map_err(|source| RunError::Report {
         what: "run report (reserving its space)",
         path: case.dir().join(RUN_JSON_PARTIAL),

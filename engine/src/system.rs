@@ -1,11 +1,11 @@
 //! What the machine is and where each channel sits: CPU, memory, kernel, and
 //! per directory the mount, file system, mount options and block device
 //! (model, rotational flag, I/O scheduler, device-mapper name so that an
-//! encrypted volume is visible). Read from `/proc` and `/sys`; anything that
+//! encrypted volume is visible). Read from `/proc` and `/sys` on Linux,
+//! from the volume APIs and the environment on Windows; anything that
 //! cannot be read is left empty rather than guessed.
 
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The machine a run happened on.
@@ -36,6 +36,31 @@ pub struct SystemContext {
 impl SystemContext {
     /// Read the current machine's context.
     pub fn current() -> Self {
+        #[cfg(windows)]
+        return Self::current_windows();
+        #[cfg(not(windows))]
+        Self::current_linux()
+    }
+
+    /// Windows: the name, processor and memory from the environment and
+    /// `GlobalMemoryStatusEx`.
+    #[cfg(windows)]
+    fn current_windows() -> Self {
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
+        SystemContext {
+            hostname: env("COMPUTERNAME"),
+            cpu_model: env("PROCESSOR_IDENTIFIER"),
+            logical_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_bytes: crate::os::physical_memory().unwrap_or(0),
+            kernel: String::new(),
+            os: format!("Windows ({})", env("OS")),
+            cpus_allowed: cpus_allowed(),
+            cpu_quota: None,
+        }
+    }
+
+    #[cfg(not(windows))]
+    fn current_linux() -> Self {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
             .lines()
@@ -72,18 +97,7 @@ impl SystemContext {
 
 /// The CPUs this process may run on (its affinity mask).
 pub fn cpus_allowed() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // fills it for this process.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: as above.
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `set` is initialised and the index is below CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
+    crate::os::cpus_allowed()
 }
 
 /// Limit this process (and the threads and processes it starts after) to
@@ -96,25 +110,16 @@ pub fn restrict_cpus(n: usize) -> std::io::Result<Vec<usize>> {
             format!("{n} CPUs asked, {} allowed ({allowed:?})", allowed.len()),
         ));
     }
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET is given
-    // indices below CPU_SETSIZE (they came from cpus_allowed).
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in &allowed[..n] {
-        // SAFETY: as above.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    // SAFETY: a valid set of the size passed, for this process.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    crate::os::set_cpus(&allowed[..n])?;
     Ok(allowed[..n].to_vec())
 }
 
-/// Where program `name` is on `PATH`, if it is.
+/// Where program `name` is on `PATH`, if it is (`name.exe` on Windows).
 pub fn program_on_path(name: &str) -> Option<PathBuf> {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
-            .map(|d| d.join(name))
+            .map(|d| d.join(&file))
             .find(|c| c.is_file())
     })
 }
@@ -193,14 +198,34 @@ fn read_opt(path: impl AsRef<Path>) -> Option<String> {
 
 /// Describe where `path` lives.
 pub fn placement(path: &Path) -> Placement {
+    #[cfg_attr(not(windows), allow(unused_mut))]
     let mut out = Placement {
         path: path.to_path_buf(),
         ..Placement::default()
     };
-    let Ok(meta) = std::fs::metadata(path) else {
+    #[cfg(windows)]
+    {
+        out.free_bytes = crate::os::free_bytes(path);
+        if let Some(root) = crate::os::volume_root(path) {
+            out.mount_point = root.to_string_lossy().into_owned();
+            out.network =
+                out.mount_point.starts_with(r"\\") && !out.mount_point.starts_with(r"\\?\");
+        }
+        if let Some((serial, fs, label)) = crate::os::volume_info(path) {
+            out.fs_type = fs;
+            out.mount_source = format!("{label} (volume {serial:08X})");
+        }
+        out
+    }
+    #[cfg(not(windows))]
+    linux_placement(path, out)
+}
+
+#[cfg(not(windows))]
+fn linux_placement(path: &Path, mut out: Placement) -> Placement {
+    let Some(dev) = crate::os::device_of(path) else {
         return out;
     };
-    let dev = meta.dev();
     let (major, minor) = (libc_major(dev), libc_minor(dev));
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     // Several mounts can share a device (bind mounts); the longest mount
@@ -236,7 +261,7 @@ pub fn placement(path: &Path) -> Placement {
             format!("{},{}", m.options, m.super_options)
         };
     }
-    out.free_bytes = free_bytes(path);
+    out.free_bytes = crate::os::free_bytes(path);
     if major == 0 {
         // Anonymous device: tmpfs, overlay, network file systems.
         return out;
@@ -278,6 +303,19 @@ pub fn placement(path: &Path) -> Placement {
 /// is its disk's; anonymous devices such as FUSE and overlay file systems
 /// have one of their own), else the kernel's default of 128 KiB.
 pub fn read_ahead_bytes(dev: u64) -> u64 {
+    #[cfg(windows)]
+    {
+        // Windows' cache manager reads ahead by its own heuristics; 128
+        // KiB stands for them as for a device Linux knows nothing of.
+        let _ = dev;
+        128 << 10
+    }
+    #[cfg(not(windows))]
+    linux_read_ahead_bytes(dev)
+}
+
+#[cfg(not(windows))]
+fn linux_read_ahead_bytes(dev: u64) -> u64 {
     let (major, minor) = (libc_major(dev), libc_minor(dev));
     let bdi = format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb");
     let disk = format!("/sys/dev/block/{major}:{minor}/../queue/read_ahead_kb");
@@ -287,23 +325,17 @@ pub fn read_ahead_bytes(dev: u64) -> u64 {
         .map_or(128 << 10, |kb| kb << 10)
 }
 
-fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid NUL-terminated path and a properly sized out-struct.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
-    (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
-}
-
+#[cfg(not(windows))]
 fn libc_major(dev: u64) -> u32 {
     libc::major(dev as libc::dev_t)
 }
 
+#[cfg(not(windows))]
 fn libc_minor(dev: u64) -> u32 {
     libc::minor(dev as libc::dev_t)
 }
 
+#[cfg(not(windows))]
 struct MountLine {
     major: u32,
     minor: u32,
@@ -315,6 +347,7 @@ struct MountLine {
 }
 
 /// One line of /proc/self/mountinfo (see proc(5)).
+#[cfg(not(windows))]
 fn parse_mountinfo(line: &str) -> Option<MountLine> {
     let (left, right) = line.split_once(" - ")?;
     let f: Vec<&str> = left.split(' ').collect();
@@ -332,6 +365,7 @@ fn parse_mountinfo(line: &str) -> Option<MountLine> {
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
+#[cfg(not(windows))]
 fn unescape_mount(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -358,6 +392,7 @@ fn unescape_mount(s: &str) -> String {
 mod tests {
     use super::*;
 
+    #[cfg(not(windows))]
     #[test]
     fn mountinfo_lines_parse() {
         let line =

@@ -9,21 +9,10 @@
 //! make its own threads nicer, so this needs no privilege; where it fails
 //! (another OS, a sandbox) the thread keeps the default priority.
 
-/// How much nicer than normal a helper thread runs: at nice 5 a helper has
-/// about a third of a normal thread's weight on a shared core.
-const HELPER_NICENESS: libc::c_int = 5;
-
-/// Make the calling thread a helper that runs nicer than the critical path.
-/// Linux keeps nice values per thread, so only this thread changes.
+/// Make the calling thread a helper that runs below the critical path:
+/// nice + 5 on Linux (about a third of a normal thread's weight on a shared
+/// core; Linux keeps nice values per thread, so only this thread changes),
+/// one step below normal on Windows.
 pub(crate) fn become_helper() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: gettid has no preconditions; getpriority/setpriority on
-        // our own thread id read and change only that thread's nice value.
-        unsafe {
-            let tid = libc::gettid() as libc::id_t;
-            let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-            let _ = libc::setpriority(libc::PRIO_PROCESS, tid, (current + HELPER_NICENESS).min(19));
-        }
-    }
+    let _ = crate::os::lower_thread_priority();
 }

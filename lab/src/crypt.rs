@@ -34,10 +34,10 @@
 
 use aes::Aes256;
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+use caseload_engine::os::FileAt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Sector size of the encrypted layer (dm-crypt's default).
@@ -198,6 +198,14 @@ pub struct XtsCipher {
 }
 
 /// CPU time of the calling thread, ns.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_ns() -> u64 {
+    // The layer runs in the device server, which is Linux only.
+    0
+}
+
+/// CPU time of the calling thread, ns.
+#[cfg(target_os = "linux")]
 fn thread_cpu_ns() -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
@@ -358,12 +366,7 @@ pub fn format(device: &str, backing: &Path, key_path: &Path) -> Result<(), Crypt
     h.extend_from_slice(&digest(&salt[..32], &key));
     {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(key_path)
+        let mut f = crate::host::create_private_file(key_path)
             .map_err(io("creating the key file", key_path))?;
         f.write_all(&key)
             .and_then(|_| f.sync_all())
@@ -514,11 +517,14 @@ mod tests {
             .unwrap();
         let key = dir.path().join("dev.key");
         format("dev", &backing, &key).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         let f = std::fs::File::open(&backing).unwrap();
         assert!(open("dev", &f, &backing, &key).is_ok());
         // A key of another device does not open it.

@@ -67,8 +67,80 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, HostError> {
 
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    caseload_engine::os::is_superuser()
+}
+
+/// Create `dir` readable by its owner only (mode 700 on Unix; on other
+/// systems the directory inherits its parent's access rules).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir(dir)
+}
+
+/// Create the new file `path` readable by its owner only (mode 600 on
+/// Unix), for writing.
+pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
+}
+
+/// Set `path`'s Unix mode; elsewhere only the read-only flag follows the
+/// mode's write bits.
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let mut p = std::fs::metadata(path)?.permissions();
+        p.set_readonly(mode & 0o222 == 0);
+        std::fs::set_permissions(path, p)
+    }
+}
+
+/// Ask process `pid` to end (`SIGTERM`), or end it (`SIGKILL`) when
+/// `kill`. The caller has checked that `pid` is a process the lab started.
+pub fn end_process(pid: u32, kill: bool) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid, signal) };
+    }
+    #[cfg(not(unix))]
+    let _ = (pid, kill);
+}
+
+/// Make `cmd`, when spawned, a session leader of its own (`setsid`): it
+/// outlives the terminal and process group of the command that starts it.
+pub fn detach_on_spawn(cmd: &mut std::process::Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe; nothing else runs between
+        // fork and exec here.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = cmd;
 }
 
 /// A loop device the lab attached.
@@ -425,6 +497,19 @@ pub fn cpu_quota(version: CgroupVersion, cg: &Cgroup, cpus: f64) -> Result<(), H
 /// `cgroup.procs` of cgroups this project made) before it runs, as
 /// `cgexec` does: only the new process moves, into cgroups beneath the
 /// one caseload runs in.
+#[cfg(not(unix))]
+pub fn join_on_exec(_cmd: &mut std::process::Command, files: &[PathBuf]) -> Result<(), HostError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    Err(HostError::Unavailable("joining cgroups needs Linux".into()))
+}
+
+/// Make `cmd`, when spawned, write its own pid into each of `files` (the
+/// `cgroup.procs` of cgroups this project made) before it runs, as
+/// `cgexec` does: only the new process moves, into cgroups beneath the
+/// one caseload runs in.
+#[cfg(unix)]
 pub fn join_on_exec(cmd: &mut std::process::Command, files: &[PathBuf]) -> Result<(), HostError> {
     use std::os::unix::process::CommandExt;
     let files: Vec<std::ffi::CString> = files
@@ -501,13 +586,7 @@ pub fn cgroup_remove(cg: &Cgroup) -> Result<bool, HostError> {
 
 /// Free bytes of the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statvfs fills the struct; c is a valid C string.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    Some(s.f_bavail as u64 * s.f_frsize as u64)
+    caseload_engine::os::free_bytes(dir)
 }
 
 #[cfg(test)]

@@ -627,6 +627,12 @@ pub fn up(spec: &LabSpec, options: &UpOptions) -> Result<LabState, LabError> {
         lab: spec.name.clone(),
         message,
     };
+    if !cfg!(target_os = "linux") {
+        return Err(unavailable(format!(
+            "building a lab needs Linux (loop devices, FUSE, cgroups, network namespaces); this is {}",
+            std::env::consts::OS
+        )));
+    }
     if !host::is_root() {
         return Err(unavailable(
             "building a lab needs root (loop devices, mounts, cgroups)".into(),
@@ -726,11 +732,7 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
         }
         let keys = state.dir.join("keys");
         if !keys.exists() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&keys)
-                .map_err(io("creating the key directory", &keys))?;
+            host::create_private_dir(&keys).map_err(io("creating the key directory", &keys))?;
         }
         let key = keys.join(format!("{name}.key"));
         state.devices[i].key_file = Some(key.clone());
@@ -794,9 +796,7 @@ fn build(state: &mut LabState, options: &UpOptions) -> Result<(), LabError> {
         std::fs::create_dir_all(&d).map_err(io("creating channel directory", &d))?;
         // Sticky and world-writable, as /tmp: a private PostgreSQL cluster
         // runs as an unprivileged user in the database channel.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777))
-            .map_err(io("setting permissions of", &d))?;
+        host::set_mode(&d, 0o1777).map_err(io("setting permissions of", &d))?;
         state.channel_dirs.insert(c.to_string(), d);
     }
     state.save()?;
@@ -1004,9 +1004,8 @@ fn down_share(state: &LabState, s: &ShareState, r: &mut DownReport) -> Result<()
     if let Some(pid) = s.server_pid
         && is_share_server(pid, &state.spec.name)
     {
-        // SAFETY: kill has no memory-safety preconditions; the pid was
-        // checked to be this lab's share server just above.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        // The pid was checked to be this lab's share server just above.
+        host::end_process(pid, false);
         let start = std::time::Instant::now();
         while is_share_server(pid, &state.spec.name)
             && start.elapsed() < std::time::Duration::from_secs(5)
@@ -1014,8 +1013,7 @@ fn down_share(state: &LabState, s: &ShareState, r: &mut DownReport) -> Result<()
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         if is_share_server(pid, &state.spec.name) {
-            // SAFETY: as above, the same checked pid.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            host::end_process(pid, true);
         }
         r.removed.push(format!("share server {pid}"));
     }
@@ -1094,7 +1092,6 @@ fn spawn_detached(
     log: &Path,
     what: &str,
 ) -> Result<u32, LabError> {
-    use std::os::unix::process::CommandExt;
     let file = |what: &'static str, f: std::io::Result<std::fs::File>| {
         f.map_err(|source| {
             state.host()(HostError::Io {
@@ -1109,14 +1106,8 @@ fn spawn_detached(
     cmd.stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err);
-    // SAFETY: setsid is async-signal-safe; it detaches the process from
-    // the terminal and process group of `lab up`, which exits.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // Detached from the terminal and process group of `lab up`, which exits.
+    host::detach_on_spawn(&mut cmd);
     let child = cmd
         .spawn()
         .map_err(|e| state.unavailable(format!("cannot start {what}: {e}")))?;
@@ -1227,9 +1218,8 @@ pub fn down(state: &LabState) -> Result<DownReport, LabError> {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         if is_server(daemon.pid, lab) {
-            // SAFETY: kill has no memory-safety preconditions; the pid was
-            // checked to be this lab's server just above.
-            unsafe { libc::kill(daemon.pid as i32, libc::SIGKILL) };
+            // The pid was checked to be this lab's server just above.
+            host::end_process(daemon.pid, true);
             r.removed
                 .push(format!("device server {} (killed)", daemon.pid));
         }
@@ -1403,12 +1393,10 @@ pub fn load_evidence(state: &LabState, files: &[PathBuf]) -> Result<Vec<PathBuf>
                 })
             })?;
             // Read-only, as evidence is.
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o444));
+            let _ = host::set_mode(&to, 0o444);
             out.push(to);
         }
-        // SAFETY: sync has no preconditions.
-        unsafe { libc::sync() };
+        caseload_engine::os::sync_everything();
         Ok(out)
     })();
     state.set_modelled(true)?;

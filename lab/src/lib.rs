@@ -19,6 +19,7 @@ pub mod crypt;
 pub mod host;
 pub mod lab;
 pub mod model;
+#[cfg(target_os = "linux")]
 pub mod serve;
 pub mod share;
 pub mod timing;
@@ -26,8 +27,18 @@ pub mod timing;
 pub use lab::{LabError, LabSpec, LabState};
 pub use model::{DeviceModel, Mechanism, ModelError};
 
+/// The lab's device server needs Linux (FUSE): refused elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn serve_lab(name: &str, _mount: &std::path::Path) -> Result<(), LabError> {
+    Err(LabError::Unavailable {
+        lab: name.to_string(),
+        message: "the lab's device server needs Linux (FUSE)".into(),
+    })
+}
+
 /// Serve the modelled devices of lab `name` at `mount` until unmounted
 /// (the body of the hidden `caseload lab serve`, started by `lab up`).
+#[cfg(target_os = "linux")]
 pub fn serve_lab(name: &str, mount: &std::path::Path) -> Result<(), LabError> {
     let state = LabState::load(name)?;
     let mut devices = Vec::new();

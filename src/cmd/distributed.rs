@@ -626,7 +626,6 @@ fn run_workers(
     (threads, hold_ms): (usize, Option<u64>),
     cancel: &AtomicBool,
 ) -> anyhow::Result<Vec<bool>> {
-    use std::os::unix::process::CommandExt;
     let mut children = Vec::new();
     for (k, (namespace, url)) in (1..).zip(urls) {
         // In its namespace, `ip netns exec` becomes the worker (same pid,
@@ -646,6 +645,7 @@ fn run_workers(
         } else {
             cmd.arg("worker");
         }
+        caseload_engine::os::own_process_group(&mut cmd);
         let child = cmd
             .arg("--db-url")
             .arg(url)
@@ -662,7 +662,6 @@ fn run_workers(
             .arg("--evidence")
             .arg(&planned.spec.evidence)
             .stdout(std::process::Stdio::null())
-            .process_group(0)
             .spawn()
             .with_context(|| format!("starting worker w{k}"))?;
         children.push(child);

@@ -52,6 +52,9 @@ impl Links {
     /// before anything starts.
     pub fn problems(workers: usize, rate_mb_s: Option<f64>) -> Vec<String> {
         let mut out = Vec::new();
+        if !cfg!(target_os = "linux") {
+            out.push("--netns needs Linux (network namespaces, veth pairs, tc)".into());
+        }
         if !caseload_lab::host::is_root() {
             out.push("--netns needs root (it creates network namespaces and veth pairs)".into());
         }

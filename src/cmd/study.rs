@@ -142,6 +142,12 @@ fn study_job(job: &super::job_args::JobArgs) -> super::job_args::JobArgs {
 fn prepare(args: &Ftk4Args, labs: &[caseload_lab::LabSpec]) -> anyhow::Result<Prepared> {
     anyhow::ensure!(args.repeat >= 1, "--repeat must be at least 1");
     let mut problems = caseload_engine::preflight::Problems::default();
+    if !cfg!(target_os = "linux") {
+        anyhow::bail!(
+            "a study builds labs of modelled devices (loop devices, FUSE, cgroups), which needs Linux; on {} compare layouts of real drives with `caseload compare`",
+            std::env::consts::OS
+        );
+    }
     if !caseload_lab::host::is_root() {
         problems.push(
             "a study builds labs of modelled devices, which needs root (loop devices, mounts, cgroups)",

@@ -138,6 +138,10 @@ impl WorkstationArgs {
             return Ok(None);
         }
         anyhow::ensure!(
+            cfg!(target_os = "linux"),
+            "--cpu-scale limits the run's CPU time with a cgroup quota, which needs Linux"
+        );
+        anyhow::ensure!(
             caseload_lab::host::is_root(),
             "--cpu-scale limits the run's CPU time with a cgroup it makes, which needs root"
         );

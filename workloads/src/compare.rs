@@ -24,7 +24,6 @@ use caseload_engine::probe::ChannelProbe;
 use caseload_engine::report::{INSTANCES_SCHEMA, InstancesReport, RUN_SCHEMA, RunReport};
 use caseload_engine::system::{self, SystemContext};
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -441,24 +440,23 @@ pub fn wait_children(
             return out.into_iter().flatten().collect();
         }
         if cancel.load(Ordering::Relaxed) {
-            let signal = match signalled {
+            // First an interrupt, then, past the grace period, a kill.
+            let hard = match signalled {
                 None => {
                     signalled = Some(Instant::now());
-                    Some(libc::SIGINT)
+                    Some(false)
                 }
                 Some(at) if !killed && at.elapsed() > STOP_GRACE => {
                     killed = true;
-                    Some(libc::SIGKILL)
+                    Some(true)
                 }
                 Some(_) => None,
             };
-            if let Some(signal) = signal {
+            if let Some(hard) = hard {
                 for (child, slot) in children.iter().zip(&out) {
                     if slot.is_none() {
-                        // SAFETY: kill(2) on the child's own process group
-                        // (it was started as its leader); no memory is
-                        // involved.
-                        unsafe { libc::kill(-(child.id() as libc::pid_t), signal) };
+                        // The child leads its own process group.
+                        caseload_engine::os::stop_process_group(child.id(), hard);
                     }
                 }
             }
@@ -479,9 +477,8 @@ fn stderr_tail(text: &str) -> String {
 }
 
 fn describe_exit(status: Option<ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
     match status {
-        Some(s) => match (s.code(), s.signal()) {
+        Some(s) => match (s.code(), caseload_engine::os::exit_signal(&s)) {
             (Some(c), _) => format!("exit code {c}"),
             (None, Some(sig)) => format!("killed by signal {sig}"),
             _ => "ended".into(),
@@ -832,10 +829,10 @@ fn run_one(
     cmd.args(job.command_line());
     cmd.stdin(Stdio::null())
         .stdout(stdout_file)
-        .stderr(stderr_file)
-        // Its own process group: Ctrl-C reaches the comparison, which passes
-        // it on to the run and every instance the run started.
-        .process_group(0);
+        .stderr(stderr_file);
+    // Its own process group: Ctrl-C reaches the comparison, which passes
+    // it on to the run and every instance the run started.
+    caseload_engine::os::own_process_group(&mut cmd);
 
     let started_at = caseload_engine::casedb::now_utc();
     let clock = Instant::now();

@@ -13,7 +13,6 @@ pub mod residency;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Cache policy of a run.
@@ -65,8 +64,7 @@ pub struct CacheReport {
 /// Drop cached pages for a cold start. `files` are the evidence files and
 /// `dirs` the channel directories whose files should be dropped too.
 pub fn make_cold(files: &[PathBuf], dirs: &[PathBuf]) -> CacheReport {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
+    crate::os::sync_everything();
     if std::fs::write("/proc/sys/vm/drop_caches", b"3").is_ok() {
         return CacheReport {
             mode: CacheMode::Cold,
@@ -109,11 +107,7 @@ pub fn warm() -> CacheReport {
 }
 
 fn fadvise_dontneed(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    // SAFETY: a valid open descriptor; offset 0 and length 0 mean the whole file.
-    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+    crate::os::drop_cached_path(path)
 }
 
 fn walk_files(dir: &Path, f: &mut dyn FnMut(&Path)) {

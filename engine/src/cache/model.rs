@@ -45,7 +45,6 @@
 //! windows in flight.
 
 use rustc_hash::FxHashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -346,21 +345,21 @@ impl PageCacheModel {
         self.lru.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Register a handle on `path` (open as `file`), whose I/O is charged
-    /// to `counters`. A second handle on the same file (same device and
-    /// inode) shares its pages.
+    /// Register a handle on `path` (of `len` bytes, the file
+    /// `(dev, ino)`: [`crate::os::file_identity`]), whose I/O is charged
+    /// to `counters`. A second handle on the same file shares its pages.
     pub fn register(
         &self,
         path: &Path,
-        meta: &std::fs::Metadata,
+        (dev, ino): (u64, u64),
+        len: u64,
         counters: Arc<dyn CacheAccounts>,
     ) -> CachedFile {
-        let (dev, ino) = (meta.dev(), meta.ino());
         let mut lru = self.lock();
         if let Some(&id) = lru.by_inode.get(&(dev, ino)) {
             let old = std::mem::replace(&mut lru.files[id as usize].path, path.to_path_buf());
             lru.files[id as usize].counters = counters;
-            lru.files[id as usize].size_granules = meta.len().div_ceil(self.granule);
+            lru.files[id as usize].size_granules = len.div_ceil(self.granule);
             if old != path {
                 lru.by_path.remove(&old);
                 lru.by_path.insert(path.to_path_buf(), id);
@@ -392,7 +391,7 @@ impl PageCacheModel {
             next_read: 0,
             ahead_granules: (2 * ahead_bytes).div_ceil(self.granule),
             ahead_end: 0,
-            size_granules: meta.len().div_ceil(self.granule),
+            size_granules: len.div_ceil(self.granule),
         });
         lru.by_inode.insert((dev, ino), id);
         lru.by_path.insert(path.to_path_buf(), id);
@@ -750,38 +749,12 @@ fn granule_for(budget: u64) -> u64 {
 /// Open `path` read-only if it is still the file `(dev, ino)`.
 fn open_same(path: &Path, dev: u64, ino: u64) -> Option<std::fs::File> {
     let f = std::fs::File::open(path).ok()?;
-    let m = f.metadata().ok()?;
-    (m.dev() == dev && m.ino() == ino).then_some(f)
+    (crate::os::file_identity(&f).ok()? == (dev, ino)).then_some(f)
 }
 
 /// Write back (when dirty) and drop a range of a file's cached pages.
 fn drop_range(file: &std::fs::File, offset: u64, len: u64, dirty: bool) -> bool {
-    use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(n)) = (
-        libc::off64_t::try_from(offset),
-        libc::off64_t::try_from(len),
-    ) else {
-        return false;
-    };
-    let fd = file.as_raw_fd();
-    if dirty {
-        // SAFETY: a valid descriptor; sync_file_range only writes back.
-        let rc = unsafe {
-            libc::sync_file_range(
-                fd,
-                off,
-                n,
-                libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                    | libc::SYNC_FILE_RANGE_WRITE
-                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-            )
-        };
-        if rc != 0 {
-            return false;
-        }
-    }
-    // SAFETY: a valid descriptor; DONTNEED only drops clean cached pages.
-    unsafe { libc::posix_fadvise(fd, off, n, libc::POSIX_FADV_DONTNEED) == 0 }
+    crate::os::drop_cached_range(file, offset, len, dirty)
 }
 
 #[cfg(test)]
@@ -807,8 +780,8 @@ mod tests {
             .unwrap();
         let m = PageCacheModel::new(budget);
         let c = Arc::new(ChannelCounters::default());
-        let meta = std::fs::metadata(&path).unwrap();
-        let f = m.register(&path, &meta, c.clone());
+        let id = crate::os::path_identity(&path).unwrap();
+        let f = m.register(&path, id, 64 << 20, c.clone());
         (m, f, c, dir)
     }
 
@@ -887,13 +860,11 @@ mod tests {
     /// A file of `len` bytes in `dir`, written and then dropped from the
     /// kernel's cache (a cold start).
     fn cold_file(dir: &Path, name: &str, len: usize) -> PathBuf {
-        use std::os::fd::AsRawFd;
         let path = dir.join(name);
         std::fs::write(&path, crate::noise::noise(len, 7)).unwrap();
         let f = std::fs::File::open(&path).unwrap();
         f.sync_all().unwrap();
-        // SAFETY: a valid descriptor; drops the file's clean pages.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        crate::os::drop_cached(&f);
         path
     }
 

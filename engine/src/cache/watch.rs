@@ -89,7 +89,10 @@ fn look(
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() {
-                let id = model.register(&path, &meta, Arc::clone(counters));
+                let Ok(identity) = crate::os::path_identity(&path) else {
+                    continue;
+                };
+                let id = model.register(&path, identity, meta.len(), Arc::clone(counters));
                 if let Ok(resident) = resident_pages(&path) {
                     model.observe(id, &resident);
                 }

@@ -498,17 +498,10 @@ fn create_schema(conn: &mut Conn) -> Result<(), DbError> {
 /// The owner of a private cluster's data directory, to start it as again
 /// when caseload is root.
 fn data_dir_owner(data_dir: &Path) -> Option<ServerUser> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::os::is_superuser() {
         return None;
     }
-    let meta = std::fs::metadata(data_dir).ok()?;
-    Some(ServerUser {
-        name: format!("uid {}", meta.uid()),
-        uid: meta.uid(),
-        gid: meta.gid(),
-    })
+    postgres::cluster::owner_of(data_dir)
 }
 
 impl CaseDb {

@@ -136,8 +136,11 @@ unsafe extern "C" fn shim_open(
             (*shim).base.pMethods = methods_for((*(*real_file).pMethods).iVersion);
             if let (Some(model), false) = (data.counters.page_cache(), name.is_null()) {
                 let path = c_path(name);
-                if let Ok(meta) = std::fs::metadata(&path) {
-                    (*shim).cached = Some(model.register(&path, &meta, data.counters.clone()));
+                if let (Ok(meta), Ok(id)) =
+                    (std::fs::metadata(&path), crate::os::path_identity(&path))
+                {
+                    let counters = data.counters.clone();
+                    (*shim).cached = Some(model.register(&path, id, meta.len(), counters));
                 }
             }
         }
@@ -150,10 +153,9 @@ unsafe extern "C" fn shim_open(
 /// # Safety
 /// `name` must be a valid NUL-terminated string.
 unsafe fn c_path(name: *const std::ffi::c_char) -> std::path::PathBuf {
-    use std::os::unix::ffi::OsStrExt;
     // SAFETY: guaranteed by the caller.
     let bytes = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
-    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+    crate::os::path_from_bytes(bytes)
 }
 
 /// Delete a file (a rollback journal at the end of a transaction): the

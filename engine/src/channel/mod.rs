@@ -25,12 +25,12 @@ pub mod kind;
 use crate::cache::model::{CachedFile, PageCacheModel};
 use crate::fault::{FaultState, InjectedFault};
 use crate::latency::{LatencyCounters, LatencyHistogram};
+use crate::os::FileAt;
 use crate::trace::{Trace, TraceOp};
 pub use kind::ChannelKind;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -1002,7 +1002,7 @@ impl Channel {
             self.path(relative)?
         };
         let start = Instant::now();
-        let result = File::open(&path).and_then(|d| d.sync_all());
+        let result = crate::os::sync_dir(&path);
         self.meta(MetaOp::DirSync, &path);
         self.counters.record_sync(start.elapsed());
         result.map_err(|e| self.io_err("sync directory", &path, e))
@@ -1012,16 +1012,8 @@ impl Channel {
     /// (`syncfs(2)`): data and metadata of every file, as `sync` does for
     /// one file system; counted as a sync.
     pub fn sync_file_system(&self) -> Result<(), ChannelError> {
-        use std::os::fd::AsRawFd;
         let start = Instant::now();
-        let result = File::open(&self.root).and_then(|d| {
-            // SAFETY: a valid open descriptor; syncfs only flushes.
-            if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        });
+        let result = crate::os::sync_file_system(&self.root);
         self.counters.record_sync(start.elapsed());
         result.map_err(|e| self.io_err("sync file system", &self.root, e))
     }
@@ -1154,8 +1146,9 @@ impl ChannelFile {
     fn cached(&self) -> Option<(&Arc<PageCacheModel>, CachedFile)> {
         let model = self.counters.page_cache()?;
         let id = self.cached.get_or_init(|| {
-            let meta = self.file.metadata().ok()?;
-            Some(model.register(&self.path, &meta, self.counters.clone()))
+            let len = self.file.metadata().ok()?.len();
+            let id = crate::os::file_identity(&self.file).ok()?;
+            Some(model.register(&self.path, id, len, self.counters.clone()))
         });
         id.map(|id| (model, id))
     }
@@ -1174,10 +1167,7 @@ impl ChannelFile {
     /// (`posix_fadvise(DONTNEED)`), so that the next read reaches the
     /// device; whether the kernel took the advice.
     pub fn drop_cached_pages(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid open descriptor; offset 0 and length 0 mean the
-        // whole file. The advice changes no data.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
+        crate::os::drop_cached(&self.file)
     }
 
     /// Positioned read; counted. Returns the bytes read (short only at EOF).

@@ -10,11 +10,14 @@
 //! caseload, which stops the server in order, not the server directly) and
 //! with a parent-death signal, so that if caseload itself is killed the
 //! server shuts down instead of being left running.
+//!
+//! On Windows there is no root and no Unix socket: the server runs as
+//! caseload's own user, listens on a free loopback port, starts in a
+//! process group of its own, and is stopped with `pg_ctl stop` (Windows
+//! has no signals; pg_ctl reaches the postmaster through its event). What
+//! differs is in the `host` module at the end of this file.
 
 use crate::casedb::DbError;
-use std::ffi::CString;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,7 +55,8 @@ pub struct Binaries {
 pub fn find_binaries() -> Result<Binaries, DbError> {
     if let Some(dir) = std::env::var_os("CASELOAD_PG_BINDIR") {
         let dir = PathBuf::from(dir);
-        let (initdb, postgres) = (dir.join("initdb"), dir.join("postgres"));
+        let exe = |n: &str| dir.join(format!("{n}{}", std::env::consts::EXE_SUFFIX));
+        let (initdb, postgres) = (exe("initdb"), exe("postgres"));
         return if initdb.is_file() && postgres.is_file() {
             Ok(Binaries { initdb, postgres })
         } else {
@@ -99,32 +103,14 @@ pub struct ServerUser {
     pub gid: u32,
 }
 
-fn lookup_user(name: &str) -> Option<ServerUser> {
-    let c = CString::new(name).ok()?;
-    // SAFETY: getpwnam returns NULL or a pointer to a static passwd record,
-    // read at once before any other passwd call.
-    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-    if pw.is_null() {
-        return None;
-    }
-    // SAFETY: non-null, as checked.
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-    Some(ServerUser {
-        name: name.to_string(),
-        uid,
-        gid,
-    })
-}
-
 /// Who runs the server: `None` (caseload's own user) unless caseload is
 /// root; then `requested`, else `postgres`, else `nobody`.
 pub fn server_user(requested: Option<&str>) -> Result<Option<ServerUser>, DbError> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::os::is_superuser() {
         return Ok(None);
     }
     if let Some(name) = requested {
-        return lookup_user(name)
+        return host::lookup_user(name)
             .filter(|u| u.uid != 0)
             .map(Some)
             .ok_or_else(|| {
@@ -135,7 +121,7 @@ pub fn server_user(requested: Option<&str>) -> Result<Option<ServerUser>, DbErro
     }
     ["postgres", "nobody"]
         .iter()
-        .find_map(|n| lookup_user(n))
+        .find_map(|n| host::lookup_user(n))
         .map(Some)
         .ok_or_else(|| {
             cluster_error(
@@ -144,35 +130,7 @@ pub fn server_user(requested: Option<&str>) -> Result<Option<ServerUser>, DbErro
         })
 }
 
-/// Refuse, with the directory named, when `user` cannot reach `dir`
-/// (every ancestor must be searchable by it).
-pub fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
-    use std::os::unix::fs::MetadataExt;
-    let mut ancestors: Vec<&Path> = dir.ancestors().collect();
-    ancestors.reverse();
-    for a in ancestors {
-        let Ok(meta) = std::fs::metadata(a) else {
-            continue;
-        };
-        let mode = meta.mode();
-        let ok = if meta.uid() == user.uid {
-            mode & 0o100 != 0
-        } else if meta.gid() == user.gid {
-            mode & 0o010 != 0
-        } else {
-            mode & 0o001 != 0
-        };
-        if !ok {
-            return Err(cluster_error(format!(
-                "PostgreSQL runs as `{}` (it refuses root), which cannot reach `{}` (mode {:o}); put that directory where that account can reach it, or run caseload as an unprivileged user",
-                user.name,
-                a.display(),
-                mode & 0o7777
-            )));
-        }
-    }
-    Ok(())
-}
+pub use host::{check_reachable, owner_of};
 
 /// Make `dir` for the server to keep files in (a tablespace): created
 /// mode 700, owned by `user` (the account the server runs as when caseload
@@ -183,22 +141,11 @@ pub(crate) fn make_server_dir(dir: &Path, user: Option<&ServerUser>) -> Result<(
     }
     std::fs::create_dir(dir)
         .map_err(|e| cluster_error(format!("creating `{}`: {e}", dir.display())))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| cluster_error(format!("setting `{}` to mode 700: {e}", dir.display())))?;
+    host::make_private(dir)?;
     if let Some(u) = user {
-        chown(dir, u)?;
+        host::chown(dir, u)?;
     }
     Ok(())
-}
-
-fn chown(path: &Path, user: &ServerUser) -> Result<(), DbError> {
-    std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
-        cluster_error(format!(
-            "giving `{}` to `{}`: {e}",
-            path.display(),
-            user.name
-        ))
-    })
 }
 
 /// The last lines of the server log, for error messages.
@@ -262,11 +209,9 @@ impl Cluster {
                 data_dir.display()
             ))
         })?;
-        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)).map_err(
-            |e| cluster_error(format!("setting `{}` to mode 700: {e}", data_dir.display())),
-        )?;
+        host::make_private(&data_dir)?;
         if let Some(u) = user {
-            chown(&data_dir, u)?;
+            host::chown(&data_dir, u)?;
         }
         let log = db_dir.join(LOG_FILE);
         let log_file = std::fs::File::create(&log)
@@ -283,7 +228,7 @@ impl Cluster {
                 "--locale=C",
                 "--no-instructions",
             ])
-            .current_dir("/")
+            .current_dir(host::neutral_dir())
             .stdin(Stdio::null())
             .stdout(
                 log_file
@@ -291,9 +236,7 @@ impl Cluster {
                     .map_err(|e| cluster_error(e.to_string()))?,
             )
             .stderr(log_file);
-        if let Some(u) = user {
-            initdb.uid(u.uid).gid(u.gid);
-        }
+        host::run_as(&mut initdb, user);
         let status = initdb
             .status()
             .map_err(|e| cluster_error(format!("running `{}`: {e}", bins.initdb.display())))?;
@@ -362,7 +305,7 @@ impl Cluster {
             .map_err(|e| cluster_error(format!("opening `{}`: {e}", log.display())))?;
         const PORT: u16 = 5432;
         let socket = data_dir.join(format!(".s.PGSQL.{PORT}"));
-        let endpoint = if socket.as_os_str().len() <= MAX_SOCKET_PATH {
+        let endpoint = if host::UNIX_SOCKETS && socket.as_os_str().len() <= MAX_SOCKET_PATH {
             Endpoint::Socket(data_dir.clone(), PORT)
         } else {
             Endpoint::Tcp(free_port()?)
@@ -385,30 +328,15 @@ impl Cluster {
         for (k, v) in settings {
             cmd.arg("-c").arg(format!("{k}={v}"));
         }
-        cmd.current_dir("/")
+        cmd.current_dir(host::neutral_dir())
             .stdin(Stdio::null())
             .stdout(
                 log_file
                     .try_clone()
                     .map_err(|e| cluster_error(e.to_string()))?,
             )
-            .stderr(log_file)
-            .process_group(0);
-        if let Some(u) = user {
-            cmd.uid(u.uid).gid(u.gid);
-        }
-        // SAFETY: prctl and getppid are async-signal-safe; nothing else
-        // runs between fork and exec here.
-        unsafe {
-            cmd.pre_exec(|| {
-                // Shut down (fast) if caseload dies; set after the uid
-                // change, which would clear it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+            .stderr(log_file);
+        host::detach_server(&mut cmd, user);
         let child = cmd
             .spawn()
             .map_err(|e| cluster_error(format!("starting `{}`: {e}", bins.postgres.display())))?;
@@ -478,7 +406,7 @@ impl Cluster {
         let mut c = postgres::Config::new();
         match &self.endpoint {
             Endpoint::Socket(dir, port) => {
-                c.host_path(dir).port(*port);
+                host::socket_config(&mut c, dir, *port);
             }
             Endpoint::Tcp(port) => {
                 c.host("127.0.0.1").port(*port);
@@ -541,16 +469,7 @@ impl Cluster {
 
     /// Whether the postmaster is still running (not exited, not a zombie).
     pub fn is_running(&self) -> bool {
-        if self.child.is_none() {
-            return false;
-        }
-        std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
-            .ok()
-            .and_then(|s| {
-                let rest = s.get(s.rfind(')')? + 2..)?;
-                rest.chars().next()
-            })
-            .is_some_and(|state| state != 'Z' && state != 'X')
+        self.child.is_some() && host::server_running(self.pid)
     }
 
     /// Why the server stopped, from its log, if it is no longer running.
@@ -581,22 +500,8 @@ impl Cluster {
     fn stop_as(&mut self, fast: bool) -> Result<(), DbError> {
         let mut result = Ok(());
         if let Some(mut child) = self.child.take() {
-            let pid = self.pid as libc::pid_t;
-            let signal = |s: libc::c_int| {
-                // SAFETY: kill has no memory preconditions; `pid` is our
-                // child, not yet reaped (so not reused).
-                unsafe { libc::kill(pid, s) };
-            };
-            let exited = (fast && {
-                signal(libc::SIGINT);
-                wait_for(&mut child, STOP_TIMEOUT)
-            }) || {
-                signal(libc::SIGQUIT);
-                wait_for(&mut child, Duration::from_secs(10))
-            } || {
-                signal(libc::SIGKILL);
-                wait_for(&mut child, Duration::from_secs(10))
-            };
+            let pid = self.pid;
+            let exited = host::stop_server(&mut child, &self.data_dir, fast);
             if !exited {
                 result = Err(cluster_error(format!(
                     "the PostgreSQL server {pid} for `{}` did not stop",
@@ -626,51 +531,8 @@ fn wait_for(child: &mut Child, limit: Duration) -> bool {
     false
 }
 
-/// Server processes whose working directory is `data_dir`: every
-/// PostgreSQL process of a cluster works in its data directory, and no
-/// other process has reason to, so these are this cluster's and no one
-/// else's.
-pub fn cluster_processes(data_dir: &Path) -> Vec<libc::pid_t> {
-    let Ok(want) = std::fs::canonicalize(data_dir) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        if std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == want) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// End server processes a killed postmaster left behind (they exit by
-/// themselves once they notice, but not always before caseload exits).
-fn end_leftovers(data_dir: &Path) {
-    let started = Instant::now();
-    loop {
-        let left = cluster_processes(data_dir);
-        if left.is_empty() {
-            return;
-        }
-        let signal = if started.elapsed() < Duration::from_secs(5) {
-            libc::SIGQUIT
-        } else {
-            libc::SIGKILL
-        };
-        for pid in left {
-            // SAFETY: no memory preconditions; the pid was just read from
-            // /proc and works in our data directory.
-            unsafe { libc::kill(pid, signal) };
-        }
-        if started.elapsed() > Duration::from_secs(15) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use host::cluster_processes;
+use host::end_leftovers;
 
 /// Refuse to start a second server on a data directory whose server is
 /// still running (a case being written by another caseload).
@@ -679,7 +541,7 @@ fn refuse_running(data_dir: &Path) -> Result<(), DbError> {
     let Ok(text) = std::fs::read_to_string(&pid_file) else {
         return Ok(());
     };
-    let pid: Option<libc::pid_t> = text.lines().next().and_then(|l| l.trim().parse().ok());
+    let pid: Option<u32> = text.lines().next().and_then(|l| l.trim().parse().ok());
     if let Some(pid) = pid
         && cluster_processes(data_dir).contains(&pid)
     {
@@ -689,4 +551,311 @@ fn refuse_running(data_dir: &Path) -> Result<(), DbError> {
         )));
     }
     Ok(())
+}
+
+/// Unix: root's unprivileged server account, modes and owners, the
+/// socket, process groups, the parent-death signal and signals to stop.
+#[cfg(unix)]
+mod host {
+    use super::{STOP_TIMEOUT, ServerUser, cluster_error, wait_for};
+    use crate::casedb::DbError;
+    use std::ffi::CString;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    use std::path::Path;
+    use std::process::{Child, Command};
+    use std::time::{Duration, Instant};
+
+    /// Whether the server can listen on a Unix socket.
+    pub const UNIX_SOCKETS: bool = true;
+
+    /// Where the server's processes work from (not the caller's directory,
+    /// which the server account may not reach).
+    pub fn neutral_dir() -> &'static Path {
+        Path::new("/")
+    }
+
+    pub fn lookup_user(name: &str) -> Option<ServerUser> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: getpwnam returns NULL or a pointer to a static passwd
+        // record, read at once before any other passwd call.
+        let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+        if pw.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, as checked.
+        let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+        Some(ServerUser {
+            name: name.to_string(),
+            uid,
+            gid,
+        })
+    }
+
+    /// The owner of `path`, as the account to start its server as.
+    pub fn owner_of(path: &Path) -> Option<ServerUser> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(ServerUser {
+            name: format!("uid {}", meta.uid()),
+            uid: meta.uid(),
+            gid: meta.gid(),
+        })
+    }
+
+    /// Refuse, with the directory named, when `user` cannot reach `dir`
+    /// (every ancestor must be searchable by it).
+    pub fn check_reachable(dir: &Path, user: &ServerUser) -> Result<(), DbError> {
+        use std::os::unix::fs::MetadataExt;
+        let mut ancestors: Vec<&Path> = dir.ancestors().collect();
+        ancestors.reverse();
+        for a in ancestors {
+            let Ok(meta) = std::fs::metadata(a) else {
+                continue;
+            };
+            let mode = meta.mode();
+            let ok = if meta.uid() == user.uid {
+                mode & 0o100 != 0
+            } else if meta.gid() == user.gid {
+                mode & 0o010 != 0
+            } else {
+                mode & 0o001 != 0
+            };
+            if !ok {
+                return Err(cluster_error(format!(
+                    "PostgreSQL runs as `{}` (it refuses root), which cannot reach `{}` (mode {:o}); put that directory where that account can reach it, or run caseload as an unprivileged user",
+                    user.name,
+                    a.display(),
+                    mode & 0o7777
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Mode 700, as PostgreSQL demands of its directories.
+    pub fn make_private(dir: &Path) -> Result<(), DbError> {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| cluster_error(format!("setting `{}` to mode 700: {e}", dir.display())))
+    }
+
+    pub fn chown(path: &Path, user: &ServerUser) -> Result<(), DbError> {
+        std::os::unix::fs::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
+            cluster_error(format!(
+                "giving `{}` to `{}`: {e}",
+                path.display(),
+                user.name
+            ))
+        })
+    }
+
+    /// Run `cmd` as `user` (when caseload is root).
+    pub fn run_as(cmd: &mut Command, user: Option<&ServerUser>) {
+        if let Some(u) = user {
+            cmd.uid(u.uid).gid(u.gid);
+        }
+    }
+
+    /// The server in a process group of its own, as `user`, with a
+    /// parent-death signal.
+    pub fn detach_server(cmd: &mut Command, user: Option<&ServerUser>) {
+        cmd.process_group(0);
+        run_as(cmd, user);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between
+        // fork and exec here.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            cmd.pre_exec(|| {
+                // Shut down (fast) if caseload dies; set after the uid
+                // change, which would clear it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    pub fn socket_config(c: &mut postgres::Config, dir: &Path, port: u16) {
+        c.host_path(dir).port(port);
+    }
+
+    /// Whether the postmaster `pid` is still running (not exited, not a
+    /// zombie).
+    pub fn server_running(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s.get(s.rfind(')')? + 2..)?;
+                rest.chars().next()
+            })
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    }
+
+    /// Stop the postmaster `child`: SIGINT (fast shutdown) when `fast`,
+    /// then SIGQUIT, then SIGKILL; whether it exited.
+    pub fn stop_server(child: &mut Child, _data_dir: &Path, fast: bool) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+            return false;
+        };
+        let signal = |s: libc::c_int| {
+            // SAFETY: kill has no memory preconditions; `pid` is our
+            // child, not yet reaped (so not reused).
+            unsafe { libc::kill(pid, s) };
+        };
+        (fast && {
+            signal(libc::SIGINT);
+            wait_for(child, STOP_TIMEOUT)
+        }) || {
+            signal(libc::SIGQUIT);
+            wait_for(child, Duration::from_secs(10))
+        } || {
+            signal(libc::SIGKILL);
+            wait_for(child, Duration::from_secs(10))
+        }
+    }
+
+    /// Server processes whose working directory is `data_dir`: every
+    /// PostgreSQL process of a cluster works in its data directory, and no
+    /// other process has reason to, so these are this cluster's and no one
+    /// else's.
+    pub fn cluster_processes(data_dir: &Path) -> Vec<u32> {
+        let Ok(want) = std::fs::canonicalize(data_dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            if std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == want) {
+                out.push(pid);
+            }
+        }
+        out
+    }
+
+    /// End server processes a killed postmaster left behind (they exit by
+    /// themselves once they notice, but not always before caseload exits).
+    pub fn end_leftovers(data_dir: &Path) {
+        let started = Instant::now();
+        loop {
+            let left = cluster_processes(data_dir);
+            if left.is_empty() {
+                return;
+            }
+            let signal = if started.elapsed() < Duration::from_secs(5) {
+                libc::SIGQUIT
+            } else {
+                libc::SIGKILL
+            };
+            for pid in left {
+                let Ok(pid) = libc::pid_t::try_from(pid) else {
+                    continue;
+                };
+                // SAFETY: no memory preconditions; the pid was just read
+                // from /proc and works in our data directory.
+                unsafe { libc::kill(pid, signal) };
+            }
+            if started.elapsed() > Duration::from_secs(15) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Windows: caseload's own user, a loopback port, a new process group,
+/// and `pg_ctl stop` (Windows has no signals).
+#[cfg(windows)]
+mod host {
+    use super::{STOP_TIMEOUT, ServerUser, wait_for};
+    use crate::casedb::DbError;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    /// PostgreSQL on Windows listens on TCP only.
+    pub const UNIX_SOCKETS: bool = false;
+
+    pub fn neutral_dir() -> PathBuf {
+        std::env::temp_dir()
+    }
+
+    /// No root: the server runs as caseload's user.
+    pub fn lookup_user(_name: &str) -> Option<ServerUser> {
+        None
+    }
+
+    pub fn owner_of(_path: &Path) -> Option<ServerUser> {
+        None
+    }
+
+    pub fn check_reachable(_dir: &Path, _user: &ServerUser) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    /// The directory keeps the ACL it inherits (the user's own).
+    pub fn make_private(_dir: &Path) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    pub fn chown(_path: &Path, _user: &ServerUser) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    pub fn run_as(_cmd: &mut Command, _user: Option<&ServerUser>) {}
+
+    /// A process group of its own (`CREATE_NEW_PROCESS_GROUP`), so a
+    /// Ctrl-C at the console reaches caseload, which stops it in order.
+    pub fn detach_server(cmd: &mut Command, _user: Option<&ServerUser>) {
+        use std::os::windows::process::CommandExt;
+        cmd.creation_flags(0x0000_0200);
+    }
+
+    pub fn socket_config(c: &mut postgres::Config, _dir: &Path, port: u16) {
+        c.host("127.0.0.1").port(port);
+    }
+
+    pub fn server_running(pid: u32) -> bool {
+        crate::os::process_alive(pid)
+    }
+
+    /// `pg_ctl stop -m fast` (or `immediate`), then the postmaster
+    /// terminated if it hangs; whether it exited.
+    pub fn stop_server(child: &mut Child, data_dir: &Path, fast: bool) -> bool {
+        let pg_ctl = super::find_binaries().ok().map(|b| {
+            b.postgres
+                .with_file_name(format!("pg_ctl{}", std::env::consts::EXE_SUFFIX))
+        });
+        let mode = if fast { "fast" } else { "immediate" };
+        if let Some(pg_ctl) = pg_ctl {
+            let _ = Command::new(pg_ctl)
+                .args(["stop", "-m", mode, "-D"])
+                .arg(data_dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        wait_for(
+            child,
+            if fast {
+                STOP_TIMEOUT
+            } else {
+                Duration::from_secs(10)
+            },
+        ) || {
+            let _ = child.kill();
+            wait_for(child, Duration::from_secs(10))
+        }
+    }
+
+    /// Windows cannot list a cluster's processes by working directory;
+    /// the postmaster ends its own children.
+    pub fn cluster_processes(_data_dir: &Path) -> Vec<u32> {
+        Vec::new()
+    }
+
+    pub fn end_leftovers(_data_dir: &Path) {}
 }

@@ -1,0 +1,378 @@
+//! Windows implementations of [`super`]'s functions (Win32 through
+//! `windows-sys`). Where Windows has no equivalent the function says so
+//! by its result: a `false`, a `None` or an `Unsupported` error.
+
+use super::FileAt;
+use std::fs::File;
+use std::io;
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::fs::FileExt;
+use std::os::windows::io::AsRawHandle;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, HANDLE, INVALID_HANDLE_VALUE};
+use windows_sys::Win32::Storage::FileSystem as fs;
+use windows_sys::Win32::System::Threading as th;
+
+impl FileAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.seek_read(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        self.seek_write(buf, offset)
+    }
+}
+
+fn wide(path: &Path) -> Vec<u16> {
+    path.as_os_str().encode_wide().chain(Some(0)).collect()
+}
+
+fn handle(file: &File) -> HANDLE {
+    file.as_raw_handle() as HANDLE
+}
+
+/// The root of the volume holding `path` (`C:\`, `\\server\share\`).
+pub fn volume_root(path: &Path) -> Option<PathBuf> {
+    let w = wide(path);
+    let mut out = vec![0u16; 32 * 1024];
+    // SAFETY: a NUL-terminated path and an out-buffer of the length given.
+    let ok = unsafe { fs::GetVolumePathNameW(w.as_ptr(), out.as_mut_ptr(), out.len() as u32) };
+    if ok == 0 {
+        return None;
+    }
+    let n = out.iter().position(|&c| c == 0).unwrap_or(out.len());
+    Some(PathBuf::from(String::from_utf16_lossy(&out[..n])))
+}
+
+/// The volume holding `path`: its serial number, file system name (NTFS,
+/// FAT32, ReFS) and label.
+pub fn volume_info(path: &Path) -> Option<(u32, String, String)> {
+    let root = wide(&volume_root(path)?);
+    let mut label = [0u16; 261];
+    let mut fs_name = [0u16; 261];
+    let mut serial = 0u32;
+    let (mut max_len, mut flags) = (0u32, 0u32);
+    // SAFETY: a NUL-terminated root and out-buffers of the lengths given.
+    let ok = unsafe {
+        fs::GetVolumeInformationW(
+            root.as_ptr(),
+            label.as_mut_ptr(),
+            label.len() as u32,
+            &mut serial,
+            &mut max_len,
+            &mut flags,
+            fs_name.as_mut_ptr(),
+            fs_name.len() as u32,
+        )
+    };
+    if ok == 0 {
+        return None;
+    }
+    let text = |b: &[u16]| {
+        let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf16_lossy(&b[..n])
+    };
+    Some((serial, text(&fs_name), text(&label)))
+}
+
+/// Windows has no call that drops a range of one file's cached pages; the
+/// pages are written back (`FlushFileBuffers`) when `writeback`, and the
+/// answer is false: not dropped.
+pub fn drop_cached_range(file: &File, _offset: u64, _len: u64, writeback: bool) -> bool {
+    if writeback {
+        // SAFETY: a valid open handle; the call only flushes.
+        unsafe { fs::FlushFileBuffers(handle(file)) };
+    }
+    false
+}
+
+/// Windows has no `sync()`; flushing a volume needs a handle to the
+/// volume itself (administrators only), so nothing is done: false.
+pub fn sync_everything() -> bool {
+    false
+}
+
+/// Flush the volume holding `dir` (`FlushFileBuffers` on the volume's
+/// handle, `\\.\C:`), which needs administrator rights.
+pub fn sync_file_system(dir: &Path) -> io::Result<()> {
+    let root = volume_root(dir).ok_or_else(io::Error::last_os_error)?;
+    let letter = root.to_string_lossy().trim_end_matches('\\').to_string();
+    if letter.len() != 2 || !letter.ends_with(':') {
+        return Err(super::unsupported(&format!(
+            "flushing the volume `{}` (not a drive letter)",
+            root.display()
+        )));
+    }
+    let device = wide(Path::new(&format!(r"\\.\{letter}")));
+    // SAFETY: a NUL-terminated device name; the handle is closed below.
+    let h = unsafe {
+        fs::CreateFileW(
+            device.as_ptr(),
+            0x4000_0000, // GENERIC_WRITE
+            fs::FILE_SHARE_READ | fs::FILE_SHARE_WRITE,
+            std::ptr::null(),
+            fs::OPEN_EXISTING,
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    if h == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a valid volume handle.
+    let ok = unsafe { fs::FlushFileBuffers(h) };
+    let err = io::Error::last_os_error();
+    // SAFETY: the handle opened above.
+    unsafe { CloseHandle(h) };
+    if ok == 0 { Err(err) } else { Ok(()) }
+}
+
+/// A file's identity: its volume's serial number and its file index.
+pub fn file_identity(file: &File) -> io::Result<(u64, u64)> {
+    // SAFETY: a zeroed struct is a valid out-parameter.
+    let mut info: fs::BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid handle and the out-struct.
+    if unsafe { fs::GetFileInformationByHandle(handle(file), &mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((
+        u64::from(info.dwVolumeSerialNumber),
+        (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    ))
+}
+
+/// The volume holding `path` (its serial number).
+pub fn device_of(path: &Path) -> Option<u64> {
+    volume_info(path).map(|(serial, _, _)| u64::from(serial))
+}
+
+/// Open `path` read-only with `FILE_FLAG_NO_BUFFERING` (no cache manager):
+/// reads must be aligned to the volume's sector size in offset, length and
+/// buffer address.
+pub fn open_unbuffered(path: &Path) -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(fs::FILE_FLAG_NO_BUFFERING)
+        .open(path)
+}
+
+/// Reserve `len` bytes for `file`: it grows to `len` (NTFS allocates the
+/// clusters of a file's end of file) if shorter.
+pub fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    if file.metadata()?.len() < len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
+/// Free bytes for this user on the volume holding `path`
+/// (`GetDiskFreeSpaceExW`, quotas included).
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let w = wide(path);
+    let (mut avail, mut total, mut free) = (0u64, 0u64, 0u64);
+    // SAFETY: a NUL-terminated path and three out-integers.
+    let ok = unsafe { fs::GetDiskFreeSpaceExW(w.as_ptr(), &mut avail, &mut total, &mut free) };
+    (ok != 0).then_some(avail)
+}
+
+/// Windows has no memory file system caseload could write to.
+pub fn on_memory_fs(_dir: &Path) -> bool {
+    false
+}
+
+/// Windows cannot tell which pages of a file are cached.
+pub fn resident_range(_file: &File, _offset: u64, _len: u64) -> io::Result<Vec<bool>> {
+    Err(super::unsupported(
+        "asking which of a file's pages are cached",
+    ))
+}
+
+fn filetime(t: FILETIME) -> Duration {
+    let hundreds = (u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime);
+    Duration::from_nanos(hundreds.saturating_mul(100))
+}
+
+/// CPU time of the whole process so far: user and kernel, all threads
+/// (`GetProcessTimes`); zero where refused.
+pub fn process_cpu_times() -> (Duration, Duration) {
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: the pseudo-handle of this process and four out-structs.
+    let ok = unsafe {
+        th::GetProcessTimes(
+            th::GetCurrentProcess(),
+            &mut created,
+            &mut exited,
+            &mut kernel,
+            &mut user,
+        )
+    };
+    if ok == 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    (filetime(user), filetime(kernel))
+}
+
+/// Bytes this process has read and written through the I/O manager so
+/// far (`GetProcessIoCounters`: files, devices and pipes).
+pub fn process_io_bytes() -> Option<(u64, u64)> {
+    // SAFETY: a zeroed struct is a valid out-parameter.
+    let mut io: th::IO_COUNTERS = unsafe { std::mem::zeroed() };
+    // SAFETY: the pseudo-handle of this process and the out-struct.
+    let ok = unsafe { th::GetProcessIoCounters(th::GetCurrentProcess(), &mut io) };
+    (ok != 0).then_some((io.ReadTransferCount, io.WriteTransferCount))
+}
+
+/// The process's peak working set so far (`GetProcessMemoryInfo`).
+pub fn peak_working_set() -> Option<u64> {
+    use windows_sys::Win32::System::ProcessStatus as ps;
+    // SAFETY: a zeroed struct is a valid out-parameter.
+    let mut m: ps::PROCESS_MEMORY_COUNTERS = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<ps::PROCESS_MEMORY_COUNTERS>() as u32;
+    m.cb = size;
+    // SAFETY: the pseudo-handle of this process and the out-struct of `size`.
+    let ok = unsafe { ps::K32GetProcessMemoryInfo(th::GetCurrentProcess(), &mut m, size) };
+    (ok != 0).then_some(m.PeakWorkingSetSize as u64)
+}
+
+/// Physical memory installed (`GlobalMemoryStatusEx`).
+pub fn physical_memory() -> Option<u64> {
+    use windows_sys::Win32::System::SystemInformation as si;
+    // SAFETY: a zeroed struct is a valid out-parameter.
+    let mut m: si::MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
+    m.dwLength = std::mem::size_of::<si::MEMORYSTATUSEX>() as u32;
+    // SAFETY: the out-struct with its length set.
+    (unsafe { si::GlobalMemoryStatusEx(&mut m) } != 0).then_some(m.ullTotalPhys)
+}
+
+fn affinity() -> Option<usize> {
+    let (mut process, mut system) = (0usize, 0usize);
+    // SAFETY: the pseudo-handle of this process and two out-masks.
+    let ok =
+        unsafe { th::GetProcessAffinityMask(th::GetCurrentProcess(), &mut process, &mut system) };
+    (ok != 0).then_some(process)
+}
+
+/// The CPUs this process may run on (its affinity mask; the first
+/// processor group).
+pub fn cpus_allowed() -> Vec<usize> {
+    let Some(mask) = affinity() else {
+        return Vec::new();
+    };
+    (0..usize::BITS as usize)
+        .filter(|&c| mask >> c & 1 == 1)
+        .collect()
+}
+
+/// Limit this process (and the processes it starts after) to `cpus`
+/// (`SetProcessAffinityMask`).
+pub fn set_cpus(cpus: &[usize]) -> io::Result<()> {
+    let mut mask = 0usize;
+    for &c in cpus {
+        if c >= usize::BITS as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c}"),
+            ));
+        }
+        mask |= 1 << c;
+    }
+    // SAFETY: the pseudo-handle of this process and a mask.
+    if unsafe { th::SetProcessAffinityMask(th::GetCurrentProcess(), mask) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether process `pid` still runs (its exit code is `STILL_ACTIVE`).
+pub fn process_alive(pid: u32) -> bool {
+    // SAFETY: OpenProcess returns null or a handle closed below.
+    let h = unsafe { th::OpenProcess(th::PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if h.is_null() {
+        // Access denied means it exists.
+        return io::Error::last_os_error().raw_os_error() == Some(5);
+    }
+    let mut code = 0u32;
+    // SAFETY: a valid process handle and an out-integer.
+    let ok = unsafe { th::GetExitCodeProcess(h, &mut code) };
+    // SAFETY: the handle opened above.
+    unsafe { CloseHandle(h) };
+    ok != 0 && code == windows_sys::Win32::Foundation::STILL_ACTIVE as u32
+}
+
+/// Windows has no root: PostgreSQL's refusal of root concerns Unix.
+pub fn is_superuser() -> bool {
+    false
+}
+
+/// A path as UTF-8 bytes (unpaired surrogates replaced).
+pub fn path_bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
+    match path.to_string_lossy() {
+        std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
+        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
+    }
+}
+
+/// A path from the UTF-8 bytes a C library gave (SQLite's Windows VFS
+/// names files in UTF-8).
+pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Run the calling thread one step below normal priority
+/// (`THREAD_PRIORITY_BELOW_NORMAL`); false where refused.
+pub fn lower_thread_priority() -> bool {
+    // SAFETY: the pseudo-handle of the calling thread.
+    unsafe { th::SetThreadPriority(th::GetCurrentThread(), th::THREAD_PRIORITY_BELOW_NORMAL) != 0 }
+}
+
+/// Start `cmd` in a process group of its own (`CREATE_NEW_PROCESS_GROUP`),
+/// so that a console Ctrl-Break can be sent to it alone.
+pub fn own_process_group(cmd: &mut std::process::Command) {
+    use std::os::windows::process::CommandExt;
+    cmd.creation_flags(0x0000_0200);
+}
+
+/// Ask the process group led by `leader` to stop (a Ctrl-Break console
+/// event, which caseload handles as a Ctrl-C), or end the leader
+/// (`TerminateProcess`) when `hard`; whether it was done.
+pub fn stop_process_group(leader: u32, hard: bool) -> bool {
+    if !hard {
+        use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, GenerateConsoleCtrlEvent};
+        // SAFETY: no memory is involved.
+        return unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, leader) } != 0;
+    }
+    // SAFETY: OpenProcess returns null or a handle closed below.
+    let h = unsafe { th::OpenProcess(th::PROCESS_TERMINATE, 0, leader) };
+    if h.is_null() {
+        return false;
+    }
+    // SAFETY: a valid process handle.
+    let ok = unsafe { th::TerminateProcess(h, 1) } != 0;
+    // SAFETY: the handle opened above.
+    unsafe { CloseHandle(h) };
+    ok
+}
+
+/// Windows ends processes with exit codes, not signals.
+pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Windows has no directory fsync: NTFS journals a directory's entries
+/// itself, and `FlushFileBuffers` refuses a directory handle. The
+/// directory is checked to exist; nothing is flushed.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    if std::fs::metadata(dir)?.is_dir() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            dir.display().to_string(),
+        ))
+    }
+}
