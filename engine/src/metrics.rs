@@ -95,16 +95,24 @@ pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", b"5").is_ok()
 }
 
-/// Peak resident memory (VmHWM) in bytes.
+/// Peak resident memory (VmHWM; on Windows the peak working set, which
+/// cannot be reset, so stage figures there are the process's peak so far).
 pub fn peak_rss() -> Option<u64> {
+    #[cfg(windows)]
+    return crate::os::working_set().map(|(_, peak)| peak);
+    #[cfg(not(windows))]
     status_kb("VmHWM:")
 }
 
-/// Current resident memory (VmRSS) in bytes.
+/// Current resident memory (VmRSS; on Windows the working set) in bytes.
 pub fn current_rss() -> Option<u64> {
+    #[cfg(windows)]
+    return crate::os::working_set().map(|(now, _)| now);
+    #[cfg(not(windows))]
     status_kb("VmRSS:")
 }
 
+#[cfg(not(windows))]
 fn status_kb(key: &str) -> Option<u64> {
     std::fs::read_to_string("/proc/self/status")
         .ok()?

@@ -57,4 +57,5 @@ mod run_json;
 mod shared;
 mod study;
 mod trace;
+mod wine;
 mod workstation;

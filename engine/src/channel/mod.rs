@@ -1373,6 +1373,18 @@ mod tests {
         ),
         ("metrics.rs", "/proc"),
         ("sampler.rs", "/proc"),
+        (
+            "os/unix.rs",
+            "the system calls behind the door (a directory's fsync, syncfs, O_DIRECT opens), called by the channels and the probes",
+        ),
+        (
+            "os/windows.rs",
+            "the Win32 calls behind the door (unbuffered opens, volume flushes), called by the channels and the probes",
+        ),
+        (
+            "os/mod.rs",
+            "reopening a file to drop its cached pages or tell its identity, for the cache model",
+        ),
         ("layout.rs", "the layout file, a user input"),
         (
             "stages/carve/conf.rs",

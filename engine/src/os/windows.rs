@@ -227,8 +227,9 @@ pub fn process_io_bytes() -> Option<(u64, u64)> {
     (ok != 0).then_some((io.ReadTransferCount, io.WriteTransferCount))
 }
 
-/// The process's peak working set so far (`GetProcessMemoryInfo`).
-pub fn peak_working_set() -> Option<u64> {
+/// The process's working set now and its peak so far
+/// (`GetProcessMemoryInfo`).
+pub fn working_set() -> Option<(u64, u64)> {
     use windows_sys::Win32::System::ProcessStatus as ps;
     // SAFETY: a zeroed struct is a valid out-parameter.
     let mut m: ps::PROCESS_MEMORY_COUNTERS = unsafe { std::mem::zeroed() };
@@ -236,7 +237,7 @@ pub fn peak_working_set() -> Option<u64> {
     m.cb = size;
     // SAFETY: the pseudo-handle of this process and the out-struct of `size`.
     let ok = unsafe { ps::K32GetProcessMemoryInfo(th::GetCurrentProcess(), &mut m, size) };
-    (ok != 0).then_some(m.PeakWorkingSetSize as u64)
+    (ok != 0).then_some((m.WorkingSetSize as u64, m.PeakWorkingSetSize as u64))
 }
 
 /// Physical memory installed (`GlobalMemoryStatusEx`).

@@ -1,0 +1,377 @@
+//! The Windows build (`caseload.exe`, cross-built for
+//! `x86_64-pc-windows-gnu`) under Wine, against the Linux build of this
+//! test run as the oracle: the quickstart end to end, corpora byte for byte,
+//! a case's exports and search results, an E01 that `ewfverify` accepts, a
+//! layout on a drive letter, and the Linux-only commands refused.
+//!
+//! The executable is `CASELOAD_WINDOWS_EXE`, else
+//! `target/x86_64-pc-windows-gnu/release/caseload.exe` (`.ci/run` builds it
+//! first; by hand: `cargo build --release --target x86_64-pc-windows-gnu
+//! --bin caseload`). Each test says SKIPPED when Wine or the executable is
+//! missing. Debian 12's Wine 8 lacks `bcryptprimitives.dll`, which Rust's
+//! standard library loads on Windows 10 and later; the tests build
+//! `tests/wine/bcryptprimitives.c` beside the executable when it is not
+//! there (see that file).
+
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+struct Wine {
+    wine: PathBuf,
+    exe: PathBuf,
+    prefix: PathBuf,
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+/// Wine and the Windows executable, the prefix made once; or why not.
+fn setup() -> Result<Wine, String> {
+    let wine = ["/usr/lib/wine/wine64", "/usr/bin/wine64", "/usr/bin/wine"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or("Wine is not installed (Debian: apt-get install wine64)")?;
+    let exe = std::env::var_os("CASELOAD_WINDOWS_EXE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("x86_64-pc-windows-gnu/release/caseload.exe"));
+    if !exe.is_file() {
+        return Err(format!(
+            "no Windows build at {} (cargo build --release --target x86_64-pc-windows-gnu --bin caseload)",
+            exe.display()
+        ));
+    }
+    let dll = exe.with_file_name("bcryptprimitives.dll");
+    if !dll.is_file() {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wine/bcryptprimitives.c");
+        let built = Command::new("x86_64-w64-mingw32-gcc")
+            .args(["-O2", "-shared", "-o"])
+            .arg(&dll)
+            .arg(&source)
+            .arg("-ladvapi32")
+            .status()
+            .map_err(|e| {
+                format!("building bcryptprimitives.dll for Wine: x86_64-w64-mingw32-gcc: {e}")
+            })?;
+        if !built.success() {
+            return Err(format!("building {} failed", dll.display()));
+        }
+    }
+    let prefix = target_dir().join("wine-prefix");
+    let w = Wine { wine, exe, prefix };
+    // The first start makes the prefix (about ten seconds).
+    let out = w
+        .command()
+        .arg("--version")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() || !String::from_utf8_lossy(&out.stdout).starts_with("caseload ") {
+        return Err(format!(
+            "caseload.exe --version under Wine failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(w)
+}
+
+/// Wine and the executable, or `None` with a notice naming `test`.
+fn wine(test: &str) -> Option<&'static Wine> {
+    static WINE: OnceLock<Result<Wine, String>> = OnceLock::new();
+    match WINE.get_or_init(setup) {
+        Ok(w) => Some(w),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+impl Wine {
+    /// `caseload.exe` under Wine, quiet, in its own prefix.
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.wine);
+        c.arg(&self.exe)
+            .env("WINEPREFIX", &self.prefix)
+            .env("WINEDEBUG", "-all")
+            // No Mono or Gecko installer prompts when the prefix is made.
+            .env("WINEDLLOVERRIDES", "mscoree,mshtml=");
+        c
+    }
+
+    fn run_ok(&self, args: &[&str]) -> Output {
+        let out = self.command().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "caseload.exe {args:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+/// A Linux path as Windows programs under Wine see it (drive Z: is /).
+fn win(p: &Path) -> String {
+    format!("Z:{}", p.display()).replace('/', "\\")
+}
+
+#[test]
+fn the_quickstart_runs_end_to_end_under_wine() {
+    let Some(w) = wine("the_quickstart_runs_end_to_end_under_wine") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("qs");
+    let out = w.run_ok(&["quickstart", "--size", "48MiB", "--dir", &win(&dir)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for stage in [
+        "image-hash",
+        "filesystem",
+        "file-hash",
+        "index",
+        "carve",
+        "kff",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(stage) && l.contains("completed")),
+            "{stage} did not complete:\n{text}"
+        );
+    }
+    let report = common::run_json(&dir.join("case"));
+    assert!(
+        report["system"]["os"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("Windows")),
+        "{}",
+        report["system"]
+    );
+    assert_eq!(report["status"], "completed", "{report}");
+}
+
+/// Every keyword token a manifest plants.
+fn planted_tokens(manifest: &serde_json::Value, out: &mut Vec<String>) {
+    match manifest {
+        serde_json::Value::Object(m) => {
+            if let Some(t) = m.get("token").and_then(|t| t.as_str()) {
+                out.push(t.to_string());
+            }
+            m.values().for_each(|v| planted_tokens(v, out));
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| planted_tokens(v, out)),
+        _ => {}
+    }
+}
+
+/// `run` of `image` by `cmd` (either build) with the corpus's hash sets,
+/// channels in `case`.
+fn run_case(mut cmd: Command, corpus: &Path, case: &Path, path: fn(&Path) -> String) {
+    std::fs::create_dir_all(case).unwrap();
+    cmd.args(["run", "--cache", "warm", "--threads", "2", "--evidence"])
+        .arg(path(&corpus.join("image.dd")))
+        .arg("--kff-library")
+        .arg(path(&case.join("kff.sqlite")));
+    for spec in ["known=NSRLFile.txt", "notable=notable.md5"] {
+        let (cat, file) = spec.split_once('=').unwrap();
+        cmd.arg("--hashset")
+            .arg(format!("{cat}={}", path(&corpus.join(file))));
+    }
+    for flag in ["--database", "--case", "--temp"] {
+        cmd.arg(flag).arg(path(case));
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "run of {}: {}",
+        corpus.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn windows_and_linux_builds_make_identical_corpora_exports_and_searches() {
+    let Some(w) = wine("windows_and_linux_builds_make_identical_corpora_exports_and_searches")
+    else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    for (seed, fs) in [("11", "fat"), ("11", "ntfs"), ("12", "fat"), ("12", "ntfs")] {
+        let size = if fs == "ntfs" { "80MiB" } else { "48MiB" };
+        let args = [
+            "--size", size, "--seed", seed, "--fs", fs, "--decoys", "100",
+        ];
+        let linux = work.path().join(format!("linux-{fs}-{seed}"));
+        let windows = work.path().join(format!("windows-{fs}-{seed}"));
+        common::run_ok(
+            common::caseload()
+                .arg("corpus")
+                .args(args)
+                .arg("--out")
+                .arg(&linux),
+        );
+        let mut wargs = vec!["corpus"];
+        wargs.extend(args);
+        let out_dir = win(&windows);
+        wargs.extend(["--out", &out_dir]);
+        w.run_ok(&wargs);
+        for file in ["image.dd", "manifest.json", "NSRLFile.txt", "notable.md5"] {
+            let (a, b) = (
+                std::fs::read(linux.join(file)).unwrap(),
+                std::fs::read(windows.join(file)).unwrap(),
+            );
+            assert!(
+                a == b,
+                "{fs} seed {seed}: {file} differs between the Linux and Windows builds"
+            );
+        }
+        // One evidence, a case from each build.
+        let (lcase, wcase) = (linux.join("case"), windows.join("case"));
+        run_case(common::caseload(), &linux, &lcase, |p| {
+            p.display().to_string()
+        });
+        let mut cmd = w.command();
+        cmd.env("RUST_BACKTRACE", "0");
+        run_case(cmd, &linux, &wcase, win);
+        for format in ["bodyfile", "csv"] {
+            let a = common::export(&lcase, format, &[]);
+            let b = w
+                .run_ok(&["export", "--format", format, "--case", &win(&wcase)])
+                .stdout;
+            assert!(!a.is_empty(), "{fs} seed {seed}: empty {format}");
+            assert!(
+                a == b,
+                "{fs} seed {seed}: the {format} export differs between the builds"
+            );
+        }
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(linux.join("manifest.json")).unwrap()).unwrap();
+        let mut tokens = Vec::new();
+        planted_tokens(&manifest, &mut tokens);
+        tokens.sort();
+        tokens.dedup();
+        assert!(!tokens.is_empty(), "{fs} seed {seed}: no planted keywords");
+        let mut found = 0;
+        for q in tokens.iter().take(4) {
+            let a = common::search_json(&lcase, q, &[]);
+            let items: serde_json::Value = serde_json::from_slice(&a).unwrap();
+            found += items.as_array().map_or(0, Vec::len);
+            let b = w
+                .run_ok(&["search", "--json", "--case", &win(&wcase), q])
+                .stdout;
+            assert!(
+                a == b,
+                "{fs} seed {seed}: search `{q}` differs between the builds:\n{}\n{}",
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b)
+            );
+        }
+        assert!(found > 0, "{fs} seed {seed}: no planted keyword was found");
+    }
+}
+
+#[test]
+fn convert_under_wine_writes_an_e01_that_ewfverify_accepts() {
+    let test = "convert_under_wine_writes_an_e01_that_ewfverify_accepts";
+    let Some(w) = wine(test) else {
+        return;
+    };
+    if !common::have_tool(test, "ewfverify") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (image, _) = common::corpus(work.path(), &["--size", "32MiB", "--seed", "5"]);
+    let e01 = work.path().join("out");
+    w.run_ok(&["convert", "--to", "e01", "--out", &win(&e01), &win(&image)]);
+    let out = Command::new("ewfverify")
+        .arg("-q")
+        .arg(e01.with_extension("E01"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ewfverify: {text}");
+    let md5 = common::md5_hex(&std::fs::read(&image).unwrap());
+    assert!(
+        text.contains(&md5),
+        "ewfverify did not report the image's MD5 {md5}:\n{text}"
+    );
+}
+
+/// Removes the drive letter it made in the prefix, also on failure.
+struct DriveLetter(PathBuf);
+
+impl Drop for DriveLetter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_layout_on_a_drive_letter_writes_to_that_drive() {
+    let Some(w) = wine("a_layout_on_a_drive_letter_writes_to_that_drive") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let drive = work.path().join("drive");
+    for d in ["db", "case", "temp"] {
+        std::fs::create_dir_all(drive.join(d)).unwrap();
+    }
+    // Wine's drives are links in the prefix's dosdevices; Q: is ours.
+    let link = w.prefix.join("dosdevices").join("q:");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&drive, &link).unwrap();
+    let _guard = DriveLetter(link);
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "32MiB", "--seed", "3"],
+    );
+    let layout = work.path().join("q.toml");
+    std::fs::write(
+        &layout,
+        format!(
+            "name = \"q-drive\"\ndescription = \"the channels on drive Q:\"\n\n[channels]\nevidence = '{}'\ndatabase = 'Q:\\db'\ncase = 'Q:\\case'\ntemp = 'Q:\\temp'\n",
+            win(image.parent().unwrap())
+        ),
+    )
+    .unwrap();
+    w.run_ok(&[
+        "run",
+        "--stages",
+        "filesystem,file-hash",
+        "--cache",
+        "warm",
+        "--layout",
+        &win(&layout),
+        "--evidence",
+        &win(&image),
+    ]);
+    let report = common::run_json(&drive.join("case"));
+    assert_eq!(report["status"], "completed", "{report}");
+    assert!(
+        std::fs::read_dir(drive.join("db"))
+            .unwrap()
+            .next()
+            .is_some(),
+        "nothing written on Q:\\db"
+    );
+}
+
+#[test]
+fn linux_only_commands_refuse_under_windows_naming_linux() {
+    let Some(w) = wine("linux_only_commands_refuse_under_windows_naming_linux") else {
+        return;
+    };
+    let out = w
+        .command()
+        .args(["lab", "up", "ftk4-base"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("needs Linux"), "lab up: {err}");
+}
