@@ -194,7 +194,7 @@ impl Layout {
                 path: dir.to_path_buf(),
                 reason,
             };
-            let canonical = std::fs::canonicalize(dir)
+            let canonical = crate::os::resolve(dir)
                 .map_err(|e| unusable(format!("does not exist or cannot be resolved ({e})")))?;
             if evidence_files.contains(&canonical) {
                 return Err(unusable(

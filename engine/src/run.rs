@@ -430,7 +430,7 @@ pub fn run(
 
 /// A path's canonical form (itself when that fails).
 pub(crate) fn canonical(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+    crate::os::resolve(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// What the case looks like before stage `seq` writes anything, so that

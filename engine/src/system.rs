@@ -158,15 +158,18 @@ pub struct Placement {
     pub fs_type: String,
     /// What is mounted (device node, remote share, `tmpfs`...).
     pub mount_source: String,
-    /// Mount options (per-mount and per-superblock).
+    /// Mount options (per-mount and per-superblock); on Windows the
+    /// volume's cluster size and whether its device takes TRIM.
     pub mount_options: String,
-    /// Kernel block device name (`sda`, `nvme0n1`, `dm-0`), if any.
+    /// Kernel block device name (`sda`, `nvme0n1`, `dm-0`), if any; on
+    /// Windows the volume's device path (`\\.\C:`).
     pub device: Option<String>,
     /// The whole-disk device under it, if it is a partition.
     pub disk: Option<String>,
     /// Device model string, when the kernel exposes one.
     pub model: Option<String>,
-    /// Whether the device reports itself rotational (a hard disk).
+    /// Whether the device reports itself rotational (a hard disk); on
+    /// Windows whether it incurs a seek penalty, Windows' own SSD test.
     pub rotational: Option<bool>,
     /// Active I/O scheduler.
     pub scheduler: Option<String>,
@@ -214,6 +217,23 @@ pub fn placement(path: &Path) -> Placement {
         if let Some((serial, fs, label)) = crate::os::volume_info(path) {
             out.fs_type = fs;
             out.mount_source = format!("{label} (volume {serial:08X})");
+        }
+        if let Some(c) = crate::os::cluster_bytes(path) {
+            out.mount_options = format!("cluster={c}");
+        }
+        if let Some(d) = crate::os::storage_device(path) {
+            out.device = Some(d.device);
+            out.model = d.model;
+            // Windows decides "SSD or not" by the seek penalty.
+            out.rotational = d.seek_penalty;
+            if let Some(trim) = d.trim {
+                let sep = if out.mount_options.is_empty() {
+                    ""
+                } else {
+                    ","
+                };
+                out.mount_options.push_str(&format!("{sep}trim={trim}"));
+            }
         }
         out
     }

@@ -359,6 +359,56 @@ fn a_layout_on_a_drive_letter_writes_to_that_drive() {
             .is_some(),
         "nothing written on Q:\\db"
     );
+    // A case directory past Windows' 260-character MAX_PATH, given without
+    // the `\\?\` prefix: it works (Rust's standard library hands long paths
+    // to Windows in their `\\?\` form).
+    let deep: PathBuf = (0..12)
+        .map(|i| format!("folder-{i:02}-of-a-deep-case-tree"))
+        .collect();
+    let long_case = drive.join("long").join(&deep);
+    std::fs::create_dir_all(&long_case).unwrap();
+    let long_win = format!("Q:\\long\\{}", deep.display()).replace('/', "\\");
+    assert!(long_win.len() > 260, "{}", long_win.len());
+    w.run_ok(&[
+        "run",
+        "--stages",
+        "filesystem",
+        "--cache",
+        "warm",
+        "--layout",
+        &win(&layout),
+        "--case",
+        &long_win,
+        "--force",
+        "--evidence",
+        &win(&image),
+    ]);
+    assert_eq!(common::run_json(&long_case)["status"], "completed");
+    // A share that cannot be reached: refused before anything runs, the
+    // path named.
+    let out = w
+        .command()
+        .args([
+            "run",
+            "--stages",
+            "filesystem",
+            "--cache",
+            "warm",
+            "--layout",
+        ])
+        .arg(win(&layout))
+        .args([
+            "--case",
+            r"\\caseload-no-such-server\share\case",
+            "--force",
+            "--evidence",
+        ])
+        .arg(win(&image))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("caseload-no-such-server"), "{err}");
 }
 
 #[test]

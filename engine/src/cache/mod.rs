@@ -13,7 +13,7 @@ pub mod residency;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Cache policy of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -44,6 +44,9 @@ pub enum CacheMethod {
     DropCaches,
     /// `posix_fadvise(DONTNEED)` per file.
     Fadvise,
+    /// Windows: the modified page list flushed and the standby list (the
+    /// file cache's clean pages) purged, as RAMMap's "Empty Standby List".
+    StandbyPurge,
     /// Nothing (warm).
     None,
 }
@@ -64,6 +67,34 @@ pub struct CacheReport {
 /// Drop cached pages for a cold start. `files` are the evidence files and
 /// `dirs` the channel directories whose files should be dropped too.
 pub fn make_cold(files: &[PathBuf], dirs: &[PathBuf]) -> CacheReport {
+    #[cfg(windows)]
+    {
+        let _ = (files, dirs);
+        let (honoured, note) = match crate::os::purge_standby_list() {
+            Ok(()) => (
+                true,
+                "flushed the modified page list, then purged the standby list (every file's cached pages) before each stage".to_string(),
+            ),
+            Err(e) => (
+                false,
+                format!(
+                    "not honoured: emptying the standby list needs an administrator (SeProfileSingleProcessPrivilege): {e}; reads may be served from the file cache"
+                ),
+            ),
+        };
+        CacheReport {
+            mode: CacheMode::Cold,
+            method: CacheMethod::StandbyPurge,
+            honoured,
+            note,
+        }
+    }
+    #[cfg(not(windows))]
+    make_cold_linux(files, dirs)
+}
+
+#[cfg(not(windows))]
+fn make_cold_linux(files: &[PathBuf], dirs: &[PathBuf]) -> CacheReport {
     crate::os::sync_everything();
     if std::fs::write("/proc/sys/vm/drop_caches", b"3").is_ok() {
         return CacheReport {
@@ -106,11 +137,13 @@ pub fn warm() -> CacheReport {
     }
 }
 
-fn fadvise_dontneed(path: &Path) -> bool {
+#[cfg(not(windows))]
+fn fadvise_dontneed(path: &std::path::Path) -> bool {
     crate::os::drop_cached_path(path)
 }
 
-fn walk_files(dir: &Path, f: &mut dyn FnMut(&Path)) {
+#[cfg(not(windows))]
+fn walk_files(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

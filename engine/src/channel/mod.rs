@@ -1112,7 +1112,7 @@ impl Channel {
         }
         // The file may not exist yet: compare the canonical parent + name.
         let canonical = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            (Some(parent), Some(name)) => crate::os::resolve(parent)
                 .map(|p| p.join(name))
                 .unwrap_or_else(|_| path.to_path_buf()),
             _ => path.to_path_buf(),

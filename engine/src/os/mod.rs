@@ -90,3 +90,16 @@ pub fn drop_cached(file: &File) -> bool {
 pub fn drop_cached_path(path: &std::path::Path) -> bool {
     File::open(path).is_ok_and(|f| drop_cached(&f))
 }
+
+/// `path` made absolute with links resolved (`canonicalize`). Where the
+/// system cannot resolve an existing path (Wine's final-path call fails on
+/// paths past 260 characters), the absolute path as given stands in.
+pub fn resolve(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(p) => Ok(p),
+        Err(e) if e.kind() != io::ErrorKind::NotFound && std::fs::metadata(path).is_ok() => {
+            std::path::absolute(path)
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -377,3 +377,203 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
         ))
     }
 }
+
+#[link(name = "ntdll")]
+unsafe extern "system" {
+    /// ntdll's system-information setter; class 80 is
+    /// `SystemMemoryListInformation`, whose commands manage the memory
+    /// manager's page lists (as Sysinternals' RAMMap does).
+    fn NtSetSystemInformation(class: i32, info: *const core::ffi::c_void, len: u32) -> i32;
+}
+
+/// Enable privilege `name` in this process's token (it must hold it:
+/// administrators hold SeProfileSingleProcessPrivilege, disabled).
+fn enable_privilege(name: windows_sys::core::PCWSTR) -> io::Result<()> {
+    use windows_sys::Win32::Foundation::{ERROR_NOT_ALL_ASSIGNED, GetLastError, LUID};
+    use windows_sys::Win32::Security as sec;
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: this process's pseudo-handle and an out-handle closed below.
+    if unsafe {
+        th::OpenProcessToken(
+            th::GetCurrentProcess(),
+            sec::TOKEN_ADJUST_PRIVILEGES | sec::TOKEN_QUERY,
+            &mut token,
+        )
+    } == 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    let mut luid = LUID {
+        LowPart: 0,
+        HighPart: 0,
+    };
+    // SAFETY: a NUL-terminated privilege name and an out-LUID.
+    let result = if unsafe { sec::LookupPrivilegeValueW(std::ptr::null(), name, &mut luid) } == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        let tp = sec::TOKEN_PRIVILEGES {
+            PrivilegeCount: 1,
+            Privileges: [sec::LUID_AND_ATTRIBUTES {
+                Luid: luid,
+                Attributes: sec::SE_PRIVILEGE_ENABLED,
+            }],
+        };
+        // SAFETY: a token opened for adjusting and one privilege.
+        let ok = unsafe {
+            sec::AdjustTokenPrivileges(token, 0, &tp, 0, std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        // AdjustTokenPrivileges succeeds without assigning a privilege the
+        // token lacks; the last error says so.
+        // SAFETY: reads this thread's last error.
+        let last = unsafe { GetLastError() };
+        if ok == 0 {
+            Err(io::Error::last_os_error())
+        } else if last == ERROR_NOT_ALL_ASSIGNED {
+            Err(io::Error::from_raw_os_error(last as i32))
+        } else {
+            Ok(())
+        }
+    };
+    // SAFETY: the token opened above.
+    unsafe { CloseHandle(token) };
+    result
+}
+
+/// Empty the file cache as RAMMap's "Empty Standby List" does: write the
+/// modified page list to disk, then purge the standby list (the clean
+/// cached pages of every file). Needs SeProfileSingleProcessPrivilege,
+/// which administrators hold.
+pub fn purge_standby_list() -> io::Result<()> {
+    enable_privilege(windows_sys::Win32::Security::SE_PROF_SINGLE_PROCESS_NAME)?;
+    const SYSTEM_MEMORY_LIST_INFORMATION: i32 = 80;
+    for command in [
+        3u32, /* flush modified list */
+        4,    /* purge standby list */
+    ] {
+        // SAFETY: a 4-byte command for the class, read and not kept.
+        let status = unsafe {
+            NtSetSystemInformation(
+                SYSTEM_MEMORY_LIST_INFORMATION,
+                (&raw const command).cast(),
+                4,
+            )
+        };
+        if status != 0 {
+            return Err(io::Error::other(format!(
+                "NtSetSystemInformation(SystemMemoryListInformation, {command}) returned NTSTATUS {status:#010x}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The cluster size of the volume holding `path` (`GetDiskFreeSpaceW`:
+/// sectors per cluster times bytes per sector).
+pub fn cluster_bytes(path: &Path) -> Option<u64> {
+    let root = wide(&volume_root(path)?);
+    let (mut spc, mut bps, mut free, mut total) = (0u32, 0u32, 0u32, 0u32);
+    // SAFETY: a NUL-terminated root and four out-integers.
+    let ok =
+        unsafe { fs::GetDiskFreeSpaceW(root.as_ptr(), &mut spc, &mut bps, &mut free, &mut total) };
+    (ok != 0).then(|| u64::from(spc) * u64::from(bps))
+}
+
+/// What the storage stack says of the device under a volume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorageDevice {
+    /// `\\.\C:`, the volume's device path.
+    pub device: String,
+    /// Vendor and product strings.
+    pub model: Option<String>,
+    /// Whether reads pay a seek (a rotating disk): Windows' own test for
+    /// "is this an SSD".
+    pub seek_penalty: Option<bool>,
+    /// Whether the device accepts TRIM.
+    pub trim: Option<bool>,
+}
+
+/// Ask the device under the volume holding `path`
+/// (`IOCTL_STORAGE_QUERY_PROPERTY`, which needs no privilege).
+pub fn storage_device(path: &Path) -> Option<StorageDevice> {
+    let root = volume_root(path)?;
+    let letter = root.to_string_lossy().trim_end_matches('\\').to_string();
+    if letter.len() != 2 || !letter.ends_with(':') {
+        return None;
+    }
+    let device = format!(r"\\.\{letter}");
+    let name = wide(Path::new(&device));
+    // SAFETY: a NUL-terminated device name; no access asked (queries
+    // only); the handle is closed below.
+    let h = unsafe {
+        fs::CreateFileW(
+            name.as_ptr(),
+            0,
+            fs::FILE_SHARE_READ | fs::FILE_SHARE_WRITE,
+            std::ptr::null(),
+            fs::OPEN_EXISTING,
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    if h == INVALID_HANDLE_VALUE {
+        return None;
+    }
+    let query = |property: u32| -> Option<Vec<u8>> {
+        const IOCTL_STORAGE_QUERY_PROPERTY: u32 = 0x002D_1400;
+        // STORAGE_PROPERTY_QUERY: PropertyId, QueryType (standard), one
+        // byte of parameters, padded.
+        let mut input = [0u8; 12];
+        input[..4].copy_from_slice(&property.to_le_bytes());
+        let mut out = vec![0u8; 1024];
+        let mut got = 0u32;
+        // SAFETY: a valid device handle, buffers of the lengths given.
+        let ok = unsafe {
+            windows_sys::Win32::System::IO::DeviceIoControl(
+                h,
+                IOCTL_STORAGE_QUERY_PROPERTY,
+                input.as_ptr().cast(),
+                input.len() as u32,
+                out.as_mut_ptr().cast(),
+                out.len() as u32,
+                &mut got,
+                std::ptr::null_mut(),
+            )
+        };
+        (ok != 0).then(|| {
+            out.truncate(got as usize);
+            out
+        })
+    };
+    let u32_at = |b: &[u8], at: usize| {
+        b.get(at..at + 4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    };
+    // A NUL-terminated string at an offset the descriptor gives, checked
+    // against what the device returned.
+    let string_at = |b: &[u8], field: usize| -> Option<String> {
+        let at = u32_at(b, field)? as usize;
+        let rest = b.get(at..).filter(|_| at != 0)?;
+        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+        let s = String::from_utf8_lossy(&rest[..end]).trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    // StorageDeviceProperty: STORAGE_DEVICE_DESCRIPTOR, vendor at 12,
+    // product at 16.
+    let model = query(0).and_then(|b| {
+        let parts: Vec<String> = [12, 16].iter().filter_map(|&f| string_at(&b, f)).collect();
+        (!parts.is_empty()).then(|| parts.join(" "))
+    });
+    // StorageDeviceSeekPenaltyProperty and StorageDeviceTrimProperty:
+    // Version, Size, then one BOOLEAN.
+    let flag = |property: u32| query(property).and_then(|b| b.get(8).map(|&v| v != 0));
+    let seek_penalty = flag(7);
+    let trim = flag(8);
+    // SAFETY: the handle opened above.
+    unsafe { CloseHandle(h) };
+    Some(StorageDevice {
+        device,
+        model,
+        seek_penalty,
+        trim,
+    })
+}
