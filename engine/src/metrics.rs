@@ -77,17 +77,20 @@ pub fn release_free_memory() {
 pub fn tune_allocator() {
     // The escape hatch for measuring what the tuning costs or saves: glibc's
     // defaults (and GLIBC_TUNABLES) apply untouched.
-    if std::env::var_os("CASELOAD_MALLOC_DEFAULTS").is_some() {
-        return;
-    }
+    let tune = std::env::var_os("CASELOAD_MALLOC_DEFAULTS").is_none();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters; called before
-    // other threads exist.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
+    if tune {
+        // SAFETY: mallopt only sets the allocator's parameters; called
+        // before other threads exist.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
+        }
     }
+    // Windows' heap has no such knobs.
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = tune;
 }
 
 /// Reset the resident-memory high-water mark; returns whether it worked.

@@ -41,6 +41,10 @@ const INSIDE_QUOTA: &str = "CASELOAD_CPU_QUOTA_INSIDE";
 impl WorkstationArgs {
     /// Check what can be checked without the evidence.
     pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.ram.is_none() || !cfg!(windows),
+            "--ram models the workstation's page cache by dropping a file's cached pages past its budget, which Windows cannot do for one file; on Windows a run uses the machine's own memory"
+        );
         if let Some(n) = self.cpus {
             let have = caseload_engine::system::cpus_allowed().len().max(1);
             anyhow::ensure!(

@@ -424,4 +424,14 @@ fn linux_only_commands_refuse_under_windows_naming_linux() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("needs Linux"), "lab up: {err}");
+    let work = tempfile::tempdir().unwrap();
+    let out = w
+        .command()
+        .args(["run", "--ram", "8GB", "--evidence"])
+        .arg(win(&work.path().join("absent.dd")))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("Windows cannot"), "--ram: {err}");
 }

@@ -217,16 +217,6 @@ pub fn process_cpu_times() -> (Duration, Duration) {
     (filetime(user), filetime(kernel))
 }
 
-/// Bytes this process has read and written through the I/O manager so
-/// far (`GetProcessIoCounters`: files, devices and pipes).
-pub fn process_io_bytes() -> Option<(u64, u64)> {
-    // SAFETY: a zeroed struct is a valid out-parameter.
-    let mut io: th::IO_COUNTERS = unsafe { std::mem::zeroed() };
-    // SAFETY: the pseudo-handle of this process and the out-struct.
-    let ok = unsafe { th::GetProcessIoCounters(th::GetCurrentProcess(), &mut io) };
-    (ok != 0).then_some((io.ReadTransferCount, io.WriteTransferCount))
-}
-
 /// The process's working set now and its peak so far
 /// (`GetProcessMemoryInfo`).
 pub fn working_set() -> Option<(u64, u64)> {
