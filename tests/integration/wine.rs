@@ -153,6 +153,16 @@ fn the_quickstart_runs_end_to_end_under_wine() {
         report["system"]
     );
     assert_eq!(report["status"], "completed", "{report}");
+    // Cold by default: Windows' way, honoured or saying why not.
+    let cache = &report["cache"];
+    assert_eq!(cache["method"], "standby_purge", "{cache}");
+    assert!(
+        cache["honoured"] == true
+            || cache["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("administrator")),
+        "{cache}"
+    );
 }
 
 /// Every keyword token a manifest plants.
@@ -305,6 +315,17 @@ fn convert_under_wine_writes_an_e01_that_ewfverify_accepts() {
 /// Removes the drive letter it made in the prefix, also on failure.
 struct DriveLetter(PathBuf);
 
+impl Wine {
+    /// Map drive `letter` to `dir` (Wine's drives are links in the
+    /// prefix's dosdevices) until the guard drops.
+    fn drive(&self, letter: char, dir: &Path) -> DriveLetter {
+        let link = self.prefix.join("dosdevices").join(format!("{letter}:"));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(dir, &link).unwrap();
+        DriveLetter(link)
+    }
+}
+
 impl Drop for DriveLetter {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
@@ -321,11 +342,7 @@ fn a_layout_on_a_drive_letter_writes_to_that_drive() {
     for d in ["db", "case", "temp"] {
         std::fs::create_dir_all(drive.join(d)).unwrap();
     }
-    // Wine's drives are links in the prefix's dosdevices; Q: is ours.
-    let link = w.prefix.join("dosdevices").join("q:");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&drive, &link).unwrap();
-    let _guard = DriveLetter(link);
+    let _guard = w.drive('q', &drive);
     let (image, _) = common::corpus(
         &work.path().join("corpus"),
         &["--size", "32MiB", "--seed", "3"],
@@ -434,4 +451,44 @@ fn linux_only_commands_refuse_under_windows_naming_linux() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("Windows cannot"), "--ram: {err}");
+}
+
+#[test]
+fn a_full_drive_stops_the_run_under_wine_with_its_report_kept() {
+    let test = "a_full_drive_stops_the_run_under_wine_with_its_report_kept";
+    let Some(w) = wine(test) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let small = work.path().join("small");
+    let Some(_mounted) = common::small_tmpfs(test, &small, "3m") else {
+        return;
+    };
+    let _guard = w.drive('s', &small);
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "32MiB", "--seed", "11"],
+    );
+    let elsewhere = work.path().join("db");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = w
+        .command()
+        .args(["run", "--cache", "warm", "--no-room-check", "--evidence"])
+        .arg(win(&image))
+        .args(["--case", "S:\\", "--database"])
+        .arg(win(&elsewhere))
+        .arg("--temp")
+        .arg(win(&elsewhere))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("the case channel failed"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let report = common::run_json(&small);
+    assert_eq!(report["status"], "failed", "{report}");
+    assert!(
+        report["channel_fault"]["error"].as_str().is_some(),
+        "{report}"
+    );
 }

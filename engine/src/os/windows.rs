@@ -157,11 +157,17 @@ pub fn open_unbuffered(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Reserve `len` bytes for `file`: it grows to `len` (NTFS allocates the
-/// clusters of a file's end of file) if shorter.
+/// Reserve `len` bytes for `file` by writing zeros up to `len` where it
+/// is shorter. Windows has no `posix_fallocate`, and a longer end of file
+/// alone is sparse wherever the volume allows (Wine on Linux), which
+/// reserves nothing; the callers reserve little (a report's room).
 pub fn preallocate(file: &File, len: u64) -> io::Result<()> {
-    if file.metadata()?.len() < len {
-        file.set_len(len)?;
+    let zeros = [0u8; 64 << 10];
+    let mut at = file.metadata()?.len();
+    while at < len {
+        let n = (len - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
     }
     Ok(())
 }
