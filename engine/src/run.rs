@@ -851,6 +851,7 @@ fn run_stages(
         let work_before = db.writer().work();
         let before: Vec<_> = ch.all().iter().map(|c| c.snapshot()).collect();
         let cpu_before = CpuTimes::now();
+        let io_before = crate::os::process_io();
         let stage_started = casedb::now_utc();
         let clock = Instant::now();
         let sampler = crate::sampler::Sampler::start_excluding(
@@ -873,6 +874,9 @@ fn run_stages(
         let wall = clock.elapsed().as_secs_f64();
         let (machine, memory) = sampler.finish();
         let cpu = CpuTimes::now().since(&cpu_before);
+        let process_io = crate::os::process_io()
+            .zip(io_before)
+            .map(|(after, before)| after.since(&before));
         let peak = metrics::peak_rss();
         let mut channels = BTreeMap::new();
         for (c, b) in ch.all().iter().zip(&before) {
@@ -952,6 +956,7 @@ fn run_stages(
             cpu_system_seconds: cpu.system.as_secs_f64(),
             peak_rss_bytes: peak,
             peak_rss_scope: scope,
+            process_io,
             mb_per_s: if wall > 0.0 {
                 summary.bytes as f64 / 1e6 / wall
             } else {

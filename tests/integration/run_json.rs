@@ -123,6 +123,28 @@ fn every_run_json_follows_its_schema_and_documents_its_details() {
     // The schema is strict enough to catch a broken report.
     let run: Value =
         serde_json::from_slice(&std::fs::read(work.path().join("lite/run.json")).unwrap()).unwrap();
+    // The system's own count of the process's I/O holds at least what the
+    // channels counted: the image hash reads the whole image through
+    // read system calls, and the index writes its segments.
+    for (stage, field, channel, counted) in [
+        ("image-hash", "read_bytes", "evidence", "bytes_read"),
+        ("index", "write_bytes", "case", "bytes_written"),
+    ] {
+        let s = run["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == stage)
+            .unwrap();
+        let (system, channels) = (
+            s["process_io"][field].as_u64().unwrap(),
+            s["channels"][channel][counted].as_u64().unwrap(),
+        );
+        assert!(
+            channels > 0 && system >= channels,
+            "{stage}: {system} < {channels}"
+        );
+    }
     let v = validator();
     let mut broken = run.clone();
     broken["stages"][0]["status"] = "done".into();

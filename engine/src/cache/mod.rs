@@ -78,7 +78,7 @@ pub fn make_cold(files: &[PathBuf], dirs: &[PathBuf]) -> CacheReport {
             Err(e) => (
                 false,
                 format!(
-                    "not honoured: emptying the standby list needs an administrator (SeProfileSingleProcessPrivilege): {e}; reads may be served from the file cache"
+                    "not honoured: {e} (emptying the standby list needs an administrator: SeProfileSingleProcessPrivilege); reads may be served from the file cache"
                 ),
             ),
         };

@@ -103,3 +103,40 @@ pub fn resolve(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
         Err(e) => Err(e),
     }
 }
+
+/// A process's I/O counters as the system keeps them (`process_io`): what
+/// it asked of the system, whatever the channel, cache hits included, and
+/// where the system tells it (Linux), what reached storage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessIoCounters {
+    /// Bytes read by system calls (Linux `rchar`, Windows
+    /// `ReadTransferCount`).
+    pub read_bytes: u64,
+    /// Bytes written by system calls (`wchar`, `WriteTransferCount`).
+    pub write_bytes: u64,
+    /// Read calls (`syscr`, `ReadOperationCount`).
+    pub read_ops: u64,
+    /// Write calls (`syscw`, `WriteOperationCount`).
+    pub write_ops: u64,
+    /// Bytes fetched from storage (Linux `read_bytes`; absent on Windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_read_bytes: Option<u64>,
+    /// Bytes sent or dirtied for storage (Linux `write_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_write_bytes: Option<u64>,
+}
+
+impl ProcessIoCounters {
+    /// The counts from `earlier` to these.
+    pub fn since(&self, earlier: &ProcessIoCounters) -> ProcessIoCounters {
+        let less = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+        ProcessIoCounters {
+            read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+            read_ops: self.read_ops.saturating_sub(earlier.read_ops),
+            write_ops: self.write_ops.saturating_sub(earlier.write_ops),
+            storage_read_bytes: less(self.storage_read_bytes, earlier.storage_read_bytes),
+            storage_write_bytes: less(self.storage_write_bytes, earlier.storage_write_bytes),
+        }
+    }
+}

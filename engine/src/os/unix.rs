@@ -328,3 +328,24 @@ pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
+
+/// The process's I/O so far from `/proc/self/io`: bytes and calls through
+/// `read`/`write`-like system calls (`rchar`, `wchar`, `syscr`, `syscw`,
+/// page-cache hits included), and the bytes that reached or will reach
+/// storage (`read_bytes`, `write_bytes`).
+pub fn process_io() -> Option<super::ProcessIoCounters> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some(super::ProcessIoCounters {
+        read_bytes: field("rchar")?,
+        write_bytes: field("wchar")?,
+        read_ops: field("syscr")?,
+        write_ops: field("syscw")?,
+        storage_read_bytes: field("read_bytes"),
+        storage_write_bytes: field("write_bytes"),
+    })
+}

@@ -440,6 +440,13 @@ fn enable_privilege(name: windows_sys::core::PCWSTR) -> io::Result<()> {
 /// cached pages of every file). Needs SeProfileSingleProcessPrivilege,
 /// which administrators hold.
 pub fn purge_standby_list() -> io::Result<()> {
+    if under_wine() {
+        // Wine accepts the call and does nothing: Linux's page cache is
+        // Linux's to drop.
+        return Err(super::unsupported(
+            "emptying the standby list under Wine (which accepts the call and drops nothing)",
+        ));
+    }
     enable_privilege(windows_sys::Win32::Security::SE_PROF_SINGLE_PROCESS_NAME)?;
     const SYSTEM_MEMORY_LIST_INFORMATION: i32 = 80;
     for command in [
@@ -572,4 +579,40 @@ pub fn storage_device(path: &Path) -> Option<StorageDevice> {
         seek_penalty,
         trim,
     })
+}
+
+/// The process's I/O so far (`GetProcessIoCounters`): bytes and calls of
+/// `ReadFile`/`WriteFile` and the like through the I/O manager (files,
+/// devices and pipes; cache-manager hits included). Windows does not say
+/// which bytes reached storage.
+pub fn process_io() -> Option<super::ProcessIoCounters> {
+    if under_wine() {
+        // Wine's counters stay at zero.
+        return None;
+    }
+    // SAFETY: a zeroed struct is a valid out-parameter.
+    let mut io: th::IO_COUNTERS = unsafe { std::mem::zeroed() };
+    // SAFETY: this process's pseudo-handle and the out-struct.
+    let ok = unsafe { th::GetProcessIoCounters(th::GetCurrentProcess(), &mut io) };
+    (ok != 0).then_some(super::ProcessIoCounters {
+        read_bytes: io.ReadTransferCount,
+        write_bytes: io.WriteTransferCount,
+        read_ops: io.ReadOperationCount,
+        write_ops: io.WriteOperationCount,
+        storage_read_bytes: None,
+        storage_write_bytes: None,
+    })
+}
+
+/// Whether this runs under Wine (its ntdll exports `wine_get_version`),
+/// whose answers to some calls are stubs: figures from them are left out
+/// rather than reported as measured.
+pub fn under_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
+    let ntdll = wide(Path::new("ntdll.dll"));
+    // SAFETY: a NUL-terminated module name; ntdll is always loaded.
+    let module = unsafe { GetModuleHandleW(ntdll.as_ptr()) };
+    // SAFETY: a module handle and a NUL-terminated export name.
+    !module.is_null()
+        && unsafe { GetProcAddress(module, c"wine_get_version".as_ptr().cast()) }.is_some()
 }

@@ -274,6 +274,12 @@ pub struct StageReport {
     pub peak_rss_bytes: Option<u64>,
     /// Whether that peak is the stage's or the process's.
     pub peak_rss_scope: PeakScope,
+    /// The whole process's I/O during the stage as the system counted it
+    /// (all channels, the database engine's and caseload's own files, cache
+    /// hits included): a cross-check of the channels' counts. Absent where
+    /// the system does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_io: Option<crate::os::ProcessIoCounters>,
     /// Items and bytes processed and stage details.
     pub summary: StageSummary,
     /// Logical throughput (summary bytes / wall), MB/s (10^6).

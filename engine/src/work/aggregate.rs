@@ -242,6 +242,8 @@ fn stage_report(
         cpu_system_seconds: system,
         peak_rss_bytes: None,
         peak_rss_scope: PeakScope::Process,
+        // Each worker's process counts its own I/O; none is kept.
+        process_io: None,
         mb_per_s: if wall > 0.0 {
             summary.bytes as f64 / 1e6 / wall
         } else {
