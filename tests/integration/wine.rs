@@ -581,3 +581,45 @@ fn plan_worker_and_report_under_wine_share_a_case_with_a_linux_server() {
         "the bodyfile of the case the Windows worker made differs from a Linux run's"
     );
 }
+
+#[test]
+fn a_read_only_drive_is_refused_before_the_run_naming_it() {
+    let test = "a_read_only_drive_is_refused_before_the_run_naming_it";
+    let Some(w) = wine(test) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let ro = work.path().join("ro");
+    let Some(_mounted) = common::small_tmpfs(test, &ro, "4m") else {
+        return;
+    };
+    // Read-only from here on, as a write-protected volume is.
+    let remounted = Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&ro)
+        .status()
+        .unwrap();
+    assert!(remounted.success());
+    let _guard = w.drive('r', &ro);
+    let (image, _) = common::corpus(
+        &work.path().join("corpus"),
+        &["--size", "32MiB", "--seed", "4"],
+    );
+    let elsewhere = work.path().join("db");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = w
+        .command()
+        .args(["run", "--cache", "warm", "--evidence"])
+        .arg(win(&image))
+        .args(["--case", "R:\\", "--database"])
+        .arg(win(&elsewhere))
+        .arg("--temp")
+        .arg(win(&elsewhere))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("case channel") && err.contains("R:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0);
+}
