@@ -453,6 +453,26 @@ fn linux_only_commands_refuse_under_windows_naming_linux() {
     assert!(err.contains("Windows cannot"), "--ram: {err}");
 }
 
+/// `caseload.exe run` of `image` with the case channel at the root of
+/// drive `letter` and the database and temp channels in `work/db`.
+fn run_with_case_on(w: &Wine, image: &Path, letter: char, work: &Path, extra: &[&str]) -> Output {
+    let elsewhere = work.join("db");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    w.command()
+        .args(["run", "--cache", "warm"])
+        .args(extra)
+        .arg("--evidence")
+        .arg(win(image))
+        .arg("--case")
+        .arg(format!("{letter}:\\"))
+        .arg("--database")
+        .arg(win(&elsewhere))
+        .arg("--temp")
+        .arg(win(&elsewhere))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_full_drive_stops_the_run_under_wine_with_its_report_kept() {
     let test = "a_full_drive_stops_the_run_under_wine_with_its_report_kept";
@@ -469,18 +489,7 @@ fn a_full_drive_stops_the_run_under_wine_with_its_report_kept() {
         &work.path().join("corpus"),
         &["--size", "32MiB", "--seed", "11"],
     );
-    let elsewhere = work.path().join("db");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    let out = w
-        .command()
-        .args(["run", "--cache", "warm", "--no-room-check", "--evidence"])
-        .arg(win(&image))
-        .args(["--case", "S:\\", "--database"])
-        .arg(win(&elsewhere))
-        .arg("--temp")
-        .arg(win(&elsewhere))
-        .output()
-        .unwrap();
+    let out = run_with_case_on(w, &image, 'S', work.path(), &["--no-room-check"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("the case channel failed"), "{err}");
@@ -605,18 +614,7 @@ fn a_read_only_drive_is_refused_before_the_run_naming_it() {
         &work.path().join("corpus"),
         &["--size", "32MiB", "--seed", "4"],
     );
-    let elsewhere = work.path().join("db");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    let out = w
-        .command()
-        .args(["run", "--cache", "warm", "--evidence"])
-        .arg(win(&image))
-        .args(["--case", "R:\\", "--database"])
-        .arg(win(&elsewhere))
-        .arg("--temp")
-        .arg(win(&elsewhere))
-        .output()
-        .unwrap();
+    let out = run_with_case_on(w, &image, 'R', work.path(), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("case channel") && err.contains("R:"), "{err}");
