@@ -99,14 +99,10 @@ fn open_direct(path: &Path) -> io::Result<(File, bool)> {
         Ok(f) => Ok((f, true)),
         Err(_) => {
             let f = File::open(path)?;
-            drop_cache(&f);
+            crate::os::drop_cached(&f);
             Ok((f, false))
         }
     }
-}
-
-fn drop_cache(f: &File) {
-    let _ = crate::os::drop_cached(f);
 }
 
 /// A small deterministic generator for random offsets.
@@ -145,11 +141,11 @@ fn read_tests(
     let limit = size.min(options.file_size.max(BLOCK as u64));
     out.seq_read_mb_per_s = sequential_read(&file, buf.as_mut(), limit)?;
     if !direct {
-        drop_cache(&file);
+        crate::os::drop_cached(&file);
     }
     out.seq_read_128k_mb_per_s = sequential_read(&file, &mut buf.as_mut()[..128 << 10], limit)?;
     if !direct {
-        drop_cache(&file);
+        crate::os::drop_cached(&file);
     }
     let blocks = size / SMALL as u64;
     if blocks == 0 {
@@ -212,7 +208,7 @@ pub fn probe_dir(kind: ChannelKind, dir: &Path, options: &ProbeOptions) -> Chann
             out.fsync_p99_ms =
                 Some(latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)]);
         }
-        drop_cache(&file);
+        crate::os::drop_cached(&file);
         drop(file);
         read_tests(&scratch, options.file_size, options, &mut out)
     })();

@@ -115,11 +115,7 @@ pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 /// `kill`. The caller has checked that `pid` is a process the lab started.
 pub fn end_process(pid: u32, kill: bool) {
     #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        let signal = if kill { libc::SIGKILL } else { libc::SIGTERM };
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(pid, signal) };
-    }
+    caseload_engine::os::send_signal(pid, if kill { libc::SIGKILL } else { libc::SIGTERM }, false);
     #[cfg(not(unix))]
     let _ = (pid, kill);
 }

@@ -453,24 +453,75 @@ fn linux_only_commands_refuse_under_windows_naming_linux() {
     assert!(err.contains("Windows cannot"), "--ram: {err}");
 }
 
-/// `caseload.exe run` of `image` with the case channel at the root of
-/// drive `letter` and the database and temp channels in `work/db`.
-fn run_with_case_on(w: &Wine, image: &Path, letter: char, work: &Path, extra: &[&str]) -> Output {
-    let elsewhere = work.join("db");
-    std::fs::create_dir_all(&elsewhere).unwrap();
-    w.command()
-        .args(["run", "--cache", "warm"])
-        .args(extra)
-        .arg("--evidence")
-        .arg(win(image))
-        .arg("--case")
-        .arg(format!("{letter}:\\"))
-        .arg("--database")
-        .arg(win(&elsewhere))
-        .arg("--temp")
-        .arg(win(&elsewhere))
-        .output()
-        .unwrap()
+/// A small tmpfs mapped to a drive letter, a corpus beside it: both
+/// removed when dropped (fields drop in order: drive, mount, directory).
+struct TmpfsDrive {
+    _drive: DriveLetter,
+    _mount: common::Tmpfs,
+    letter: char,
+    dir: PathBuf,
+    image: PathBuf,
+    work: tempfile::TempDir,
+}
+
+impl Wine {
+    /// A `size` tmpfs (read-only when `read_only`, as a write-protected
+    /// volume is) as drive `letter`, and a 32 MiB corpus of `seed`; `None`
+    /// with a notice naming `test` where it cannot be mounted.
+    fn tmpfs_drive(
+        &self,
+        test: &str,
+        letter: char,
+        size: &str,
+        seed: &str,
+        read_only: bool,
+    ) -> Option<TmpfsDrive> {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("drive");
+        let mount = common::small_tmpfs(test, &dir, size)?;
+        if read_only {
+            let remounted = Command::new("mount")
+                .args(["-o", "remount,ro"])
+                .arg(&dir)
+                .status()
+                .unwrap();
+            assert!(remounted.success());
+        }
+        let drive = self.drive(letter, &dir);
+        let (image, _) = common::corpus(
+            &work.path().join("corpus"),
+            &["--size", "32MiB", "--seed", seed],
+        );
+        Some(TmpfsDrive {
+            _drive: drive,
+            _mount: mount,
+            letter,
+            dir,
+            image,
+            work,
+        })
+    }
+
+    /// `caseload.exe run` of the drive's corpus with the case channel at
+    /// the drive's root and the database and temp channels beside the
+    /// corpus.
+    fn run_with_case_on(&self, d: &TmpfsDrive, extra: &[&str]) -> Output {
+        let elsewhere = d.work.path().join("db");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        self.command()
+            .args(["run", "--cache", "warm"])
+            .args(extra)
+            .arg("--evidence")
+            .arg(win(&d.image))
+            .arg("--case")
+            .arg(format!("{}:\\", d.letter))
+            .arg("--database")
+            .arg(win(&elsewhere))
+            .arg("--temp")
+            .arg(win(&elsewhere))
+            .output()
+            .unwrap()
+    }
 }
 
 #[test]
@@ -479,22 +530,15 @@ fn a_full_drive_stops_the_run_under_wine_with_its_report_kept() {
     let Some(w) = wine(test) else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let small = work.path().join("small");
-    let Some(_mounted) = common::small_tmpfs(test, &small, "3m") else {
+    let Some(drive) = w.tmpfs_drive(test, 's', "3m", "11", false) else {
         return;
     };
-    let _guard = w.drive('s', &small);
-    let (image, _) = common::corpus(
-        &work.path().join("corpus"),
-        &["--size", "32MiB", "--seed", "11"],
-    );
-    let out = run_with_case_on(w, &image, 'S', work.path(), &["--no-room-check"]);
+    let out = w.run_with_case_on(&drive, &["--no-room-check"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("the case channel failed"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let report = common::run_json(&small);
+    let report = common::run_json(&drive.dir);
     assert_eq!(report["status"], "failed", "{report}");
     assert!(
         report["channel_fault"]["error"].as_str().is_some(),
@@ -597,27 +641,13 @@ fn a_read_only_drive_is_refused_before_the_run_naming_it() {
     let Some(w) = wine(test) else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let ro = work.path().join("ro");
-    let Some(_mounted) = common::small_tmpfs(test, &ro, "4m") else {
+    let Some(drive) = w.tmpfs_drive(test, 'r', "4m", "4", true) else {
         return;
     };
-    // Read-only from here on, as a write-protected volume is.
-    let remounted = Command::new("mount")
-        .args(["-o", "remount,ro"])
-        .arg(&ro)
-        .status()
-        .unwrap();
-    assert!(remounted.success());
-    let _guard = w.drive('r', &ro);
-    let (image, _) = common::corpus(
-        &work.path().join("corpus"),
-        &["--size", "32MiB", "--seed", "4"],
-    );
-    let out = run_with_case_on(w, &image, 'R', work.path(), &[]);
+    let out = w.run_with_case_on(&drive, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("case channel") && err.contains("R:"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(std::fs::read_dir(&ro).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(&drive.dir).unwrap().count(), 0);
 }

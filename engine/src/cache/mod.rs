@@ -107,12 +107,12 @@ fn make_cold_linux(files: &[PathBuf], dirs: &[PathBuf]) -> CacheReport {
     let mut all_ok = true;
     let mut count = 0usize;
     for f in files {
-        all_ok &= fadvise_dontneed(f);
+        all_ok &= crate::os::drop_cached_path(f);
         count += 1;
     }
     for d in dirs {
         walk_files(d, &mut |p| {
-            all_ok &= fadvise_dontneed(p);
+            all_ok &= crate::os::drop_cached_path(p);
             count += 1;
         });
     }
@@ -135,11 +135,6 @@ pub fn warm() -> CacheReport {
         honoured: true,
         note: "page cache left as it was; repeated reads may be served from memory".into(),
     }
-}
-
-#[cfg(not(windows))]
-fn fadvise_dontneed(path: &std::path::Path) -> bool {
-    crate::os::drop_cached_path(path)
 }
 
 #[cfg(not(windows))]

@@ -681,13 +681,18 @@ impl PageCacheModel {
                 },
             };
             let started = Instant::now();
-            let mut ok = drop_range(&file, e.offset, e.len, e.dirty_bytes > 0);
+            let mut ok = crate::os::drop_cached_range(&file, e.offset, e.len, e.dirty_bytes > 0);
             let mut dropped = e.len;
             if ok {
                 // Pages left: a folio reaching past the range. Its block
                 // goes whole.
                 for block in straddling_blocks(&file, e.offset, e.len) {
-                    ok &= drop_range(&file, block.start, block.end - block.start, true);
+                    ok &= crate::os::drop_cached_range(
+                        &file,
+                        block.start,
+                        block.end - block.start,
+                        true,
+                    );
                     dropped += self.discard(CachedFile(e.file), block);
                 }
             }
@@ -750,11 +755,6 @@ fn granule_for(budget: u64) -> u64 {
 fn open_same(path: &Path, dev: u64, ino: u64) -> Option<std::fs::File> {
     let f = std::fs::File::open(path).ok()?;
     (crate::os::file_identity(&f).ok()? == (dev, ino)).then_some(f)
-}
-
-/// Write back (when dirty) and drop a range of a file's cached pages.
-fn drop_range(file: &std::fs::File, offset: u64, len: u64, dirty: bool) -> bool {
-    crate::os::drop_cached_range(file, offset, len, dirty)
 }
 
 #[cfg(test)]

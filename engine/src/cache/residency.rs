@@ -3,6 +3,7 @@
 //! memory file system (whose pages cannot be dropped). Used by the model
 //! (what a drop left behind) and by the watcher (`watch.rs`).
 
+pub use crate::os::{on_memory_fs, resident_range};
 use std::path::Path;
 
 /// The kernel's page size (the modelled page cache's smallest granule).
@@ -16,21 +17,9 @@ pub fn resident_pages(path: &Path) -> std::io::Result<Vec<bool>> {
     resident_range(&file, 0, len)
 }
 
-/// Which pages of `len` bytes of `file` from `offset` (a multiple of
-/// [`PAGE`]) the kernel holds; nothing past the file's end.
-pub fn resident_range(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<Vec<bool>> {
-    crate::os::resident_range(file, offset, len)
-}
-
 /// Bytes the kernel holds of `path` (0 when it cannot be told).
 pub fn resident_bytes(path: &Path) -> u64 {
     resident_pages(path).map_or(0, |p| p.iter().filter(|&&r| r).count() as u64 * PAGE)
-}
-
-/// Whether `dir` is on a memory file system (tmpfs, ramfs), whose pages
-/// no model can drop: they are the files themselves.
-pub fn on_memory_fs(dir: &Path) -> bool {
-    crate::os::on_memory_fs(dir)
 }
 
 #[cfg(test)]

@@ -307,15 +307,26 @@ pub fn own_process_group(cmd: &mut std::process::Command) {
     cmd.process_group(0);
 }
 
+/// Send `signal` to process `pid`, or to its process group as well when
+/// `group` (it leads one); whether it was sent. The caller knows the
+/// process as one caseload started.
+pub fn send_signal(pid: u32, signal: libc::c_int, group: bool) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    let target = if group { -pid } else { pid };
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe { libc::kill(target, signal) == 0 }
+}
+
 /// Ask the process group led by `leader` to stop (`SIGINT`), or end it
 /// (`SIGKILL`) when `hard`; whether the signal was sent.
 pub fn stop_process_group(leader: u32, hard: bool) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(leader) else {
-        return false;
-    };
-    let signal = if hard { libc::SIGKILL } else { libc::SIGINT };
-    // SAFETY: kill(2) on a process group; no memory is involved.
-    unsafe { libc::kill(-pid, signal) == 0 }
+    send_signal(
+        leader,
+        if hard { libc::SIGKILL } else { libc::SIGINT },
+        true,
+    )
 }
 
 /// The signal that ended a process, if one did.

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io;
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::fs::FileExt;
-use std::os::windows::io::AsRawHandle;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, HANDLE, INVALID_HANDLE_VALUE};
@@ -92,23 +92,25 @@ pub fn sync_everything() -> bool {
     false
 }
 
-/// Flush the volume holding `dir` (`FlushFileBuffers` on the volume's
-/// handle, `\\.\C:`), which needs administrator rights.
-pub fn sync_file_system(dir: &Path) -> io::Result<()> {
-    let root = volume_root(dir).ok_or_else(io::Error::last_os_error)?;
+/// The volume holding `path` opened as a device (`\\.\C:`, returned
+/// too) with `access` (0: queries only), closed when dropped. Volumes
+/// mounted on a drive letter only.
+fn open_volume(path: &Path, access: u32) -> io::Result<(String, OwnedHandle)> {
+    let root = volume_root(path).ok_or_else(io::Error::last_os_error)?;
     let letter = root.to_string_lossy().trim_end_matches('\\').to_string();
     if letter.len() != 2 || !letter.ends_with(':') {
         return Err(super::unsupported(&format!(
-            "flushing the volume `{}` (not a drive letter)",
+            "opening the volume `{}` (not a drive letter)",
             root.display()
         )));
     }
-    let device = wide(Path::new(&format!(r"\\.\{letter}")));
-    // SAFETY: a NUL-terminated device name; the handle is closed below.
+    let device = format!(r"\\.\{letter}");
+    let name = wide(Path::new(&device));
+    // SAFETY: a NUL-terminated device name; the handle is owned below.
     let h = unsafe {
         fs::CreateFileW(
-            device.as_ptr(),
-            0x4000_0000, // GENERIC_WRITE
+            name.as_ptr(),
+            access,
             fs::FILE_SHARE_READ | fs::FILE_SHARE_WRITE,
             std::ptr::null(),
             fs::OPEN_EXISTING,
@@ -119,12 +121,20 @@ pub fn sync_file_system(dir: &Path) -> io::Result<()> {
     if h == INVALID_HANDLE_VALUE {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: a handle just opened, owned by nothing else.
+    Ok((device, unsafe { OwnedHandle::from_raw_handle(h) }))
+}
+
+/// Flush the volume holding `dir` (`FlushFileBuffers` on the volume's
+/// handle, `\\.\C:`), which needs administrator rights.
+pub fn sync_file_system(dir: &Path) -> io::Result<()> {
+    const GENERIC_WRITE: u32 = 0x4000_0000;
+    let (_, volume) = open_volume(dir, GENERIC_WRITE)?;
     // SAFETY: a valid volume handle.
-    let ok = unsafe { fs::FlushFileBuffers(h) };
-    let err = io::Error::last_os_error();
-    // SAFETY: the handle opened above.
-    unsafe { CloseHandle(h) };
-    if ok == 0 { Err(err) } else { Ok(()) }
+    if unsafe { fs::FlushFileBuffers(volume.as_raw_handle()) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A file's identity: its volume's serial number and its file index.
@@ -498,29 +508,8 @@ pub struct StorageDevice {
 /// Ask the device under the volume holding `path`
 /// (`IOCTL_STORAGE_QUERY_PROPERTY`, which needs no privilege).
 pub fn storage_device(path: &Path) -> Option<StorageDevice> {
-    let root = volume_root(path)?;
-    let letter = root.to_string_lossy().trim_end_matches('\\').to_string();
-    if letter.len() != 2 || !letter.ends_with(':') {
-        return None;
-    }
-    let device = format!(r"\\.\{letter}");
-    let name = wide(Path::new(&device));
-    // SAFETY: a NUL-terminated device name; no access asked (queries
-    // only); the handle is closed below.
-    let h = unsafe {
-        fs::CreateFileW(
-            name.as_ptr(),
-            0,
-            fs::FILE_SHARE_READ | fs::FILE_SHARE_WRITE,
-            std::ptr::null(),
-            fs::OPEN_EXISTING,
-            0,
-            std::ptr::null_mut(),
-        )
-    };
-    if h == INVALID_HANDLE_VALUE {
-        return None;
-    }
+    let (device, volume) = open_volume(path, 0).ok()?;
+    let h = volume.as_raw_handle();
     let query = |property: u32| -> Option<Vec<u8>> {
         const IOCTL_STORAGE_QUERY_PROPERTY: u32 = 0x002D_1400;
         // STORAGE_PROPERTY_QUERY: PropertyId, QueryType (standard), one
@@ -571,8 +560,6 @@ pub fn storage_device(path: &Path) -> Option<StorageDevice> {
     let flag = |property: u32| query(property).and_then(|b| b.get(8).map(|&v| v != 0));
     let seek_penalty = flag(7);
     let trim = flag(8);
-    // SAFETY: the handle opened above.
-    unsafe { CloseHandle(h) };
     Some(StorageDevice {
         device,
         model,

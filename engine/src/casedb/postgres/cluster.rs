@@ -695,14 +695,9 @@ mod host {
     /// Stop the postmaster `child`: SIGINT (fast shutdown) when `fast`,
     /// then SIGQUIT, then SIGKILL; whether it exited.
     pub fn stop_server(child: &mut Child, _data_dir: &Path, fast: bool) -> bool {
-        let Ok(pid) = libc::pid_t::try_from(child.id()) else {
-            return false;
-        };
-        let signal = |s: libc::c_int| {
-            // SAFETY: kill has no memory preconditions; `pid` is our
-            // child, not yet reaped (so not reused).
-            unsafe { libc::kill(pid, s) };
-        };
+        // Our child, not yet reaped (so its pid is not reused).
+        let pid = child.id();
+        let signal = |s| crate::os::send_signal(pid, s, false);
         (fast && {
             signal(libc::SIGINT);
             wait_for(child, STOP_TIMEOUT)
@@ -749,13 +744,9 @@ mod host {
             } else {
                 libc::SIGKILL
             };
+            // Just read from /proc: they work in our data directory.
             for pid in left {
-                let Ok(pid) = libc::pid_t::try_from(pid) else {
-                    continue;
-                };
-                // SAFETY: no memory preconditions; the pid was just read
-                // from /proc and works in our data directory.
-                unsafe { libc::kill(pid, signal) };
+                crate::os::send_signal(pid, signal, false);
             }
             if started.elapsed() > Duration::from_secs(15) {
                 return;
