@@ -277,7 +277,7 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
     // A sparse file's holes read as zeros: its content is the generated
     // bytes with them cleared.
     if let Some(p) = &it.packing {
-        for (from, to) in p.holes(it.spec.size) {
+        for (from, to) in p.holes(it.spec.size, crate::ntfs::CLUSTER as u64) {
             g.bytes[from as usize..to as usize].fill(0);
         }
     }
@@ -436,7 +436,13 @@ pub fn generate_with_tee(
     } else {
         opts
     };
-    let vol = Volume::new(geo.clone(), opts.seed, opts.profile.clone(), &pool)?;
+    let vol = Volume::new(
+        geo.clone(),
+        opts.seed,
+        opts.profile.clone(),
+        &pool,
+        crate::layouts::for_geometry(&geo),
+    )?;
     let cluster = geo.cluster_bytes();
     let ids = Ids::new(opts.seed);
 
@@ -460,11 +466,14 @@ pub fn generate_with_tee(
                 .filter(|u| **u)
                 .count() as u64;
         } else {
-            used += plan.used_clusters(cluster);
+            used += crate::fat::layout::used_clusters(&plan, cluster);
         }
         if !geo.ntfs && next_free.is_none() {
             let eoc = geo.fat.eoc();
-            if let Some(p) = plan.fat_entries(eoc).iter().position(|&v| v == 0) {
+            if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
+                .iter()
+                .position(|&v| v == 0)
+            {
                 next_free = Some(plan.base + p as u32);
             }
         }
@@ -599,12 +608,12 @@ pub fn generate_with_tee(
             }
             let fat32 = geo.fat == FatType::Fat32;
             if !fat32 {
-                let mut root = vol.skel_dir_bytes(0, &g0);
+                let mut root = crate::fat::layout::skeleton_dir_bytes(&vol, 0, &g0);
                 root.resize(geo.root_bytes() as usize, 0);
                 sink.write(&root)?;
             }
             for &i in &skel_order {
-                let mut b = vol.skel_dir_bytes(i, &g0);
+                let mut b = crate::fat::layout::skeleton_dir_bytes(&vol, i, &g0);
                 b.resize((vol.skel[i].clusters as u64 * cluster) as usize, 0);
                 sink.write(&b)?;
             }
@@ -793,7 +802,7 @@ fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusErr
     }
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        for v in plan.fat_entries(eoc) {
+        for v in crate::fat::layout::fat_entries(&plan, eoc) {
             p.push(v);
             count += 1;
             if p.buf.len() >= 1 << 20 {
@@ -908,7 +917,7 @@ fn write_group(
                 if let std::collections::hash_map::Entry::Vacant(v) = dir_cache.entry(d) {
                     v.insert(match ntfs {
                         Some(w) => w.dir_bytes(plan, d)?,
-                        None => plan.dir_bytes(vol, d),
+                        None => crate::fat::layout::dir_bytes(plan, vol, d),
                     });
                 }
                 let bytes = dir_cache.get(&d).map(|b| b.as_slice()).unwrap_or_default();
@@ -974,8 +983,8 @@ struct DirFacts<'a> {
     path: String,
     tsk_path: String,
     name: String,
-    form: &'a crate::fat::NameForm,
-    times: crate::fat::Times,
+    form: &'a crate::names::NameForm,
+    times: crate::names::Times,
     first_cluster: u32,
     deleted: bool,
     group: u32,
@@ -990,7 +999,7 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         tsk_path: d.tsk_path,
         kind: EntryKind::Directory,
         name: d.name,
-        short_name: crate::fat::short_display(&d.form.short),
+        short_name: crate::names::short_display(&d.form.short),
         has_long_name: d.form.long.is_some(),
         size: 0,
         allocated: !d.deleted,
@@ -1037,6 +1046,8 @@ struct ManifestOut {
     first_carve: bool,
     first_area: bool,
     summary: Summary,
+    /// The batches' share of the counts (sums, made per GiB at the end).
+    batch: crate::manifest::PerGib,
     incompressible: u64,
     keywords: std::collections::BTreeSet<String>,
     dup_groups: std::collections::BTreeSet<u64>,
@@ -1068,6 +1079,7 @@ impl ManifestOut {
             first_carve: true,
             first_area: true,
             summary: Summary::default(),
+            batch: Default::default(),
             incompressible: 0,
             keywords: Default::default(),
             dup_groups: Default::default(),
@@ -1281,8 +1293,16 @@ impl ManifestOut {
         let cs = vol.geo.cluster_bytes();
         let geo = &vol.geo;
         let num = ntfs.map(|w| w.numbering(plan));
+        let used = match ntfs {
+            Some(_) => ntfs::write::used_clusters(plan)
+                .iter()
+                .filter(|u| **u)
+                .count() as u64,
+            None => crate::fat::layout::used_clusters(plan, cs),
+        };
+        self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
-        let tsk_name = |name: &str, form: &crate::fat::NameForm, deleted: bool| -> String {
+        let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {
             if ntfs.is_some() {
                 name.to_string()
             } else {
@@ -1339,6 +1359,7 @@ impl ManifestOut {
                 self.summary.deleted_directories += 1;
             } else {
                 self.summary.directories += 1;
+                self.batch.folders += 1.0;
             }
             let e = dir_entry(
                 DirFacts {
@@ -1375,6 +1396,36 @@ impl ManifestOut {
             let f = facts.get(&i).unwrap_or(&empty);
             let kind = it.spec.kind;
             self.summary.content_bytes += it.spec.size;
+            // The skeleton's own files sit directly in its folders.
+            let in_batch = !matches!(it.parent, Some(crate::plan::Parent::Skel(_)));
+            if in_batch {
+                use crate::content::Kind;
+                let b = &mut self.batch;
+                if matches!(
+                    kind,
+                    Kind::Text | Kind::Log | Kind::Html | Kind::Eml | Kind::Mbox
+                ) {
+                    b.text_bytes += it.spec.size as f64;
+                }
+                b.attachments += f.attachments.len() as f64;
+                b.messages += match kind {
+                    Kind::Eml => 1.0,
+                    Kind::Mbox => crate::content::mail::mbox_messages(it.spec.size as usize) as f64,
+                    _ => 0.0,
+                };
+                if it.residue {
+                    b.residue_items += 1.0;
+                } else if it.deleted {
+                    b.deleted_files += 1.0;
+                } else {
+                    b.files += 1.0;
+                }
+            } else if !it.deleted && !it.residue {
+                self.batch.used_bytes = self
+                    .batch
+                    .used_bytes
+                    .saturating_sub(it.clusters(cs) as u64 * cs);
+            }
             if kind.incompressible() {
                 self.incompressible += it.spec.size;
             }
@@ -1543,7 +1594,7 @@ impl ManifestOut {
                 tsk_path,
                 kind: EntryKind::File,
                 name: it.name.clone(),
-                short_name: crate::fat::short_display(&it.form.short),
+                short_name: crate::names::short_display(&it.form.short),
                 has_long_name: it.form.long.is_some(),
                 size: it.spec.size,
                 allocated: !it.deleted,
@@ -1629,6 +1680,21 @@ impl ManifestOut {
 
     fn summary_final(&mut self) -> Summary {
         let mut s = self.summary.clone();
+        let b = &self.batch;
+        if b.used_bytes > 0 {
+            let gib = b.used_bytes as f64 / (1u64 << 30) as f64;
+            let per = |x: f64| (x / gib * 10.0).round() / 10.0;
+            s.per_gib_used = Some(crate::manifest::PerGib {
+                used_bytes: b.used_bytes,
+                files: per(b.files),
+                folders: per(b.folders),
+                deleted_files: per(b.deleted_files),
+                residue_items: per(b.residue_items),
+                messages: per(b.messages),
+                attachments: per(b.attachments),
+                text_bytes: per(b.text_bytes).round(),
+            });
+        }
         s.keywords = self.keywords.len() as u64;
         s.duplicate_groups = self.dup_groups.len() as u64;
         s.incompressible_share = if s.content_bytes == 0 {

@@ -492,4 +492,33 @@ pub struct Summary {
     /// those a mailbox holds.
     #[serde(default)]
     pub messages: u64,
+    /// What the batches hold per GiB of the space they use: the same at
+    /// any disk size (the skeleton's folders and own files, a fixed part
+    /// of every disk, are left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_gib_used: Option<PerGib>,
+}
+
+/// Counts per GiB (2^30 bytes) of used space, over the batches' content.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerGib {
+    /// The space they are per: clusters of the groups in use (live files
+    /// and folders, `$MFT` fragments and index blocks on NTFS), less those
+    /// of the skeleton's own files, in bytes.
+    pub used_bytes: u64,
+    /// Live files (alternate streams not counted).
+    pub files: f64,
+    /// Live folders.
+    pub folders: f64,
+    /// Deleted files.
+    pub deleted_files: f64,
+    /// Residue items in free space.
+    pub residue_items: f64,
+    /// E-mail messages (live and deleted files).
+    pub messages: f64,
+    /// E-mail attachments (live and deleted files).
+    pub attachments: f64,
+    /// Bytes of the text kinds (text, log, HTML, e-mail, mailboxes), live
+    /// and deleted.
+    pub text_bytes: f64,
 }

@@ -8,35 +8,43 @@
 //! (to count free clusters, to emit its FAT entries, to write its data)
 //! instead of being kept: memory does not grow with the disk.
 //!
-//! Group `k ≥ 1` owns one folder in each group leaf of the skeleton (e.g.
-//! `Documents/Reports 0007`), whose name, short name, times and first
-//! cluster follow from `k` alone, so the skeleton directories listing
-//! thousands of groups are written without planning those groups. Group 0
-//! puts its files straight into the skeleton folders, so a small corpus
-//! (one group) looks like an ordinary user's disk.
+//! What a group holds is drawn in *batches*: a batch is a fixed 128 MiB
+//! stretch of the disk (larger only past 30,000 batches), drawn from
+//! (seed, batch number) alone and alike for every batch, so that a GiB of
+//! a 16 GiB corpus holds what a GiB of a 1 GiB corpus holds. A group is
+//! one batch on FAT and as many as NTFS needs to keep its `$MFT` fragments
+//! (one per group) within record 0. Batch `j` owns one folder in each
+//! group leaf of the skeleton (e.g. `Documents/Reports 0007`), whose name,
+//! short name, times and first cluster or record follow from `j` alone,
+//! so the skeleton directories listing thousands of batches are written
+//! without planning them. The skeleton's own files (the program folder,
+//! the browser history, a few Desktop and system files) are planned once,
+//! with group 0, from their own random stream.
 
 use crate::content::{Kind, Pool, Spec};
 use crate::error::CorpusError;
-use crate::fat::{self, NameForm, Record, Stamp, Times, attr};
 use crate::geometry::Geometry;
+use crate::names::{self, NameForm, Stamp, Times};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
 use crate::words;
 use std::collections::HashSet;
+use std::sync::Arc;
 
-/// Preferred allocation-group size.
-const GROUP_BYTES: u64 = 128 << 20;
-/// Most groups a volume is split into: group folders are numbered with four
-/// hex digits in their short names.
+/// Preferred batch size (the disk stretch one batch of content is drawn
+/// for).
+const BATCH_BYTES: u64 = 128 << 20;
+/// Most batches a volume is split into: their folders are numbered with
+/// four hex digits in their short names (and FAT's groups are batches).
 const MAX_GROUPS: u64 = 30_000;
 /// Largest single file.
 const MAX_FILE: u64 = 24 << 20;
-/// Group-0 entries allowed directly in one skeleton folder (bounds the
-/// skeleton region, which is sized before group 0 is planned).
-const LEAF_CAP: usize = 160;
-/// Slots one group-0 entry may take (names are kept under 39 characters).
-const MAX_SLOTS: usize = 4;
-/// Keywords a group may plant (token indexes are `k * KW_PER_GROUP + i`).
+/// The skeleton's own entries allowed directly in one skeleton folder
+/// (bounds the skeleton region, which is sized before they are planned;
+/// their names are kept under 39 characters).
+pub const LEAF_CAP: usize = 160;
+/// Keywords a batch may plant (token indexes are `(j + 1) * KW_PER_GROUP +
+/// i` for batch `j`, `i` for the skeleton's files).
 const KW_PER_GROUP: u32 = 256;
 /// First and last instants files are dated between (local time).
 const EPOCH_START: (i64, u32, u32) = (2016, 1, 4);
@@ -232,7 +240,7 @@ pub struct ItemPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packing {
     /// LZNT1-compressed: the clusters each unit occupies on disk (see
-    /// [`crate::ntfs::lznt1::store`]).
+    /// the NTFS layout's LZNT1 store).
     Compressed(Vec<u8>),
     /// Sparse: per unit, whether it holds data; a hole reads as zeros and
     /// has no clusters.
@@ -240,31 +248,33 @@ pub enum Packing {
 }
 
 impl Packing {
+    /// Clusters per unit (NTFS's compression unit, 16 clusters).
+    pub const UNIT_CLUSTERS: u64 = 16;
+
     /// Clusters of unit `u` of a `size`-byte stream (the last may be short).
-    pub fn unit_clusters(size: u64, u: usize) -> u64 {
-        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
-        let cluster = crate::ntfs::CLUSTER as u64;
+    pub fn unit_clusters(size: u64, u: usize, cluster: u64) -> u64 {
+        let unit = Self::UNIT_CLUSTERS * cluster;
         size.saturating_sub(u as u64 * unit)
             .min(unit)
             .div_ceil(cluster)
     }
 
     /// Clusters allocated on disk for a `size`-byte stream.
-    pub fn clusters(&self, size: u64) -> u32 {
+    pub fn clusters(&self, size: u64, cluster: u64) -> u32 {
         match self {
             Packing::Compressed(units) => units.iter().map(|&n| n as u32).sum(),
             Packing::Sparse(data) => data
                 .iter()
                 .enumerate()
                 .filter(|(_, d)| **d)
-                .map(|(u, _)| Self::unit_clusters(size, u) as u32)
+                .map(|(u, _)| Self::unit_clusters(size, u, cluster) as u32)
                 .sum(),
         }
     }
 
     /// Byte ranges of a sparse stream's holes (empty when compressed).
-    pub fn holes(&self, size: u64) -> Vec<(u64, u64)> {
-        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
+    pub fn holes(&self, size: u64, cluster: u64) -> Vec<(u64, u64)> {
+        let unit = Self::UNIT_CLUSTERS * cluster;
         match self {
             Packing::Compressed(_) => Vec::new(),
             Packing::Sparse(data) => data
@@ -284,9 +294,19 @@ impl ItemPlan {
             return 0;
         }
         if let Some(p) = &self.packing {
-            return p.clusters(self.spec.size);
+            return p.clusters(self.spec.size, cluster);
         }
         self.spec.size.div_ceil(cluster) as u32
+    }
+
+    /// A live, non-empty file of the user's (not the program folder's or
+    /// the operating system's): one that may be copied or marked.
+    fn user_live(&self) -> bool {
+        !self.residue
+            && !self.deleted
+            && self.spec.size > 0
+            && self.leaf != Leaf::Programs
+            && !self.leaf.is_system()
     }
 
     /// Deleted or residue content that a carver or recovery can get back
@@ -342,6 +362,59 @@ pub struct GroupPlan {
     pub mft: u32,
 }
 
+/// What a file system's layout planner tells the shared planner: how much
+/// room its own structures take, so that one logical plan is placed in
+/// clusters alike on every file system. `fat::layout` and `ntfs::layout`
+/// implement it and know nothing of each other; the planner knows neither.
+pub trait FsLayout: std::fmt::Debug + Send + Sync {
+    /// Most allocation groups a volume may have.
+    fn max_groups(&self) -> u64;
+    /// Largest file stored inside its directory record (0: none).
+    fn resident_max(&self) -> u64;
+    /// Whether each batch folder takes one of its group's first clusters,
+    /// known without planning the group (FAT: the skeleton's entry points
+    /// at it); else folders are placed like other directories.
+    fn folders_at_group_start(&self) -> bool;
+    /// Clusters skeleton folder `i` reserves for its entries: its known
+    /// children, every batch's folder and up to [`LEAF_CAP`] of the
+    /// skeleton's own files. `None`: it lies outside the data area (a
+    /// FAT12/16 root).
+    fn skeleton_dir_clusters(&self, vol: &Volume, i: usize) -> Result<Option<u32>, CorpusError>;
+    /// Clusters of a batch not given to content: its folders, or its share
+    /// of the file system's records, as estimated before its files are
+    /// known.
+    fn batch_overhead(&self, batch_clusters: u32, folders: u32) -> u32;
+    /// Which of a deleted directory's children (stored names, in order)
+    /// it keeps listed; the others become residue.
+    fn deleted_dir_keeps(&self, children: &[&NameForm], cluster: u64) -> Vec<bool>;
+    /// Clusters group directory `d` needs for its entries (0: none outside
+    /// its record).
+    fn dir_clusters(&self, dirs: &[DirPlan], items: &[ItemPlan], d: usize, cluster: u64) -> u32;
+    /// Clusters at the group's start for the file system's own records
+    /// (NTFS: the group's `$MFT` fragment), once its entries are known.
+    fn group_reserve(&self, dirs: &[DirPlan], items: &[ItemPlan]) -> u32;
+    /// Last changes to the files before placement, from their own random
+    /// stream (NTFS: compressed and sparse files).
+    fn pack(&self, vol: &Volume, k: u32, items: &mut [ItemPlan]);
+}
+
+/// A batch's folder in a group leaf, as the skeleton lists it.
+#[derive(Debug, Clone)]
+pub struct GroupFolder {
+    /// Stored name.
+    pub form: NameForm,
+    /// Timestamps.
+    pub times: Times,
+    /// The group holding the batch.
+    pub group: u32,
+    /// Place among the group's batch folders (batch, then leaf order):
+    /// they take the group's first clusters on FAT and its first records
+    /// on NTFS.
+    pub slot: u32,
+    /// Absolute first cluster (FAT).
+    pub first: u32,
+}
+
 /// The whole volume's plan: geometry, skeleton and group arithmetic.
 #[derive(Debug, Clone)]
 pub struct Volume {
@@ -359,6 +432,9 @@ pub struct Volume {
     pub group_clusters: u32,
     /// Number of groups.
     pub groups: u32,
+    /// Clusters per batch (a group of full size holds
+    /// `group_clusters / batch_clusters` batches).
+    pub batch_clusters: u32,
     /// Absolute cluster where group 0 starts.
     pub groups_start: u32,
     /// Pool member sizes the planner sizes files from.
@@ -366,6 +442,11 @@ pub struct Volume {
     /// Plan for estimates only (E01 ratio calibration): skip work that
     /// only refines cluster counts, such as compressing files.
     pub estimate_only: bool,
+    /// A Windows system disk, with its `Windows` folder (NTFS volumes are;
+    /// FAT ones are sticks and cards).
+    pub system_disk: bool,
+    /// The file system's layout planner.
+    pub layout: Arc<dyn FsLayout>,
     epoch: (u64, u64),
 }
 
@@ -434,6 +515,7 @@ impl Volume {
         seed: u64,
         profile: Profile,
         pool: &Pool,
+        layout: Arc<dyn FsLayout>,
     ) -> Result<Volume, CorpusError> {
         let mut rng = Rng::derive(seed, &[0x534B_454C]);
         let (f, l) = words::person(&mut rng);
@@ -442,20 +524,28 @@ impl Volume {
         let data_bytes = geo.clusters as u64 * cluster;
         // NTFS adds a run to $MFT per group, and $MFT's run list must fit
         // its record: fewer, larger groups.
-        let max_groups = if geo.ntfs {
-            crate::ntfs::MAX_GROUPS
-        } else {
-            MAX_GROUPS
-        };
-        let group_bytes = GROUP_BYTES.max(data_bytes.div_ceil(max_groups));
-        let group_clusters = (group_bytes / cluster).max(1) as u32;
+        let max_groups = layout.max_groups().min(MAX_GROUPS);
+        // Batches are a fixed size whatever the disk; a group is a whole
+        // number of them.
+        let batch_bytes = BATCH_BYTES.max(data_bytes.div_ceil(MAX_GROUPS));
+        let batch_clusters = (batch_bytes / cluster).max(1);
+        let per_group = data_bytes
+            .div_ceil(max_groups)
+            .div_ceil(batch_clusters * cluster)
+            .max(1);
+        let group_clusters = (batch_clusters * per_group) as u32;
+        let batch_clusters = batch_clusters as u32;
 
-        let start = days_to_secs(fat::days_from_civil(
+        let start = days_to_secs(names::days_from_civil(
             EPOCH_START.0,
             EPOCH_START.1,
             EPOCH_START.2,
         ));
-        let end = days_to_secs(fat::days_from_civil(EPOCH_END.0, EPOCH_END.1, EPOCH_END.2));
+        let end = days_to_secs(names::days_from_civil(
+            EPOCH_END.0,
+            EPOCH_END.1,
+            EPOCH_END.2,
+        ));
         let install = start - rng.range(86_400 * 20, 86_400 * 60);
 
         let mut min = [(Kind::Text, 0u64); 16];
@@ -501,7 +591,8 @@ impl Volume {
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
         let mut tree = tree;
-        if geo.ntfs {
+        let system_disk = geo.ntfs;
+        if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
             tree.push(("System32".into(), 20, Some(Leaf::System))); // 21
@@ -550,7 +641,7 @@ impl Volume {
             let mut taken: HashSet<[u8; 11]> = HashSet::new();
             for c in kids {
                 let form =
-                    fat::name_form(&skel[c].name, &|s| taken.contains(s)).ok_or_else(|| {
+                    names::name_form(&skel[c].name, &|s| taken.contains(s)).ok_or_else(|| {
                         CorpusError::Invalid("no short name for a skeleton folder".into())
                     })?;
                 taken.insert(form.short);
@@ -566,9 +657,12 @@ impl Volume {
             skel,
             group_clusters,
             groups: 1,
+            batch_clusters,
             groups_start: 2,
             pool_sizes,
             estimate_only: false,
+            system_disk,
+            layout,
             epoch: (start, end),
         };
         // Size the skeleton from an upper bound on the group count; spare
@@ -577,25 +671,13 @@ impl Volume {
         let upper = (total / group_clusters).max(1);
         vol.groups = upper;
         let mut next = 2u32;
-        let fat32 = vol.geo.fat == fat::FatType::Fat32;
         for i in 0..vol.skel.len() {
-            if i == 0 && !fat32 {
+            let Some(clusters) = vol.layout.clone().skeleton_dir_clusters(&vol, i)? else {
                 continue;
-            }
-            let clusters = if vol.geo.ntfs {
-                vol.ntfs_skel_clusters(i)?
-            } else {
-                let slots = vol.skel_slots(i);
-                (slots as u64 * 32).div_ceil(cluster).max(1) as u32
             };
             vol.skel[i].first = next;
             vol.skel[i].clusters = clusters;
             next += clusters;
-        }
-        if !fat32 && vol.skel_slots(0) as u32 > vol.geo.root_entries {
-            return Err(CorpusError::Invalid(
-                "root directory region too small".into(),
-            ));
         }
         vol.groups_start = next;
         let left = total
@@ -608,67 +690,15 @@ impl Volume {
         Ok(vol)
     }
 
-    /// Slots needed by skeleton directory `i` (an upper bound for group 0).
-    fn skel_slots(&self, i: usize) -> usize {
-        let d = &self.skel[i];
-        let mut slots = if i == 0 { 0 } else { 2 };
-        for &c in &d.children {
-            slots += fat::slots(&self.skel[c].form);
+    /// Every batch's folder in skeleton folder `i` (none unless it is a
+    /// group leaf).
+    pub fn group_folders_in(&self, i: usize) -> Vec<GroupFolder> {
+        match self.skel[i].leaf {
+            Some(leaf) if self.group_leaf_index(leaf).is_some() => (0..self.batches())
+                .filter_map(|j| self.group_folder(j, leaf))
+                .collect(),
+            _ => Vec::new(),
         }
-        if let Some(leaf) = d.leaf {
-            slots += LEAF_CAP * MAX_SLOTS;
-            if GROUP_LEAVES.iter().any(|(l, _)| *l == leaf) {
-                for k in 1..self.groups {
-                    let (name, _) = self.group_folder_name(k, leaf);
-                    slots += if name.len() <= 13 { 2 } else { 3 };
-                }
-            }
-        }
-        slots
-    }
-
-    /// Clusters reserved for skeleton folder `i`'s NTFS index: what its
-    /// known children, the largest possible group-0 share and every
-    /// group's folder need, with an eighth to spare (group 0's names are
-    /// not known yet).
-    fn ntfs_skel_clusters(&self, i: usize) -> Result<u32, CorpusError> {
-        use crate::ntfs::write::{dir_blocks, names_of};
-        let d = &self.skel[i];
-        let mut names: Vec<String> = Vec::new();
-        if i == 0 {
-            for n in [
-                "$MFT", "$MFTMirr", "$LogFile", "$Volume", "$AttrDef", ".", "$Bitmap", "$Boot",
-                "$BadClus", "$Secure", "$UpCase", "$Extend",
-            ] {
-                names.push(n.to_string());
-            }
-        }
-        for &c in &d.children {
-            let s = &self.skel[c];
-            names.extend(names_of(&s.name, &s.form).into_iter().map(|(n, _)| n));
-        }
-        if let Some(leaf) = d.leaf {
-            let longest = "x".repeat(52);
-            for _ in 0..LEAF_CAP {
-                names.push(longest.clone());
-                names.push("XXXXXX~1.XXX".to_string());
-            }
-            if self.group_leaf_index(leaf).is_some() {
-                for k in 1..self.groups {
-                    let (name, short) = self.group_folder_name(k, leaf);
-                    names.push(name);
-                    names.push(fat::short_display(&short));
-                }
-            }
-        }
-        let own = if i == 0 {
-            vec![(".".to_string(), crate::ntfs::record::NS_WIN32_AND_DOS)]
-        } else {
-            names_of(&d.name, &d.form)
-        };
-        let blocks = dir_blocks(&own, names.iter().map(|s| s.as_str()), true)
-            .map_err(|e| CorpusError::Invalid(format!("skeleton folder {}: {e}", d.path)))?;
-        Ok((blocks + blocks / 8 + 1) as u32)
     }
 
     /// Position of `leaf` among the leaves holding group folders.
@@ -678,7 +708,7 @@ impl Volume {
 
     /// The leaves holding group folders, with their folder-name stems.
     fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
-        if self.geo.ntfs {
+        if self.system_disk {
             NTFS_GROUP_LEAVES
         } else {
             GROUP_LEAVES
@@ -698,24 +728,53 @@ impl Volume {
         (base, n)
     }
 
-    /// Group `k`'s time window (seconds since 1980).
-    fn window(&self, k: u32) -> (u64, u64) {
-        let (s, e) = self.epoch;
-        let span = (e - s) / self.groups as u64;
-        (s + span * k as u64, s + span * (k as u64 + 1))
+    /// Batches of group `k`, by number: a full group holds
+    /// `group_clusters / batch_clusters`, the last as many as its clusters
+    /// make (rounded, at least one).
+    pub fn group_batches(&self, k: u32) -> std::ops::Range<u32> {
+        let per = self.group_clusters / self.batch_clusters;
+        let first = k * per;
+        if k + 1 == self.groups {
+            let (_, n) = self.group_range(k);
+            let bc = self.batch_clusters as u64;
+            let m = ((n as u64 + bc / 2) / bc).max(1) as u32;
+            first..first + m
+        } else {
+            first..first + per
+        }
     }
 
-    /// Name and short name of group `k`'s folder in `leaf` (k ≥ 1).
-    fn group_folder_name(&self, k: u32, leaf: Leaf) -> (String, [u8; 11]) {
+    /// Number of batches on the volume.
+    pub fn batches(&self) -> u32 {
+        self.group_batches(self.groups - 1).end
+    }
+
+    /// The group holding batch `j` and the batch's place in it.
+    fn batch_home(&self, j: u32) -> (u32, u32) {
+        let per = self.group_clusters / self.batch_clusters;
+        let k = (j / per).min(self.groups - 1);
+        (k, j - k * per)
+    }
+
+    /// Batch `j`'s time window (seconds since 1980): the batches follow
+    /// one another through the years the disk was used.
+    fn window(&self, j: u32) -> (u64, u64) {
+        let (s, e) = self.epoch;
+        let span = (e - s) / self.batches() as u64;
+        (s + span * j as u64, s + span * (j as u64 + 1))
+    }
+
+    /// Name and short name of batch `j`'s folder in `leaf`.
+    fn group_folder_name(&self, j: u32, leaf: Leaf) -> (String, [u8; 11]) {
         let stems = self
             .group_leaf_table()
             .iter()
             .find(|(l, _)| *l == leaf)
             .map(|(_, s)| *s)
             .unwrap_or(&["Folder"]);
-        let mut r = Rng::derive(self.seed, &[0x4746, k as u64, leaf as u64]);
+        let mut r = Rng::derive(self.seed, &[0x4746, j as u64, leaf as u64]);
         let stem = *r.pick(stems);
-        let name = format!("{stem} {k:04}");
+        let name = format!("{stem} {j:04}");
         // Windows' hashed alias shape: two letters, four hex digits, ~1.
         let mut short = [b' '; 11];
         let up: Vec<u8> = stem
@@ -724,7 +783,7 @@ impl Volume {
             .map(|c| c.to_ascii_uppercase())
             .collect();
         short[..2].copy_from_slice(&up);
-        short[2..6].copy_from_slice(format!("{:04X}", k & 0xFFFF).as_bytes());
+        short[2..6].copy_from_slice(format!("{:04X}", j & 0xFFFF).as_bytes());
         short[6] = b'~';
         short[7] = b'1';
         (name, short)
@@ -732,28 +791,32 @@ impl Volume {
 
     /// Group leaves, in the order their group folders take the group's
     /// first clusters.
-    fn group_leaves(&self) -> impl Iterator<Item = Leaf> + use<> {
+    pub fn group_leaves(&self) -> impl Iterator<Item = Leaf> + use<> {
         self.group_leaf_table().iter().map(|(l, _)| *l)
     }
 
-    /// Group `k`'s folder in `leaf`: stored name, times, first cluster.
-    pub fn group_folder(&self, k: u32, leaf: Leaf) -> Option<(NameForm, Times, u32)> {
+    /// Batch `j`'s folder in `leaf`, known without planning the batch.
+    pub fn group_folder(&self, j: u32, leaf: Leaf) -> Option<GroupFolder> {
         let idx = self.group_leaves().position(|l| l == leaf)?;
-        let (name, short) = self.group_folder_name(k, leaf);
-        let (base, _) = self.group_range(k);
-        let (w0, _) = self.window(k);
-        let mut r = Rng::derive(self.seed, &[0x4754, k as u64, leaf as u64]);
+        let (name, short) = self.group_folder_name(j, leaf);
+        let (group, b) = self.batch_home(j);
+        let (base, _) = self.group_range(group);
+        let (w0, _) = self.window(j);
+        let mut r = Rng::derive(self.seed, &[0x4754, j as u64, leaf as u64]);
         let at = w0 + r.range(0, 86_400);
         let times = times_around(&mut r, at);
-        Some((
-            NameForm {
+        let slot = b * self.group_leaves().count() as u32 + idx as u32;
+        Some(GroupFolder {
+            form: NameForm {
                 short,
                 long: Some(name),
                 nt_flags: 0,
             },
             times,
-            base + idx as u32,
-        ))
+            group,
+            slot,
+            first: base + slot,
+        })
     }
 
     /// Skeleton index of a leaf.
@@ -767,59 +830,6 @@ impl Volume {
     /// Plan group `k`.
     pub fn plan_group(&self, k: u32) -> GroupPlan {
         GroupBuilder::new(self, k).build()
-    }
-
-    /// Directory bytes of skeleton directory `i`, whole (it is at most a
-    /// few MiB even with the maximum number of groups). Group 0's plan
-    /// supplies its direct entries.
-    pub fn skel_dir_bytes(&self, i: usize, g0: &GroupPlan) -> Vec<u8> {
-        let d = &self.skel[i];
-        let mut out = Vec::new();
-        if i != 0 {
-            let parent_first = if d.parent == 0 {
-                0
-            } else {
-                self.skel[d.parent].first
-            };
-            fat::encode_dots(&mut out, d.first, parent_first, d.times);
-        }
-        for &c in &d.children {
-            let s = &self.skel[c];
-            fat::encode(
-                &mut out,
-                &Record {
-                    form: &s.form,
-                    attr: attr::DIRECTORY,
-                    cluster: s.first,
-                    size: 0,
-                    times: s.times,
-                    deleted: false,
-                },
-            );
-        }
-        for (p, child) in &g0.skel_children {
-            if *p == i {
-                g0.encode_child(&mut out, *child);
-            }
-        }
-        if let Some(leaf) = d.leaf {
-            for k in 1..self.groups {
-                if let Some((form, times, first)) = self.group_folder(k, leaf) {
-                    fat::encode(
-                        &mut out,
-                        &Record {
-                            form: &form,
-                            attr: attr::DIRECTORY,
-                            cluster: first,
-                            size: 0,
-                            times,
-                            deleted: false,
-                        },
-                    );
-                }
-            }
-        }
-        out
     }
 }
 
@@ -1036,13 +1046,25 @@ struct GroupBuilder<'a> {
     k: u32,
     base: u32,
     n: u32,
+    /// The stream being drawn from: the skeleton's files', then each
+    /// batch's, then the layout's.
     rng: Rng,
     cluster: u64,
-    window: (u64, u64),
+    /// Clusters each batch of this group is drawn for.
+    batch_n: u32,
+    /// Clusters the group's batch folders take at its start (FAT).
+    reserved: u32,
     dirs: Vec<DirPlan>,
     items: Vec<ItemPlan>,
     skel_children: Vec<(usize, Child)>,
+    // What follows belongs to the batch being drawn (or the skeleton's
+    // files), reset by `begin`.
+    /// 0 for the skeleton's files, `j + 1` for batch `j`: numbers item
+    /// keys, keyword tokens and duplicate groups apart.
+    space: u64,
+    window: (u64, u64),
     homes: Vec<(Leaf, Parent)>,
+    first_item: usize,
     kw_next: u32,
     incompressible: u64,
     compressible: u64,
@@ -1057,13 +1079,17 @@ impl<'a> GroupBuilder<'a> {
             k,
             base,
             n,
-            rng: Rng::derive(vol.seed, &[0x4752_4F55, k as u64]),
+            rng: Rng::derive(vol.seed, &[0x534B_4649]),
             cluster: vol.geo.cluster_bytes(),
-            window: vol.window(k),
+            batch_n: n / vol.group_batches(k).len().max(1) as u32,
+            reserved: 0,
             dirs: Vec::new(),
             items: Vec::new(),
             skel_children: Vec::new(),
+            space: 0,
+            window: vol.window(0),
             homes: Vec::new(),
+            first_item: 0,
             kw_next: 0,
             incompressible: 0,
             compressible: 0,
@@ -1071,13 +1097,37 @@ impl<'a> GroupBuilder<'a> {
         }
     }
 
-    /// Groups after the first have folders only in the group leaves; their
-    /// Desktop and browser-profile files go to Documents instead.
+    /// Start drawing batch `j` (`None`: the skeleton's own files) from its
+    /// own stream, so that a batch is the same whichever group holds it.
+    fn begin(&mut self, batch: Option<u32>) {
+        let vol = self.vol;
+        match batch {
+            Some(j) => {
+                self.rng = Rng::derive(vol.seed, &[0x4241_5443, j as u64]);
+                self.space = j as u64 + 1;
+                self.window = vol.window(j);
+            }
+            None => {
+                self.rng = Rng::derive(vol.seed, &[0x534B_4649]);
+                self.space = 0;
+                self.window = vol.window(0);
+            }
+        }
+        self.homes.clear();
+        self.first_item = self.items.len();
+        self.kw_next = 0;
+        self.incompressible = 0;
+        self.compressible = 0;
+        self.dup_next = 0;
+    }
+
+    /// Batches have folders only in the group leaves; their Desktop and
+    /// browser-profile files go to Documents instead, and system files
+    /// arrive with updates, in the component store.
     fn leaf_for(&self, leaf: Leaf) -> Leaf {
-        if self.k == 0 || self.vol.group_leaf_index(leaf).is_some() {
+        if self.vol.group_leaf_index(leaf).is_some() {
             leaf
         } else if leaf == Leaf::System {
-            // Later system files arrive with updates, in the component store.
             Leaf::WinSxS
         } else {
             Leaf::Documents
@@ -1181,7 +1231,9 @@ impl<'a> GroupBuilder<'a> {
 
     fn pick_size(&mut self, kind: Kind, room: u64) -> Option<(u64, u32)> {
         let sizes = &self.vol.pool_sizes;
-        let max = MAX_FILE.min(self.n as u64 * self.cluster / 12).min(room);
+        let max = MAX_FILE
+            .min(self.batch_n as u64 * self.cluster / 12)
+            .min(room);
         if kind == Kind::Sqlite {
             let fitting: Vec<(usize, u64)> = sizes
                 .sqlite
@@ -1205,14 +1257,60 @@ impl<'a> GroupBuilder<'a> {
             return None;
         }
         let size = self.rng.log_uniform(lo.max(1), hi.min(max).max(lo.max(1)));
-        // Images vary the largest pool member that leaves room for the
-        // variation (the generator needs at least 64 bytes of it).
-        let variant = sizes
+        Some((size, self.variant_for(kind, size)))
+    }
+
+    /// The size of a cell's next file with `left` bytes of its quota: the
+    /// kind's own draw, trimmed to what is left when it passes the quota
+    /// and the rest is a size the kind has, else kept whole with
+    /// probability left / size (so a quota is met on average); the cell is
+    /// closed (`left` = 0) either way. `None`: nothing fits.
+    fn quota_size(
+        &mut self,
+        leaf: Leaf,
+        kind: Kind,
+        room: u64,
+        left: &mut u64,
+    ) -> Option<(u64, u32)> {
+        let drawn = if leaf.is_system() {
+            let (lo, hi) = scaled(SYSTEM_SIZES, self.vol.profile.size_scale);
+            let lo = lo.max(self.vol.pool_sizes.min(kind));
+            let hi = hi.min(room);
+            if lo > hi {
+                return None;
+            }
+            (self.rng.log_uniform(lo, hi), 0)
+        } else {
+            self.pick_size(kind, room)?
+        };
+        if drawn.0 <= *left {
+            return Some(drawn);
+        }
+        let quota = std::mem::take(left);
+        let lo = if leaf.is_system() {
+            scaled(SYSTEM_SIZES, self.vol.profile.size_scale).0
+        } else {
+            scaled(size_range(kind), self.vol.profile.size_scale).0
+        }
+        .max(self.vol.pool_sizes.min(kind))
+        .max(1);
+        if kind != Kind::Sqlite && quota >= lo {
+            return Some((quota, self.variant_for(kind, quota)));
+        }
+        let keep = quota as f64 / drawn.0.max(1) as f64;
+        self.rng.chance(keep).then_some(drawn)
+    }
+
+    /// The pool member an image of `size` bytes varies: the largest that
+    /// leaves room for the variation (the generator needs at least 64
+    /// bytes of it).
+    fn variant_for(&self, kind: Kind, size: u64) -> u32 {
+        self.vol
+            .pool_sizes
             .members(kind)
             .iter()
             .rposition(|m| m + 64 <= size)
-            .unwrap_or(0) as u32;
-        Some((size, variant))
+            .unwrap_or(0) as u32
     }
 
     fn new_item(
@@ -1228,7 +1326,11 @@ impl<'a> GroupBuilder<'a> {
         let times = times_around(&mut self.rng, t);
         let key = derive_key(
             self.vol.seed,
-            &[0x4954_454D, self.k as u64, self.items.len() as u64],
+            &[
+                0x4954_454D,
+                self.space,
+                (self.items.len() - self.first_item) as u64,
+            ],
         );
         if kind.incompressible() {
             self.incompressible += size;
@@ -1236,7 +1338,7 @@ impl<'a> GroupBuilder<'a> {
             self.compressible += size;
         }
         let slack_random = self.rng.below(2) == 0;
-        let resident = self.vol.geo.ntfs && size > 0 && size <= crate::ntfs::RESIDENT_MAX;
+        let resident = size > 0 && size <= self.vol.layout.resident_max();
         self.items.push(ItemPlan {
             name,
             form: Self::blank(),
@@ -1271,226 +1373,26 @@ impl<'a> GroupBuilder<'a> {
     fn build(mut self) -> GroupPlan {
         let vol = self.vol;
         let k = self.k;
-        let cluster = self.cluster;
-        // Group folders take the group's first clusters, in leaf order.
-        let mut reserved = 0u32;
+        // The skeleton's own files come with group 0, before its batches,
+        // and take the first batch's room.
+        let mut skeleton_used = 0;
         if k == 0 {
-            for (i, s) in vol.skel.iter().enumerate() {
-                if let Some(leaf) = s.leaf {
-                    self.homes.push((leaf, Parent::Skel(i)));
-                }
-            }
-            // A few ordinary sub-folders, as any user has.
-            for (leaf, name) in [
-                (Leaf::Documents, "Work"),
-                (Leaf::Documents, "Personal"),
-                (Leaf::Pictures, "Camera Roll"),
-                (Leaf::Cache, "Cache_Data"),
-                (Leaf::Downloads, "Programs"),
-            ] {
-                let p = Parent::Skel(vol.leaf_index(leaf));
-                let d = self.add_dir(name.to_string(), p, leaf, false, false);
-                self.homes.push((leaf, Parent::Dir(d)));
-            }
-            self.homes
-                .retain(|(l, p)| !(*l == Leaf::Cache && matches!(p, Parent::Skel(_))));
-        } else {
-            for leaf in vol.group_leaves() {
-                let p = Parent::Skel(vol.leaf_index(leaf));
-                let d = self.add_dir(String::new(), p, leaf, false, true);
-                if let Some((form, times, _)) = vol.group_folder(k, leaf) {
-                    self.dirs[d].name = form.long.clone().unwrap_or_default();
-                    self.dirs[d].form = form;
-                    self.dirs[d].times = times;
-                }
-                // On FAT the folder's first cluster is fixed (the skeleton
-                // points at it); on NTFS the skeleton points at its record.
-                if !vol.geo.ntfs {
-                    self.dirs[d].runs.push(Run {
-                        start: reserved,
-                        len: 1,
-                    });
-                    reserved += 1;
-                }
-                self.homes.push((leaf, Parent::Dir(d)));
-                if matches!(leaf, Leaf::Documents | Leaf::Pictures) && self.rng.below(2) == 0 {
-                    let name = format!(
-                        "{} {}",
-                        words::zipf_word(&mut self.rng),
-                        self.rng.range(1, 99)
-                    );
-                    let nd = self.add_dir(name, Parent::Dir(d), leaf, false, false);
-                    self.homes.push((leaf, Parent::Dir(nd)));
-                }
-            }
+            skeleton_used = self.skeleton_files();
         }
-        let prof = vol.profile.clone();
-        // NTFS: an estimate of the group's $MFT fragment, sized exactly
-        // once the files are known.
-        let mft_estimate = if vol.geo.ntfs { self.n / 64 } else { 0 };
-        let avail = self.n.saturating_sub(reserved + mft_estimate) as u64;
-        let budget = (avail as f64 * prof.fill) as u64;
-        let mut used = 0u64;
-
-        // Group 0 installs the program folder's files first: known files.
-        if k == 0 {
-            let prog = Parent::Skel(vol.leaf_index(Leaf::Programs));
-            for j in 0..self.rng.range(4, 9) {
-                let kind = if j == 0 { Kind::Text } else { Kind::Exe };
-                let room = (budget.saturating_sub(used)) * cluster / 4;
-                if let Some((size, v)) = self.pick_size(kind, room) {
-                    let i = self.new_item(Leaf::Programs, kind, size, v, Some(prog));
-                    self.items[i].known = true;
-                    used += self.items[i].clusters(cluster) as u64;
-                }
-            }
-            // One browser history database.
-            let room = (budget.saturating_sub(used)) * cluster / 4;
-            if let Some((size, v)) = self.pick_size(Kind::Sqlite, room) {
-                let b = Parent::Skel(vol.leaf_index(Leaf::Browser));
-                let i = self.new_item(Leaf::Browser, Kind::Sqlite, size, v, Some(b));
-                used += self.items[i].clusters(cluster) as u64;
-            }
+        for j in vol.group_batches(k) {
+            self.draw_batch(j, skeleton_used);
+            skeleton_used = 0;
         }
-
-        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share);
-        if vol.geo.ntfs {
-            weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
-        }
-        let leaf_w: Vec<f64> = weights.iter().map(|(_, w)| *w).collect();
-        let mut misses = 0;
-        while used < budget && misses < 50 {
-            let pick = weights[self.rng.weighted(&leaf_w)].0;
-            let leaf = self.leaf_for(pick);
-            let kind = self.pick_kind(leaf);
-            let room = (budget - used) * cluster;
-            if leaf.is_system() {
-                // The operating system's files: live, known, small.
-                let (sys_lo, sys_hi) = scaled(SYSTEM_SIZES, prof.size_scale);
-                let max = sys_hi.min(room);
-                let lo = sys_lo.max(self.vol.pool_sizes.min(kind));
-                if lo > max {
-                    misses += 1;
-                    continue;
-                }
-                let size = self.rng.log_uniform(lo, max);
-                let parent = self.home(leaf);
-                let i = self.new_item(leaf, kind, size, 0, Some(parent));
-                self.items[i].known = true;
-                used += self.items[i].clusters(cluster) as u64;
-                continue;
-            }
-            let Some((size, variant)) = self.pick_size(kind, room) else {
-                misses += 1;
-                continue;
-            };
-            // Deleted directory with a few deleted files.
-            if self.rng.chance(prof.deleted_dirs_per_100 / 100.0) {
-                let parent = self.home(leaf);
-                let name = format!(
-                    "{} {}",
-                    words::zipf_word(&mut self.rng),
-                    self.rng.range(1, 999)
-                );
-                let d = self.add_dir(name, parent, leaf, true, false);
-                used += 1;
-                for _ in 0..self.rng.range(1, 3) {
-                    let kind = self.pick_kind(leaf);
-                    let room = (budget.saturating_sub(used)) * cluster;
-                    if let Some((size, v)) = self.pick_size(kind, room) {
-                        let i = self.new_item(leaf, kind, size, v, Some(Parent::Dir(d)));
-                        self.items[i].deleted = true;
-                        self.items[i].in_deleted_dir = true;
-                        used += self.items[i].clusters(cluster) as u64;
-                    }
-                }
-                continue;
-            }
-            if self.rng.chance(prof.residue_share) && kind.carvable() {
-                let i = self.new_item(leaf, kind, size.max(1), variant, None);
-                self.items[i].residue = true;
-                used += self.items[i].clusters(cluster) as u64;
-                continue;
-            }
-            let parent = self.home(leaf);
-            // Planted duplicate of an earlier live file.
-            if self.rng.chance(prof.duplicate_share) {
-                let cands: Vec<usize> = (0..self.items.len())
-                    .filter(|&j| {
-                        let it = &self.items[j];
-                        !it.residue
-                            && !it.deleted
-                            && it.spec.size > 0
-                            && it.leaf != Leaf::Programs
-                            && !it.leaf.is_system()
-                    })
-                    .collect();
-                if !cands.is_empty() {
-                    let j = *self.rng.pick(&cands);
-                    let group = match self.items[j].dup_group {
-                        Some(g) => g,
-                        None => {
-                            let g = ((k as u64) << 20) | self.dup_next;
-                            self.dup_next += 1;
-                            self.items[j].dup_group = Some(g);
-                            g
-                        }
-                    };
-                    let src = self.items[j].clone();
-                    let i = self.new_item(
-                        leaf,
-                        src.spec.kind,
-                        src.spec.size,
-                        src.spec.variant,
-                        Some(parent),
-                    );
-                    let ext = src.spec.kind.ext();
-                    if !ext.is_empty() && !self.items[i].name.to_ascii_lowercase().ends_with(ext) {
-                        let n = format!("{} copy.{ext}", self.items[i].name);
-                        self.items[i].name = n;
-                    }
-                    self.items[i].spec = src.spec.clone();
-                    self.items[i].dup_group = Some(group);
-                    self.items[i].known = src.known;
-                    self.items[i].notable = src.notable;
-                    used += self.items[i].clusters(cluster) as u64;
-                    continue;
-                }
-            }
-            let i = self.new_item(leaf, kind, size, variant, Some(parent));
-            let it = &mut self.items[i];
-            if self.rng.chance(prof.deleted_share) {
-                it.deleted = true;
-            }
-            if self.rng.chance(prof.notable_share) {
-                it.notable = true;
-            } else if self.rng.chance(prof.known_share) {
-                it.known = true;
-            }
-            used += self.items[i].clusters(cluster) as u64;
-        }
-        // A few empty files (a fresh "New Text Document.txt").
-        if self.rng.below(2) == 0 {
-            let leaf = self.leaf_for(Leaf::Desktop);
-            let p = self.home(leaf);
-            let i = self.new_item(leaf, Kind::Text, 0, 0, Some(p));
-            self.items[i].name = "New Text Document.txt".into();
-        }
-
-        self.guarantee();
-        self.plant_keywords();
         self.finish_names();
         self.trim_deleted_dirs();
-        if vol.geo.ntfs && !vol.estimate_only {
-            self.pack_some();
+        if !vol.estimate_only {
+            vol.layout.pack(vol, k, &mut self.items);
         }
-        let mut mft = 0;
-        if vol.geo.ntfs {
-            let records =
-                self.dirs.len() as u64 + self.items.iter().filter(|i| !i.residue).count() as u64;
-            mft = crate::ntfs::write::fragment_clusters(records) as u32;
-            reserved = mft;
-        }
+        let mft = vol.layout.group_reserve(&self.dirs, &self.items);
+        let reserved = self.reserved + mft;
+        // Placement has its own stream: what a batch holds does not
+        // depend on where it lands.
+        self.rng = Rng::derive(vol.seed, &[0x4C41_594F, k as u64]);
         let extents = self.layout(reserved);
         GroupPlan {
             k,
@@ -1504,70 +1406,364 @@ impl<'a> GroupBuilder<'a> {
         }
     }
 
-    /// NTFS: store a share of the live text and log files compressed, as a
-    /// user's "compress contents to save disk space" folders or an
-    /// application's logs are, and a share of large containers sparse.
-    /// Chosen from their own random stream (the rest of the plan is
-    /// unchanged) once content is final (keywords planted); a compressed
-    /// file's content is generated here to know each unit's stored size,
-    /// which the layout needs.
-    fn pack_some(&mut self) {
-        let share = self.vol.profile.compressed_share;
-        let mut rng = Rng::derive(self.vol.seed, &[0x4C5A_4E54, self.k as u64]);
+    /// Clusters of content a batch holds: its share of the clusters, less
+    /// what its folders (FAT) or its share of the file system's records
+    /// (NTFS, estimated) take.
+    fn batch_budget(&self) -> u64 {
+        let vol = self.vol;
+        let own = vol
+            .layout
+            .batch_overhead(self.batch_n, vol.group_leaves().count() as u32);
+        let avail = self.batch_n.saturating_sub(own) as u64;
+        (avail as f64 * vol.profile.fill) as u64
+    }
+
+    /// The skeleton's own files, planned once: the program folder's (known
+    /// files), the browser's history database, a few Desktop files and, on
+    /// NTFS, the system folder's. Returns the clusters they take.
+    fn skeleton_files(&mut self) -> u64 {
+        self.begin(None);
+        let vol = self.vol;
         let cluster = self.cluster;
-        for it in &mut self.items {
-            let eligible = share > 0.0
-                && matches!(it.spec.kind, Kind::Text | Kind::Log)
-                && !it.deleted
-                && !it.residue
-                && !it.resident
-                && it.dup_group.is_none()
-                && it.spec.size >= 2 * cluster;
-            if !eligible || !rng.chance(share) {
-                continue;
+        // Each file has at most a 16th of a batch's content, and all of
+        // them a quarter (a small disk is not all program files).
+        let budget = self.batch_budget();
+        let room = budget * cluster / 16;
+        let cap = budget / 4;
+        let mut used = 0u64;
+        let prog = Parent::Skel(vol.leaf_index(Leaf::Programs));
+        for j in 0..self.rng.range(4, 9) {
+            let kind = if j == 0 { Kind::Text } else { Kind::Exe };
+            if used >= cap {
+                break;
             }
-            let Some(bytes) = crate::content::generate_text(&it.spec) else {
-                continue;
-            };
-            let stored = crate::ntfs::lznt1::store(&bytes);
-            // Only where it saves space, as NTFS keeps such units raw.
-            if stored.bytes.len() as u64 >= it.spec.size.div_ceil(cluster) * cluster {
-                continue;
+            if let Some((size, v)) = self.pick_size(kind, room) {
+                let i = self.new_item(Leaf::Programs, kind, size, v, Some(prog));
+                self.items[i].known = true;
+                used += self.items[i].clusters(cluster) as u64;
             }
-            it.packing = Some(Packing::Compressed(stored.units));
         }
-        // Sparse files: downloads in progress (a torrent client's
-        // preallocated file, pieces still missing) and disk images; their
-        // first and last units hold data (headers, trailers), a share of
-        // the others are holes.
-        let share = self.vol.profile.sparse_share;
-        if share <= 0.0 {
-            return;
+        if let Some((size, v)) = self.pick_size(Kind::Sqlite, room) {
+            let b = Parent::Skel(vol.leaf_index(Leaf::Browser));
+            let i = self.new_item(Leaf::Browser, Kind::Sqlite, size, v, Some(b));
+            used += self.items[i].clusters(cluster) as u64;
         }
-        let unit = crate::ntfs::lznt1::UNIT_BYTES as u64;
-        for it in &mut self.items {
-            let eligible = it.spec.kind == Kind::Container
-                && it.packing.is_none()
-                && !it.deleted
-                && !it.residue
-                && it.dup_group.is_none()
-                && !it.known
-                && !it.notable
-                && it.spec.keywords.is_empty()
-                && it.spec.size >= 4 * unit;
-            if !eligible || !rng.chance(share) {
-                continue;
+        let desktop = Parent::Skel(vol.leaf_index(Leaf::Desktop));
+        for _ in 0..self.rng.range(2, 7) {
+            let kind = self.pick_kind(Leaf::Desktop);
+            if used >= cap {
+                break;
             }
-            let units = it.spec.size.div_ceil(unit) as usize;
-            let missing = 0.2 + 0.6 * rng.unit();
-            let data: Vec<bool> = (0..units)
-                .map(|u| u == 0 || u + 1 == units || !rng.chance(missing))
+            if let Some((size, v)) = self.pick_size(kind, room) {
+                let i = self.new_item(Leaf::Desktop, kind, size, v, Some(desktop));
+                used += self.items[i].clusters(cluster) as u64;
+            }
+        }
+        if vol.system_disk {
+            let system = Parent::Skel(vol.leaf_index(Leaf::System));
+            let (lo, hi) = scaled(SYSTEM_SIZES, vol.profile.size_scale);
+            for _ in 0..self.rng.range(16, 41) {
+                let kind = self.pick_kind(Leaf::System);
+                if used >= cap {
+                    break;
+                }
+                let lo = lo.max(vol.pool_sizes.min(kind));
+                if lo > hi {
+                    continue;
+                }
+                let size = self.rng.log_uniform(lo, hi);
+                let i = self.new_item(Leaf::System, kind, size, 0, Some(system));
+                self.items[i].known = true;
+                used += self.items[i].clusters(cluster) as u64;
+            }
+        }
+        self.plant_keywords();
+        used
+    }
+
+    /// Draw batch `j`: its folder in each group leaf, then files until its
+    /// share of the clusters (less `taken`, already used in its stretch)
+    /// is used.
+    fn draw_batch(&mut self, j: u32, taken: u64) {
+        self.begin(Some(j));
+        let vol = self.vol;
+        let cluster = self.cluster;
+        for leaf in vol.group_leaves() {
+            let p = Parent::Skel(vol.leaf_index(leaf));
+            let d = self.add_dir(String::new(), p, leaf, false, true);
+            if let Some(f) = vol.group_folder(j, leaf) {
+                self.dirs[d].name = f.form.long.clone().unwrap_or_default();
+                self.dirs[d].form = f.form;
+                self.dirs[d].times = f.times;
+            }
+            // On FAT the folder's first cluster is fixed (the skeleton
+            // points at it); on NTFS the skeleton points at its record.
+            if vol.layout.folders_at_group_start() {
+                self.dirs[d].runs.push(Run {
+                    start: self.reserved,
+                    len: 1,
+                });
+                self.reserved += 1;
+            }
+            self.homes.push((leaf, Parent::Dir(d)));
+            if matches!(leaf, Leaf::Documents | Leaf::Pictures) && self.rng.below(2) == 0 {
+                let name = format!(
+                    "{} {}",
+                    words::zipf_word(&mut self.rng),
+                    self.rng.range(1, 99)
+                );
+                let nd = self.add_dir(name, Parent::Dir(d), leaf, false, false);
+                self.homes.push((leaf, Parent::Dir(nd)));
+            }
+        }
+        // The batch's folders (FAT) and, on NTFS, an estimate of its share
+        // of the group's $MFT fragment (sized exactly once the files are
+        // known) are not content.
+        let budget = self.batch_budget().saturating_sub(taken);
+        let mut used = 0u64;
+
+        // Each (leaf, kind) has its quota of the batch's bytes, drawn in
+        // a random order weighted by what is left of each: a batch's mix
+        // (and so its messages, members and text per GiB) is the same in
+        // every batch, not left to a few large mailboxes or archives.
+        let cells = self.cells();
+        let mut left: Vec<u64> = cells
+            .iter()
+            .map(|c| (c.2 * (budget * cluster) as f64) as u64)
+            .collect();
+        // Each cell draws from its own stream, so that a larger budget
+        // gives the same files and more (the E01 calibration bisects on
+        // it); the order cells take turns in is the batch's.
+        let mut streams: Vec<Rng> = (0..cells.len())
+            .map(|c| Rng::derive(vol.seed, &[0x4345_4C4C, j as u64, c as u64]))
+            .collect();
+        while used < budget {
+            let weights: Vec<f64> = cells
+                .iter()
+                .zip(&left)
+                .map(|(c, l)| if *l > 0 { c.2 } else { 0.0 })
                 .collect();
-            if data.iter().all(|d| *d) {
-                continue;
+            if weights.iter().all(|w| *w <= 0.0) {
+                break;
             }
-            it.packing = Some(Packing::Sparse(data));
+            let c = self.rng.weighted(&weights);
+            let (leaf, kind, _) = cells[c];
+            let room = (budget - used) * cluster;
+            std::mem::swap(&mut self.rng, &mut streams[c]);
+            used += self.draw_one(leaf, kind, room, &mut left[c], budget, used);
+            std::mem::swap(&mut self.rng, &mut streams[c]);
         }
+        // A few empty files (a fresh "New Text Document.txt").
+        if self.rng.below(2) == 0 {
+            let leaf = self.leaf_for(Leaf::Desktop);
+            let p = self.home(leaf);
+            let i = self.new_item(leaf, Kind::Text, 0, 0, Some(p));
+            self.items[i].name = "New Text Document.txt".into();
+        }
+
+        self.guarantee();
+        self.plant_keywords();
+    }
+
+    /// One pick of cell (`leaf`, `kind`) with `left` bytes of its quota:
+    /// a file (live, deleted, a copy or residue) or a deleted folder with a
+    /// few files. Returns the clusters taken.
+    fn draw_one(
+        &mut self,
+        leaf: Leaf,
+        kind: Kind,
+        room: u64,
+        left: &mut u64,
+        budget: u64,
+        used: u64,
+    ) -> u64 {
+        let prof = self.vol.profile.clone();
+        let cluster = self.cluster;
+        let mut got = 0u64;
+        let Some((size, variant)) = self.quota_size(leaf, kind, room, left) else {
+            *left = 0;
+            return 0;
+        };
+        if leaf.is_system() {
+            // The operating system's files: live, known, small.
+            let parent = self.home(leaf);
+            let i = self.new_item(leaf, kind, size, 0, Some(parent));
+            self.items[i].known = true;
+            got += self.charge(i, left);
+            return got;
+        }
+        // Deleted directory with a few deleted files.
+        if self.rng.chance(prof.deleted_dirs_per_100 / 100.0) {
+            let parent = self.home(leaf);
+            let name = format!(
+                "{} {}",
+                words::zipf_word(&mut self.rng),
+                self.rng.range(1, 999)
+            );
+            let d = self.add_dir(name, parent, leaf, true, false);
+            got += 1;
+            *left = left.saturating_sub(cluster);
+            for _ in 0..self.rng.range(1, 3) {
+                let kind = self.pick_kind(leaf);
+                let room = budget.saturating_sub(used + got) * cluster;
+                if let Some((size, v)) = self.pick_size(kind, room) {
+                    let i = self.new_item(leaf, kind, size, v, Some(Parent::Dir(d)));
+                    self.items[i].deleted = true;
+                    self.items[i].in_deleted_dir = true;
+                    got += self.charge(i, left);
+                }
+            }
+            return got;
+        }
+        if self.rng.chance(prof.residue_share) && kind.carvable() {
+            let i = self.new_item(leaf, kind, size.max(1), variant, None);
+            self.items[i].residue = true;
+            got += self.charge(i, left);
+            return got;
+        }
+        let parent = self.home(leaf);
+        // Planted duplicate of an earlier live file.
+        if self.rng.chance(prof.duplicate_share) {
+            let cands: Vec<usize> = (self.first_item..self.items.len())
+                .filter(|&j| self.items[j].user_live())
+                .collect();
+            if !cands.is_empty() {
+                let j = *self.rng.pick(&cands);
+                let group = match self.items[j].dup_group {
+                    Some(g) => g,
+                    None => {
+                        let g = (self.space << 20) | self.dup_next;
+                        self.dup_next += 1;
+                        self.items[j].dup_group = Some(g);
+                        g
+                    }
+                };
+                let i = self.copy_of(j, group, leaf, parent);
+                let ext = self.items[i].spec.kind.ext();
+                if !ext.is_empty() && !self.items[i].name.to_ascii_lowercase().ends_with(ext) {
+                    let n = format!("{} copy.{ext}", self.items[i].name);
+                    self.items[i].name = n;
+                }
+                got += self.charge(i, left);
+                return got;
+            }
+        }
+        let i = self.new_item(leaf, kind, size, variant, Some(parent));
+        let it = &mut self.items[i];
+        if self.rng.chance(prof.deleted_share) {
+            it.deleted = true;
+        }
+        if self.rng.chance(prof.notable_share) {
+            it.notable = true;
+        } else if self.rng.chance(prof.known_share) {
+            it.known = true;
+        }
+        got += self.charge(i, left);
+        got
+    }
+
+    /// A copy of item `j` (same content, in duplicate group `group`) in
+    /// `leaf` under `parent`, named as a new file there.
+    fn copy_of(&mut self, j: usize, group: u64, leaf: Leaf, parent: Parent) -> usize {
+        let src = self.items[j].clone();
+        let i = self.new_item(
+            leaf,
+            src.spec.kind,
+            src.spec.size,
+            src.spec.variant,
+            Some(parent),
+        );
+        let it = &mut self.items[i];
+        it.spec = src.spec;
+        it.dup_group = Some(group);
+        it.known = src.known;
+        it.notable = src.notable;
+        i
+    }
+
+    /// Clusters item `i` takes, its bytes (at least a cluster's worth when
+    /// not resident) taken from a quota.
+    fn charge(&self, i: usize, quota: &mut u64) -> u64 {
+        let clusters = self.items[i].clusters(self.cluster) as u64;
+        let bytes = (clusters * self.cluster).max(self.items[i].spec.size);
+        *quota = quota.saturating_sub(bytes.max(1));
+        clusters
+    }
+
+    /// The batch's (leaf, kind) cells with their shares of its content
+    /// bytes: each leaf's share of new files times its kinds' shares times
+    /// their mean sizes, with incompressible kinds' bytes scaled to the
+    /// profile's target share.
+    fn cells(&self) -> Vec<(Leaf, Kind, f64)> {
+        let vol = self.vol;
+        let prof = &vol.profile;
+        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share);
+        if vol.system_disk {
+            weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
+        }
+        let max = MAX_FILE.min(self.batch_n as u64 * self.cluster / 12);
+        let mut cells: Vec<(Leaf, Kind, f64)> = Vec::new();
+        let total_w: f64 = weights.iter().map(|(_, w)| w).sum();
+        for (pick, w) in weights {
+            let leaf = self.leaf_for(pick);
+            let kinds = leaf_kinds(leaf);
+            let kind_w: f64 = kinds.iter().map(|(_, x)| x).sum();
+            for (kind, kw) in kinds {
+                let (lo, hi) = if leaf.is_system() {
+                    scaled(SYSTEM_SIZES, prof.size_scale)
+                } else {
+                    scaled(size_range(*kind), prof.size_scale)
+                };
+                let mean = if *kind == Kind::Sqlite {
+                    let fit: Vec<u64> = vol
+                        .pool_sizes
+                        .sqlite
+                        .iter()
+                        .copied()
+                        .filter(|s| *s <= max)
+                        .collect();
+                    fit.iter().sum::<u64>() as f64 / fit.len().max(1) as f64
+                } else {
+                    let lo = lo.max(vol.pool_sizes.min(*kind)).max(1) as f64;
+                    let hi = (hi.min(max) as f64).max(lo);
+                    if hi > lo {
+                        (hi - lo) / (hi / lo).ln()
+                    } else {
+                        lo
+                    }
+                };
+                let share = w / total_w * kw / kind_w * mean;
+                match cells.iter_mut().find(|c| c.0 == leaf && c.1 == *kind) {
+                    Some(c) => c.2 += share,
+                    None => cells.push((leaf, *kind, share)),
+                }
+            }
+        }
+        // The target incompressible share is of all content bytes; the
+        // operating system's files (all compressible) keep their share and
+        // the user's kinds are scaled to reach it.
+        let sum = |f: &dyn Fn(&(Leaf, Kind, f64)) -> bool| -> f64 {
+            cells.iter().filter(|c| f(c)).map(|c| c.2).sum()
+        };
+        let inc = sum(&|c| !c.0.is_system() && c.1.incompressible());
+        let comp = sum(&|c| !c.0.is_system() && !c.1.incompressible());
+        let all = sum(&|_| true);
+        let want = (prof.incompressible_share * all).min(0.95 * (inc + comp));
+        if inc > 0.0 && comp > 0.0 {
+            let users = inc + comp;
+            for c in cells.iter_mut().filter(|c| !c.0.is_system()) {
+                c.2 *= if c.1.incompressible() {
+                    want / inc
+                } else {
+                    (users - want) / comp
+                };
+            }
+        }
+        let total: f64 = cells.iter().map(|c| c.2).sum();
+        for c in &mut cells {
+            c.2 /= total.max(f64::MIN_POSITIVE);
+        }
+        cells
     }
 
     /// Make sure every group, however small, has at least one of each
@@ -1575,39 +1771,31 @@ impl<'a> GroupBuilder<'a> {
     /// folder, and a duplicate pair (so tests on small corpora always see
     /// them).
     fn guarantee(&mut self) {
-        let live: Vec<usize> = (0..self.items.len())
-            .filter(|&i| {
-                let it = &self.items[i];
-                !it.residue
-                    && !it.deleted
-                    && it.spec.size > 0
-                    && it.leaf != Leaf::Programs
-                    && !it.leaf.is_system()
-                    && it.dup_group.is_none()
-            })
+        let live: Vec<usize> = (self.first_item..self.items.len())
+            .filter(|&i| self.items[i].user_live() && self.items[i].dup_group.is_none())
             .collect();
         if live.len() < 4 {
             return;
         }
-        if !self.items.iter().any(|i| i.notable) {
+        let batch = self.first_item..self.items.len();
+        if !self.items[batch.clone()].iter().any(|i| i.notable) {
             let i = live[self.rng.below(live.len() as u64) as usize];
             self.items[i].notable = true;
             self.items[i].known = false;
         }
-        if !self
-            .items
+        if !self.items[batch.clone()]
             .iter()
             .any(|i| i.known && i.leaf != Leaf::Programs && !i.leaf.is_system())
             && let Some(&i) = live.iter().find(|&&i| !self.items[i].notable)
         {
             self.items[i].known = true;
         }
-        if !self.items.iter().any(|i| i.dup_group.is_some())
+        if !self.items[batch].iter().any(|i| i.dup_group.is_some())
             && let Some(&j) = live
                 .iter()
-                .find(|&&i| self.items[i].spec.size < self.n as u64 * self.cluster / 40)
+                .find(|&&i| self.items[i].spec.size < self.batch_n as u64 * self.cluster / 40)
         {
-            let g = ((self.k as u64) << 20) | self.dup_next;
+            let g = (self.space << 20) | self.dup_next;
             self.dup_next += 1;
             self.items[j].dup_group = Some(g);
             let src = self.items[j].clone();
@@ -1618,23 +1806,12 @@ impl<'a> GroupBuilder<'a> {
             };
             let leaf = self.leaf_for(leaf);
             let parent = self.home(leaf);
-            let i = self.new_item(
-                leaf,
-                src.spec.kind,
-                src.spec.size,
-                src.spec.variant,
-                Some(parent),
-            );
-            let ext = src.spec.kind.ext();
-            self.items[i].name = if ext.is_empty() {
+            let i = self.copy_of(j, g, leaf, parent);
+            self.items[i].name = if src.spec.kind.ext().is_empty() {
                 format!("{} copy", src.name)
             } else {
                 format!("Copy of {}", src.name)
             };
-            self.items[i].spec = src.spec.clone();
-            self.items[i].dup_group = Some(g);
-            self.items[i].known = src.known;
-            self.items[i].notable = src.notable;
         }
     }
 
@@ -1647,7 +1824,7 @@ impl<'a> GroupBuilder<'a> {
         let mut have_deleted = false;
         let mut have_straddle = false;
         let mut kinds_done: HashSet<Kind> = HashSet::new();
-        for i in 0..self.items.len() {
+        for i in self.first_item..self.items.len() {
             let it = &self.items[i];
             // Audio, containers and executables hold no text to plant in.
             let holds_text = !matches!(it.spec.kind, Kind::Mp3 | Kind::Container | Kind::Exe);
@@ -1673,7 +1850,7 @@ impl<'a> GroupBuilder<'a> {
             for _ in 0..n {
                 kws.push(words::keyword_token(
                     self.vol.seed,
-                    self.k * KW_PER_GROUP + self.kw_next,
+                    self.space as u32 * KW_PER_GROUP + self.kw_next,
                 ));
                 self.kw_next += 1;
             }
@@ -1755,7 +1932,7 @@ impl<'a> GroupBuilder<'a> {
                 };
                 n += 1;
             }
-            let form = fat::name_form(&candidate, &|s| {
+            let form = names::name_form(&candidate, &|s| {
                 taken.contains(s) || (in_skel_leaf && looks_like_group_alias(s))
             });
             let Some(form) = form else { continue };
@@ -1776,24 +1953,26 @@ impl<'a> GroupBuilder<'a> {
         out
     }
 
-    /// A deleted directory keeps exactly one cluster (so recovery of its
-    /// listing is exact); drop children that do not fit, making them
-    /// residue instead.
+    /// A deleted directory keeps what the file system lets it list (on
+    /// FAT, one cluster, so that recovery of its listing is exact); the
+    /// children it cannot keep become residue.
     fn trim_deleted_dirs(&mut self) {
-        let cap = (self.cluster / 32) as usize - 2;
         for d in 0..self.dirs.len() {
             if !self.dirs[d].deleted {
                 continue;
             }
-            let mut slots = 0;
+            let kids = std::mem::take(&mut self.dirs[d].children);
+            let forms: Vec<&NameForm> = kids
+                .iter()
+                .map(|c| match *c {
+                    Child::Item(i) => &self.items[i].form,
+                    Child::Dir(x) => &self.dirs[x].form,
+                })
+                .collect();
+            let keeps = self.vol.layout.deleted_dir_keeps(&forms, self.cluster);
             let mut keep = Vec::new();
-            for c in std::mem::take(&mut self.dirs[d].children) {
-                let s = match c {
-                    Child::Item(i) => fat::slots(&self.items[i].form),
-                    Child::Dir(x) => fat::slots(&self.dirs[x].form),
-                };
-                if slots + s <= cap {
-                    slots += s;
+            for (c, kept) in kids.into_iter().zip(keeps) {
+                if kept {
                     keep.push(c);
                 } else if let Child::Item(i) = c {
                     let it = &mut self.items[i];
@@ -1807,46 +1986,6 @@ impl<'a> GroupBuilder<'a> {
         }
     }
 
-    /// Slots a group directory needs.
-    fn dir_slots(&self, d: usize) -> usize {
-        2 + self.dirs[d]
-            .children
-            .iter()
-            .map(|c| match *c {
-                Child::Item(i) => fat::slots(&self.items[i].form),
-                Child::Dir(x) => fat::slots(&self.dirs[x].form),
-            })
-            .sum::<usize>()
-    }
-
-    /// Index blocks (clusters) NTFS directory `d` needs for its live
-    /// children's names: deleting a file removes its names from the
-    /// index, and a deleted directory keeps an empty root.
-    fn ntfs_dir_clusters(&self, d: usize) -> u32 {
-        use crate::ntfs::write::{dir_blocks, names_of};
-        let dir = &self.dirs[d];
-        if dir.deleted {
-            return 0;
-        }
-        let mut names: Vec<String> = Vec::new();
-        for c in &dir.children {
-            let (name, form, deleted) = match *c {
-                Child::Item(i) => (
-                    &self.items[i].name,
-                    &self.items[i].form,
-                    self.items[i].deleted,
-                ),
-                Child::Dir(x) => (&self.dirs[x].name, &self.dirs[x].form, self.dirs[x].deleted),
-            };
-            if !deleted {
-                names.extend(names_of(name, form).into_iter().map(|(n, _)| n));
-            }
-        }
-        let own = names_of(&dir.name, &dir.form);
-        // The writer builds the same index and reports a mismatch.
-        dir_blocks(&own, names.iter().map(|s| s.as_str()), false).unwrap_or(1) as u32
-    }
-
     /// Place everything in the group's clusters.
     fn layout(&mut self, reserved: u32) -> Vec<Extent> {
         let cluster = self.cluster;
@@ -1858,26 +1997,18 @@ impl<'a> GroupBuilder<'a> {
             Pair(usize, usize, u32), // deleted, overwriter, offset
         }
         let mut units: Vec<Unit> = Vec::new();
-        let ntfs = self.vol.geo.ntfs;
+        let at_start = self.vol.layout.folders_at_group_start();
         for d in 0..self.dirs.len() {
-            if ntfs {
-                // Index blocks; small and deleted directories have none.
-                let need = self.ntfs_dir_clusters(d);
-                if need > 0 {
-                    units.push(Unit::Dir(d, 0, need));
-                }
-                continue;
-            }
-            let need = if self.dirs[d].deleted {
-                1
-            } else {
-                (self.dir_slots(d) as u64 * 32).div_ceil(cluster).max(1) as u32
-            };
-            if self.dirs[d].group_folder {
+            let need = self
+                .vol
+                .layout
+                .dir_clusters(&self.dirs, &self.items, d, cluster);
+            if at_start && self.dirs[d].group_folder {
+                // Its first cluster is already placed.
                 if need > 1 {
                     units.push(Unit::Dir(d, 1, need - 1));
                 }
-            } else {
+            } else if need > 0 {
                 units.push(Unit::Dir(d, 0, need));
             }
         }
@@ -2195,116 +2326,6 @@ impl GroupPlan {
     pub fn first_cluster(&self, runs: &[Run]) -> u32 {
         runs.first().map(|r| self.base + r.start).unwrap_or(0)
     }
-
-    /// Encode the entry for `child` (in its parent directory).
-    pub fn encode_child(&self, out: &mut Vec<u8>, child: Child) {
-        match child {
-            Child::Item(i) => {
-                let it = &self.items[i];
-                fat::encode(
-                    out,
-                    &Record {
-                        form: &it.form,
-                        attr: attr::ARCHIVE,
-                        cluster: if it.spec.size == 0 {
-                            0
-                        } else {
-                            self.first_cluster(&it.runs)
-                        },
-                        size: it.spec.size as u32,
-                        times: it.times,
-                        deleted: it.deleted,
-                    },
-                );
-            }
-            Child::Dir(d) => {
-                let dir = &self.dirs[d];
-                fat::encode(
-                    out,
-                    &Record {
-                        form: &dir.form,
-                        attr: attr::DIRECTORY,
-                        cluster: self.first_cluster(&dir.runs),
-                        size: 0,
-                        times: dir.times,
-                        deleted: dir.deleted,
-                    },
-                );
-            }
-        }
-    }
-
-    /// Bytes of group directory `d` (whole; sized to its clusters).
-    pub fn dir_bytes(&self, vol: &Volume, d: usize) -> Vec<u8> {
-        let dir = &self.dirs[d];
-        let own = self.first_cluster(&dir.runs);
-        let parent = match dir.parent {
-            Parent::Skel(s) => {
-                if s == 0 {
-                    0
-                } else {
-                    vol.skel[s].first
-                }
-            }
-            Parent::Dir(p) => self.first_cluster(&self.dirs[p].runs),
-        };
-        let mut out = Vec::new();
-        fat::encode_dots(&mut out, own, parent, dir.times);
-        for &c in &dir.children {
-            self.encode_child(&mut out, c);
-        }
-        let clusters: u32 = dir.runs.iter().map(|r| r.len).sum();
-        out.resize(clusters as usize * vol.geo.cluster_bytes() as usize, 0);
-        out
-    }
-
-    /// FAT values for the group's clusters (absolute next-cluster numbers,
-    /// end-of-chain marks, 0 for free), in cluster order.
-    pub fn fat_entries(&self, eoc: u32) -> Vec<u32> {
-        let mut next = vec![0u32; self.n as usize];
-        let mut chain = |runs: &[Run]| {
-            let mut prev: Option<u32> = None;
-            for r in runs {
-                for c in r.start..r.start + r.len {
-                    if let Some(p) = prev {
-                        next[p as usize] = self.base + c;
-                    }
-                    prev = Some(c);
-                }
-            }
-            if let Some(p) = prev {
-                next[p as usize] = eoc;
-            }
-        };
-        for d in &self.dirs {
-            if !d.deleted {
-                chain(&d.runs);
-            }
-        }
-        for it in &self.items {
-            if !it.deleted && !it.residue && it.spec.size > 0 {
-                chain(&it.runs);
-            }
-        }
-        next
-    }
-
-    /// Clusters marked in use in the FAT.
-    pub fn used_clusters(&self, cluster: u64) -> u64 {
-        let dirs: u64 = self
-            .dirs
-            .iter()
-            .filter(|d| !d.deleted)
-            .map(|d| d.runs.iter().map(|r| r.len as u64).sum::<u64>())
-            .sum();
-        let files: u64 = self
-            .items
-            .iter()
-            .filter(|i| !i.deleted && !i.residue)
-            .map(|i| i.spec.size.div_ceil(cluster))
-            .sum();
-        dirs + files
-    }
 }
 
 #[cfg(test)]
@@ -2316,11 +2337,13 @@ mod tests {
     fn volume(size: u64, seed: u64, profile: &str) -> Volume {
         let pool = Pool::build(seed).expect("pool");
         let geo = Geometry::plan(size, None, None).expect("geometry");
+        let layout = crate::layouts::for_geometry(&geo);
         Volume::new(
             geo,
             seed,
             Profile::by_name(profile).expect("profile"),
             &pool,
+            layout,
         )
         .expect("volume")
     }
@@ -2371,7 +2394,7 @@ mod tests {
             }
         }
         // The FAT chains walk exactly each live file's runs.
-        let fat = plan.fat_entries(vol.geo.fat.eoc());
+        let fat = crate::fat::layout::fat_entries(plan, vol.geo.fat.eoc());
         for it in plan
             .items
             .iter()

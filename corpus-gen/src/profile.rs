@@ -66,6 +66,12 @@ pub struct Profile {
     pub mail_share: Option<f64>,
 }
 
+/// Range of `fill` the planner supports.
+pub const FILL_RANGE: (f64, f64) = (0.05, 0.95);
+/// Range of `size_scale` the planner supports (and the calibration
+/// searches).
+pub const SIZE_SCALE_RANGE: (f64, f64) = (0.1, 10.0);
+
 fn one() -> f64 {
     1.0
 }
@@ -157,14 +163,14 @@ impl Profile {
                 )));
             }
         }
-        let (lo, hi) = crate::calibrate::FILL_RANGE;
+        let (lo, hi) = FILL_RANGE;
         if !(lo..=hi).contains(&self.fill) {
             return Err(CorpusError::Invalid(format!(
                 "fill must be between {lo} and {hi}, got {}",
                 self.fill
             )));
         }
-        let (lo, hi) = crate::calibrate::SIZE_SCALE_RANGE;
+        let (lo, hi) = SIZE_SCALE_RANGE;
         if !(lo..=hi).contains(&self.size_scale) {
             return Err(CorpusError::Invalid(format!(
                 "the size scale must be between {lo} and {hi}, got {}",

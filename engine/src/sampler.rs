@@ -376,7 +376,24 @@ mod tests {
                 pid: child.id(),
             }],
         );
-        std::thread::sleep(Duration::from_millis(600));
+        // Wait for the child's own CPU time rather than a fixed while: on a
+        // loaded machine 600 ms of wall time may give it far less.
+        let cpu_of = |pid: u32| -> f64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+            let f: Vec<f64> = after
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            // utime and stime are fields 14 and 15 (11 and 12 after the
+            // command name and state), in clock ticks.
+            let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+            (f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)) / ticks
+        };
+        let t = Instant::now();
+        while cpu_of(child.id()) < 0.4 && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let (p, _) = s.finish();
         let _ = child.kill();
         let _ = child.wait();

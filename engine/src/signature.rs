@@ -82,7 +82,7 @@ pub fn identify(head: &[u8]) -> Option<&'static str> {
     if lower.starts_with(b"<?xml") {
         return Some("xml");
     }
-    if text.starts_with(b"From ") {
+    if is_from_line(text) {
         return Some("mbox");
     }
     if looks_like_mail(text) {
@@ -118,6 +118,33 @@ fn looks_like_text(b: &[u8]) -> bool {
         .filter(|&&c| c < 0x20 && !matches!(c, b'\n' | b'\r' | b'\t' | 0x0c))
         .count();
     control * 100 <= b.len()
+}
+
+/// Whether `text` begins with an mbox separator, the "From_" line of RFC
+/// 4155: `From `, the sender (one word) and an asctime date with a time
+/// and a year, as `From a@b.example Mon Jan  1 00:00:00 2024`. Text that
+/// merely begins with the word "From" (a letter, a note) is not a mailbox.
+pub fn is_from_line(text: &[u8]) -> bool {
+    let Some(rest) = text.strip_prefix(b"From ") else {
+        return false;
+    };
+    let end = rest
+        .iter()
+        .take(256)
+        .position(|&c| c == b'\n')
+        .unwrap_or(rest.len().min(256));
+    let line = &rest[..end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(space) = line.iter().position(|&c| c == b' ') else {
+        return false;
+    };
+    let date = &line[space + 1..];
+    let digits = |w: &[u8]| w.iter().all(u8::is_ascii_digit);
+    let time = date
+        .windows(5)
+        .any(|w| digits(&w[..2]) && w[2] == b':' && digits(&w[3..]));
+    let year = date.windows(4).any(digits);
+    space > 0 && time && year
 }
 
 /// RFC 5322 header lines at the top.
@@ -324,6 +351,11 @@ mod tests {
             Some("mbox")
         );
         assert_eq!(identify(b"plain words and more words\n"), Some("text"));
+        // A paragraph beginning with the word is text, not a mailbox.
+        assert_eq!(
+            identify(b"From the garden, Amy Walker wrote a note.\r\n\r\nMore.\n"),
+            Some("text")
+        );
         assert_eq!(identify(&[0u8, 1, 2, 3, 200, 201, 7, 9]), None);
     }
 

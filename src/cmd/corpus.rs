@@ -182,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         profile.target_e01_ratio = Some(r);
     }
     if let Some(x) = args.size_scale {
-        let (lo, hi) = caseload_corpus::calibrate::SIZE_SCALE_RANGE;
+        let (lo, hi) = caseload_corpus::profile::SIZE_SCALE_RANGE;
         anyhow::ensure!(
             (lo..=hi).contains(&x),
             "--size-scale must be between {lo} and {hi}, got {x}"

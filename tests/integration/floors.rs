@@ -166,25 +166,38 @@ fn resolve(modules: &BTreeMap<Module, String>, module: &Module, path: &[String])
     best
 }
 
-/// The import circles of the crate under `src` (each sorted, as `a::b`).
-fn circles(src: &Path) -> Vec<Vec<String>> {
+/// Which modules each module of the crate under `src` imports (a parent
+/// named for a re-export through it left out).
+fn imports(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     let modules = modules(src);
-    let names: Vec<&Module> = modules.keys().collect();
-    let index_of: BTreeMap<&Module, usize> =
-        names.iter().enumerate().map(|(i, m)| (*m, i)).collect();
-    let mut edges: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); names.len()];
-    for (i, m) in names.iter().enumerate() {
-        for p in paths(&modules[*m]) {
+    let mut out = BTreeMap::new();
+    for m in modules.keys() {
+        let mut to = BTreeSet::new();
+        for p in paths(&modules[m]) {
             let Some(r) = resolve(&modules, m, &p) else {
                 continue;
             };
             // Itself, or a parent (a re-export through it).
-            if &r == *m || m.starts_with(&r) {
+            if &r == m || m.starts_with(&r) {
                 continue;
             }
-            edges[i].insert(index_of[&r]);
+            to.insert(r);
         }
+        out.insert(m.clone(), to);
     }
+    out
+}
+
+/// The import circles of the crate under `src` (each sorted, as `a::b`).
+fn circles(src: &Path) -> Vec<Vec<String>> {
+    let graph = imports(src);
+    let names: Vec<&Module> = graph.keys().collect();
+    let index_of: BTreeMap<&Module, usize> =
+        names.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let edges: Vec<BTreeSet<usize>> = names
+        .iter()
+        .map(|m| graph[*m].iter().map(|r| index_of[r]).collect())
+        .collect();
     // Tarjan's strongly connected components.
     struct State {
         index: Vec<Option<usize>>,
@@ -286,16 +299,39 @@ fn the_engine_has_no_import_circle() {
 }
 
 #[test]
-fn corpus_gen_has_only_its_known_import_circle() {
-    // The planner speaks FAT and the NTFS writer consumes its plan: the
-    // one circle left, until the logical plan and the layout planners are
-    // apart (issue 38). No other may appear, and this one may only shrink.
-    let known: BTreeSet<&str> = ["calibrate", "manifest", "ntfs::write", "plan", "profile"].into();
-    for c in circles(&crate_src("corpus-gen")) {
+fn corpus_gen_has_no_import_circle_and_its_file_systems_are_peers() {
+    let src = crate_src("corpus-gen");
+    let found = circles(&src);
+    assert!(found.is_empty(), "import circles in corpus-gen: {found:?}");
+    // Each file system's modules (its on-disk structures, its layout
+    // planner, its writer) import the shared planner and the neutral
+    // vocabulary, never another file system's.
+    let file_systems = ["fat", "ntfs"];
+    let fs_of = |m: &Module| {
+        m.first()
+            .filter(|f| file_systems.contains(&f.as_str()))
+            .cloned()
+    };
+    let graph = imports(&src);
+    for fs in file_systems {
         assert!(
-            c.iter().all(|m| known.contains(m.as_str())),
-            "a new import circle in corpus-gen: {c:?}"
+            graph.keys().any(|m| fs_of(m).as_deref() == Some(fs)),
+            "no module {fs} in corpus-gen"
         );
+    }
+    for (m, to) in &graph {
+        let Some(own) = fs_of(m) else { continue };
+        for r in to {
+            if let Some(other) = fs_of(r) {
+                assert_eq!(
+                    other,
+                    own,
+                    "{} imports {}: a file system imports another",
+                    m.join("::"),
+                    r.join("::")
+                );
+            }
+        }
     }
     for dir in ["filesystems", "lab", "workloads", "ewf-writer"] {
         let found = circles(&crate_src(dir));

@@ -24,6 +24,7 @@ mod corpus_determinism;
 mod corpus_e01;
 mod corpus_filesystem;
 mod corpus_ntfs;
+mod corpus_scale;
 mod corpus_support;
 mod distributed;
 mod engine_channels;

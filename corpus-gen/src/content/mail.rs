@@ -3,7 +3,7 @@
 
 use super::{Attachment, Kind, Pool, hex};
 use crate::CorpusError;
-use crate::fat::civil_from_days;
+use crate::names::civil_from_days;
 use crate::rng::Rng;
 use crate::words;
 use md5::Digest;

@@ -2,7 +2,7 @@
 //! `pdftotext` and raw keyword search find the planted words), sized
 //! exactly by comment lines before the cross-reference table.
 
-use crate::fat::Stamp;
+use crate::names::Stamp;
 use crate::rng::Rng;
 use crate::words;
 

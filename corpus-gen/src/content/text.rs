@@ -1,6 +1,6 @@
 //! Plain text, logs and HTML, sized exactly.
 
-use crate::fat::Stamp;
+use crate::names::Stamp;
 use crate::rng::Rng;
 use crate::words;
 

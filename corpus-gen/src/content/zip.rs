@@ -7,7 +7,7 @@
 
 use super::Pool;
 use crate::CorpusError;
-use crate::fat::Stamp;
+use crate::names::Stamp;
 use crate::rng::Rng;
 use crate::words;
 use std::io::Write;

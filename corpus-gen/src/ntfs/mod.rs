@@ -20,6 +20,7 @@
 //! list the group folders of every group without planning them.
 
 pub mod index;
+pub mod layout;
 pub mod lznt1;
 pub mod record;
 pub mod system;
@@ -167,7 +168,7 @@ impl Head {
 
 /// NTFS time (100 ns since 1601, UTC) of a planner stamp (seconds since
 /// 1980 and hundredths; NTFS keeps UTC and the manifest gives it as such).
-pub fn filetime(s: crate::fat::Stamp) -> u64 {
+pub fn filetime(s: crate::names::Stamp) -> u64 {
     /// Seconds from 1601-01-01 to 1980-01-01.
     const TO_1980: u64 = 11_960_035_200;
     (s.secs + TO_1980) * 10_000_000 + s.centis as u64 * 100_000
@@ -175,7 +176,7 @@ pub fn filetime(s: crate::fat::Stamp) -> u64 {
 
 /// NTFS times of planner times: created, modified, MFT changed (as
 /// modified), accessed.
-pub fn nt_times(t: &crate::fat::Times) -> record::NtTimes {
+pub fn nt_times(t: &crate::names::Times) -> record::NtTimes {
     record::NtTimes {
         created: filetime(t.created),
         modified: filetime(t.modified),

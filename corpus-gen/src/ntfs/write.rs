@@ -3,6 +3,7 @@
 //! its directories' index blocks.
 
 use super::index::{self, BuiltIndex, Entry, IndexError};
+use super::layout::{name_value_len, names_of};
 use super::record::{
     self, AT_BITMAP, AT_DATA, AT_FILE_NAME, AT_INDEX_ALLOCATION, AT_INDEX_ROOT,
     AT_STANDARD_INFORMATION, AT_VOLUME_INFORMATION, AT_VOLUME_NAME, DataRun, FileName, NonResident,
@@ -11,7 +12,6 @@ use super::record::{
 use super::system::{self, Secure};
 use super::{CLUSTER, HEAD_RECORDS, Head, RECORD_BYTES, RECORDS_PER_CLUSTER, rec};
 use crate::error::CorpusError;
-use crate::fat::{NameForm, short_display};
 use crate::plan::{Child, GroupPlan, Packing, Parent, Volume};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,47 +34,6 @@ pub trait Out {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
     /// Append `n` zero bytes.
     fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
-}
-
-/// The names a file carries: one name valid as both Win32 and DOS when the
-/// name is its own upper-case 8.3 form, else the long name and its alias.
-pub fn names_of(name: &str, form: &NameForm) -> Vec<(String, u8)> {
-    let short = short_display(&form.short);
-    if form.long.is_none() && short == name {
-        vec![(name.to_string(), record::NS_WIN32_AND_DOS)]
-    } else {
-        vec![
-            (name.to_string(), record::NS_WIN32),
-            (short, record::NS_DOS),
-        ]
-    }
-}
-
-/// Length of the `$FILE_NAME` value of `name`.
-pub fn name_value_len(name: &str) -> usize {
-    0x42 + 2 * name.encode_utf16().count()
-}
-
-/// Index blocks a directory with names `own` needs for children named
-/// `children` (every name of every live child).
-pub fn dir_blocks<'a>(
-    own: &[(String, u8)],
-    children: impl Iterator<Item = &'a str>,
-    force_blocks: bool,
-) -> Result<usize, IndexError> {
-    // The block count depends on the order the entries are packed in:
-    // sort as the writer does.
-    let mut names: Vec<Vec<u16>> = children.map(|n| n.encode_utf16().collect()).collect();
-    let up = system::upcase();
-    names.sort_by(|a, b| index::collate_names(a, b, up));
-    let lens: Vec<usize> = names
-        .iter()
-        .map(|n| index::file_name_entry_len(n.len()))
-        .collect();
-    let own_lens: Vec<usize> = own.iter().map(|(n, _)| name_value_len(n)).collect();
-    let rooms = super::DirRooms::new(&own_lens);
-    let small = if force_blocks { 0 } else { rooms.small };
-    index::blocks_needed(&lens, small, &|b| rooms.large(b))
 }
 
 /// Name of the stream Windows attaches to downloaded files.
@@ -167,12 +126,6 @@ pub fn number(plan: &GroupPlan, base: u64) -> Numbering {
         item,
         count: next - base,
     }
-}
-
-/// Records a group reserves for the records it uses (a sixteenth spare,
-/// as an MFT that grew holds free records).
-pub fn fragment_clusters(records: u64) -> u64 {
-    (records + records / 16 + 1).div_ceil(RECORDS_PER_CLUSTER)
 }
 
 /// A bit stream written in order (cluster or record bitmaps).
@@ -481,14 +434,12 @@ impl<'a> NtfsWriter<'a> {
             }
         }
         if let Some(leaf) = d.leaf {
-            for k in 1..vol.groups {
-                if let (Some((form, times, _)), Some(idx)) =
-                    (vol.group_folder(k, leaf), vol.group_leaf_index(leaf))
-                {
-                    let name = form.long.clone().unwrap_or_default();
-                    let t = dir_template(me, super::nt_times(&times));
-                    let r = file_ref(self.base(k) + idx as u64, 1);
-                    Self::child_entries(&mut entries, r, &names_of(&name, &form), &t);
+            for j in 0..vol.batches() {
+                if let Some(f) = vol.group_folder(j, leaf) {
+                    let name = f.form.long.clone().unwrap_or_default();
+                    let t = dir_template(me, super::nt_times(&f.times));
+                    let r = file_ref(self.base(f.group) + f.slot as u64, 1);
+                    Self::child_entries(&mut entries, r, &names_of(&name, &f.form), &t);
                 }
             }
         }
@@ -814,7 +765,7 @@ impl<'a> NtfsWriter<'a> {
                             .first()
                             .map(|r| lcn_of(&self.head, plan.base + r.start))
                             .unwrap_or(0);
-                        let stored = packing.clusters(size) as u64 * CLUSTER as u64;
+                        let stored = packing.clusters(size, CLUSTER as u64) as u64 * CLUSTER as u64;
                         let (runs, packed) = match packing {
                             Packing::Compressed(units) => (
                                 super::lznt1::unit_runs(lcn, units),
@@ -1413,7 +1364,7 @@ fn sparse_runs(lcn: u64, size: u64, data: &[bool]) -> Vec<DataRun> {
     let mut runs: Vec<DataRun> = Vec::new();
     let mut at = lcn;
     for (u, &d) in data.iter().enumerate() {
-        let n = Packing::unit_clusters(size, u);
+        let n = Packing::unit_clusters(size, u, CLUSTER as u64);
         let next = if d { Some(at) } else { None };
         match runs.last_mut() {
             Some(r) if r.lcn.is_none() && next.is_none() => r.len += n,

@@ -33,7 +33,7 @@ const MAIL_HEADERS: [&str; 10] = [
 
 /// Whether the start of an item looks like a message or an mbox.
 pub fn looks_like_mail(head: &[u8]) -> bool {
-    if head.starts_with(b"From ") {
+    if crate::signature::is_from_line(head) {
         return true;
     }
     let mut known = 0;
@@ -65,7 +65,7 @@ pub fn looks_like_mail(head: &[u8]) -> bool {
 
 /// Extract a message or mailbox.
 pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
-    if data.starts_with(b"From ") {
+    if crate::signature::is_from_line(data) {
         for (k, message) in mbox_messages(data).into_iter().enumerate() {
             // Skip the envelope line.
             let body = match memchr::memchr(b'\n', message) {
@@ -82,11 +82,14 @@ pub fn extract(x: &mut Extraction<'_>, data: &[u8], depth: u32) {
     }
 }
 
-/// Split an mbox at lines beginning `From `.
+/// Split an mbox at its "From_" lines (a body line that merely begins
+/// with "From " does not start a message).
 fn mbox_messages(data: &[u8]) -> Vec<&[u8]> {
     let mut starts = vec![0usize];
     for i in memchr::memmem::find_iter(data, b"\nFrom ") {
-        starts.push(i + 1);
+        if crate::signature::is_from_line(&data[i + 1..]) {
+            starts.push(i + 1);
+        }
     }
     starts
         .iter()
@@ -565,6 +568,21 @@ mod tests {
         let (_, problems) =
             run(b"From: x@y.example\nTo: q@r.example\nContent-Type: multipart/mixed\n\nbody");
         assert!(problems.iter().any(|p| p.contains("without a boundary")));
+    }
+
+    #[test]
+    fn text_beginning_with_from_is_not_a_mailbox() {
+        // Found by a generated ZIP whose notes began "From the ...": taken
+        // for an mbox, its first paragraph was read as headers and lost
+        // from the index.
+        let text = b"From the garden Amy Walker wrote qzwvbbbbxm.\r\n\r\nNext paragraph.\r\n";
+        assert!(!looks_like_mail(text));
+        let mbox =
+            b"From a@b Thu Jan  1 00:00:00 2020\nSubject: one\n\nFrom the start, a body line.\n\
+              From c@d Thu Jan  1 00:00:01 2020\nSubject: two\n\nsecond\n";
+        assert!(looks_like_mail(mbox));
+        // The body line beginning "From the" does not split the message.
+        assert_eq!(mbox_messages(mbox).len(), 2);
     }
 
     #[test]

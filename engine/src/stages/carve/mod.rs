@@ -408,6 +408,7 @@ impl Carve {
         });
         ctx.progress.set_total(total, ProgressUnit::Bytes);
         let threads = ctx.threads.max(1);
+        let sink = sink::Sink::new(ctx, self.digests, follow);
         let settings = scan::Settings {
             sigs: &self.sigs,
             search: self.search.as_ref(),
@@ -415,8 +416,8 @@ impl Carve {
             readers: threads,
             in_flight: 4 + 2 * threads,
             ids,
+            fragmented: sink.broken.as_ref().map(|(starts, _)| starts),
         };
-        let sink = sink::Sink::new(ctx, self.digests, follow);
         let extras = Extras {
             meta: self.meta,
             slack: self.slack,

@@ -94,6 +94,11 @@ pub struct Settings<'a> {
     pub in_flight: usize,
     /// How items are numbered.
     pub ids: Ids,
+    /// Where fragmented files the filesystem stage mapped start: a
+    /// candidate rejected there before it proved itself is handed on to be
+    /// followed along the file's map (its first fragment may end inside a
+    /// long header segment, so the contiguous bytes never prove it).
+    pub fragmented: Option<&'a std::collections::HashSet<u64>>,
 }
 
 /// What the scan did.
@@ -571,13 +576,10 @@ impl Consumer<'_, '_> {
         true
     }
 
-    /// The item proved itself: give it an id and send what it held.
-    fn accept(&mut self, k: usize) {
-        let id = self.take_id();
-        let sig = &self.settings.sigs[self.open[k].sig];
-        let o = &mut self.open[k];
-        o.id = Some(id);
-        let start = Start {
+    /// What the sink is told of open item `o` numbered `id`.
+    fn start_of(&self, o: &Open, id: i64) -> Start {
+        let sig = &self.settings.sigs[o.sig];
+        Start {
             id,
             type_name: sig.type_name.clone(),
             ext: sig.ext.clone(),
@@ -587,7 +589,15 @@ impl Consumer<'_, '_> {
             signature: sig.label.clone(),
             builtin: sig.builtin(),
             max_size: sig.max_size,
-        };
+        }
+    }
+
+    /// The item proved itself: give it an id and send what it held.
+    fn accept(&mut self, k: usize) {
+        let id = self.take_id();
+        let start = self.start_of(&self.open[k], id);
+        let o = &mut self.open[k];
+        o.id = Some(id);
         let held = std::mem::take(&mut o.probation);
         let mark = o.last_mark;
         let start_at = o.start;
@@ -640,7 +650,18 @@ impl Consumer<'_, '_> {
     fn reject(&mut self, k: usize, at: u64) {
         let o = self.open.remove(k);
         match o.id {
-            None => self.out.rejected += 1,
+            None => {
+                self.out.rejected += 1;
+                if self
+                    .settings
+                    .fragmented
+                    .is_some_and(|f| f.contains(&o.start))
+                {
+                    // No row: the item is numbered if followed.
+                    let start = self.start_of(&o, 0);
+                    self.send(0, Msg::Unproven(Box::new(start)));
+                }
+            }
             // A delimiter that rejects after accepting: keep what was
             // carved, flagged.
             Some(id) => {

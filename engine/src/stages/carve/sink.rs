@@ -93,6 +93,10 @@ pub enum Msg {
     },
     /// A metadata record to store, with its content when recoverable.
     Meta(Box<MetaJob>),
+    /// A candidate rejected before it proved itself, at the start of a
+    /// fragmented file: to be followed along the file's map (id 0, no
+    /// row).
+    Unproven(Box<Start>),
 }
 
 /// A meta-carved record to process.
@@ -518,6 +522,16 @@ impl<'a> Sink<'a> {
                     }
                 }
                 Msg::Meta(job) => self.meta(*job),
+                Msg::Unproven(s) => {
+                    if s.builtin.is_some()
+                        && let Some((starts, list)) = &self.broken
+                        && starts.contains(&s.offset)
+                    {
+                        list.lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push(*s);
+                    }
+                }
             }
         }
         if !self.failed.load(Ordering::Relaxed) {

@@ -1,0 +1,18 @@
+//! The layout planners, one per file system: which one places a volume's
+//! plan. Adding a file system adds a planner here (and its writer); the
+//! planner and the other file systems do not change.
+
+use crate::fat::layout::FatLayout;
+use crate::geometry::Geometry;
+use crate::ntfs::layout::NtfsLayout;
+use crate::plan::FsLayout;
+use std::sync::Arc;
+
+/// The layout planner of the file system `geo` describes.
+pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
+    if geo.ntfs {
+        Arc::new(NtfsLayout)
+    } else {
+        Arc::new(FatLayout)
+    }
+}
