@@ -208,21 +208,32 @@ pub fn fill_for_ratio(
         pool,
     };
     let share_at = |fill: f64| trial.predict(|p| p.fill = fill, predicted_share);
-    let (mut lo, mut hi) = crate::profile::FILL_RANGE;
-    let (s_lo, s_hi) = (share_at(lo)?, share_at(hi)?);
-    if want < s_lo || want > s_hi {
+    // The stored share grows with fill, in steps (a file more or less) and
+    // not strictly: a random free area drawn at one fill and not at the
+    // next moves it both ways on a small disk. So the fills are sampled
+    // first, the target bracketed between two neighbours where the share
+    // crosses it, and the bracket bisected to a hundredth of a percent,
+    // taking the side nearer the target.
+    let (first, last) = crate::profile::FILL_RANGE;
+    const SAMPLES: usize = 19;
+    let mut grid = Vec::with_capacity(SAMPLES);
+    for i in 0..SAMPLES {
+        let fill = first + (last - first) * i as f64 / (SAMPLES - 1) as f64;
+        grid.push((fill, share_at(fill)?));
+    }
+    let Some(pair) = grid.windows(2).find(|w| w[0].1 <= want && want <= w[1].1) else {
+        let (min, max) = grid
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), g| (a.min(g.1), b.max(g.1)));
         return Err(CorpusError::Invalid(format!(
             "an E01 ratio of {target}:1 cannot be reached with this profile: \
-             between {:.1}:1 (fill {hi}) and {:.1}:1 (fill {lo}) can \
-             (random free space and incompressible content set the bounds)",
-            1.0 / s_hi,
-            1.0 / s_lo
+             between {:.1}:1 and {:.1}:1 can (fills {first} to {last}; random \
+             free space and incompressible content set the bounds)",
+            1.0 / max,
+            1.0 / min
         )));
-    }
-    // The stored share grows with fill, in steps (a file more or less);
-    // bisect to a hundredth of a percent and take the side nearer the
-    // target.
-    let (mut s_lo, mut s_hi) = (s_lo, s_hi);
+    };
+    let ((mut lo, mut s_lo), (mut hi, mut s_hi)) = (pair[0], pair[1]);
     while hi - lo > 1e-4 {
         let mid = (lo + hi) / 2.0;
         let s = share_at(mid)?;

@@ -50,7 +50,7 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_e01_ratio: Option<f64>,
     /// Factor on every kind's file size range (1 = the built-in ranges,
-    /// which give a Windows-like 3,000 to 5,000 files per GiB used).
+    /// which give a Windows-like 4,700 to 5,000 files per GiB used).
     #[serde(default = "one")]
     pub size_scale: f64,
     /// Wanted live files per GiB of used space. When set, generation

@@ -75,7 +75,7 @@ pub struct Args {
     #[arg(long)]
     target_e01_ratio: Option<f64>,
     /// Factor on every file kind's size range (default 1: the built-in
-    /// ranges, about 3,000 to 5,000 live files per GiB used on NTFS).
+    /// ranges, about 4,700 to 5,000 live files per GiB used on NTFS).
     #[arg(long, conflicts_with = "files_per_gib_used")]
     size_scale: Option<f64>,
     /// Wanted live files per GiB of used space (Windows system volumes:

@@ -215,7 +215,8 @@ pub struct NtfsWriter<'a> {
     mft_slots: u64,
     /// Built skeleton indexes (0 is the root).
     skel: Vec<BuiltIndex>,
-    /// Group 0's numbering (its files sit in skeleton folders).
+    /// Group 0's numbering (the skeleton's own files sit in skeleton
+    /// folders).
     g0: Numbering,
 }
 
