@@ -1229,11 +1229,27 @@ impl<'a> GroupBuilder<'a> {
         table[self.rng.weighted(&weights)].0
     }
 
+    /// The largest file a batch of this group holds.
+    fn max_file(&self) -> u64 {
+        MAX_FILE.min(self.batch_n as u64 * self.cluster / 12)
+    }
+
+    /// Size range of a file of `kind`, the operating system's (`system`)
+    /// or the user's, scaled by the profile and raised to the pool's
+    /// smallest member of the kind.
+    fn size_bounds(&self, system: bool, kind: Kind) -> (u64, u64) {
+        let range = if system {
+            SYSTEM_SIZES
+        } else {
+            size_range(kind)
+        };
+        let (lo, hi) = scaled(range, self.vol.profile.size_scale);
+        (lo.max(self.vol.pool_sizes.min(kind)), hi)
+    }
+
     fn pick_size(&mut self, kind: Kind, room: u64) -> Option<(u64, u32)> {
         let sizes = &self.vol.pool_sizes;
-        let max = MAX_FILE
-            .min(self.batch_n as u64 * self.cluster / 12)
-            .min(room);
+        let max = self.max_file().min(room);
         if kind == Kind::Sqlite {
             let fitting: Vec<(usize, u64)> = sizes
                 .sqlite
@@ -1248,11 +1264,7 @@ impl<'a> GroupBuilder<'a> {
             let (i, s) = fitting[self.rng.below(fitting.len() as u64) as usize];
             return Some((s, i as u32));
         }
-        let (lo, hi) = scaled(size_range(kind), self.vol.profile.size_scale);
-        let min = sizes
-            .min(kind)
-            .max(lo.min(if kind == Kind::Text { 0 } else { lo }));
-        let lo = lo.max(min);
+        let (lo, hi) = self.size_bounds(false, kind);
         if lo > max {
             return None;
         }
@@ -1273,8 +1285,7 @@ impl<'a> GroupBuilder<'a> {
         left: &mut u64,
     ) -> Option<(u64, u32)> {
         let drawn = if leaf.is_system() {
-            let (lo, hi) = scaled(SYSTEM_SIZES, self.vol.profile.size_scale);
-            let lo = lo.max(self.vol.pool_sizes.min(kind));
+            let (lo, hi) = self.size_bounds(true, kind);
             let hi = hi.min(room);
             if lo > hi {
                 return None;
@@ -1287,13 +1298,7 @@ impl<'a> GroupBuilder<'a> {
             return Some(drawn);
         }
         let quota = std::mem::take(left);
-        let lo = if leaf.is_system() {
-            scaled(SYSTEM_SIZES, self.vol.profile.size_scale).0
-        } else {
-            scaled(size_range(kind), self.vol.profile.size_scale).0
-        }
-        .max(self.vol.pool_sizes.min(kind))
-        .max(1);
+        let lo = self.size_bounds(leaf.is_system(), kind).0.max(1);
         if kind != Kind::Sqlite && quota >= lo {
             return Some((quota, self.variant_for(kind, quota)));
         }
@@ -1461,13 +1466,12 @@ impl<'a> GroupBuilder<'a> {
         }
         if vol.system_disk {
             let system = Parent::Skel(vol.leaf_index(Leaf::System));
-            let (lo, hi) = scaled(SYSTEM_SIZES, vol.profile.size_scale);
             for _ in 0..self.rng.range(16, 41) {
                 let kind = self.pick_kind(Leaf::System);
                 if used >= cap {
                     break;
                 }
-                let lo = lo.max(vol.pool_sizes.min(kind));
+                let (lo, hi) = self.size_bounds(true, kind);
                 if lo > hi {
                     continue;
                 }
@@ -1577,7 +1581,8 @@ impl<'a> GroupBuilder<'a> {
         budget: u64,
         used: u64,
     ) -> u64 {
-        let prof = self.vol.profile.clone();
+        let vol = self.vol;
+        let prof = &vol.profile;
         let cluster = self.cluster;
         let mut got = 0u64;
         let Some((size, variant)) = self.quota_size(leaf, kind, room, left) else {
@@ -1701,7 +1706,7 @@ impl<'a> GroupBuilder<'a> {
         if vol.system_disk {
             weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
         }
-        let max = MAX_FILE.min(self.batch_n as u64 * self.cluster / 12);
+        let max = self.max_file();
         let mut cells: Vec<(Leaf, Kind, f64)> = Vec::new();
         let total_w: f64 = weights.iter().map(|(_, w)| w).sum();
         for (pick, w) in weights {
@@ -1709,11 +1714,7 @@ impl<'a> GroupBuilder<'a> {
             let kinds = leaf_kinds(leaf);
             let kind_w: f64 = kinds.iter().map(|(_, x)| x).sum();
             for (kind, kw) in kinds {
-                let (lo, hi) = if leaf.is_system() {
-                    scaled(SYSTEM_SIZES, prof.size_scale)
-                } else {
-                    scaled(size_range(*kind), prof.size_scale)
-                };
+                let (lo, hi) = self.size_bounds(leaf.is_system(), *kind);
                 let mean = if *kind == Kind::Sqlite {
                     let fit: Vec<u64> = vol
                         .pool_sizes
@@ -1724,7 +1725,7 @@ impl<'a> GroupBuilder<'a> {
                         .collect();
                     fit.iter().sum::<u64>() as f64 / fit.len().max(1) as f64
                 } else {
-                    let lo = lo.max(vol.pool_sizes.min(*kind)).max(1) as f64;
+                    let lo = lo.max(1) as f64;
                     let hi = (hi.min(max) as f64).max(lo);
                     if hi > lo {
                         (hi - lo) / (hi / lo).ln()

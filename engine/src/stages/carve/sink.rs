@@ -429,6 +429,19 @@ impl<'a> Sink<'a> {
         self.items.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Keep `start` to be followed along the file system's map when a
+    /// fragmented file starts there and a built-in format can delimit it.
+    fn to_follow(&self, start: &Start) {
+        if start.builtin.is_some()
+            && let Some((starts, list)) = &self.broken
+            && starts.contains(&start.offset)
+        {
+            list.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(start.clone());
+        }
+    }
+
     /// Drop a broken item (`discarded` slot `slot`) and its case file.
     fn discard(&self, slot: usize, rel: &std::path::Path) {
         self.discarded[slot].fetch_add(1, Ordering::Relaxed);
@@ -522,16 +535,7 @@ impl<'a> Sink<'a> {
                     }
                 }
                 Msg::Meta(job) => self.meta(*job),
-                Msg::Unproven(s) => {
-                    if s.builtin.is_some()
-                        && let Some((starts, list)) = &self.broken
-                        && starts.contains(&s.offset)
-                    {
-                        list.lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push(*s);
-                    }
-                }
+                Msg::Unproven(s) => self.to_follow(&s),
             }
         }
         if !self.failed.load(Ordering::Relaxed) {
@@ -560,14 +564,8 @@ impl<'a> Sink<'a> {
             verdict = verdict.lower(Some(Verdict::new(Validation::Invalid, n)));
         }
         let broken = broken_index(verdict.validation);
-        if broken.is_some()
-            && it.start.builtin.is_some()
-            && let Some((starts, list)) = &self.broken
-            && starts.contains(&it.start.offset)
-        {
-            list.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((*it.start).clone());
+        if broken.is_some() {
+            self.to_follow(&it.start);
         }
         if let Some(b) = broken
             && !self.digests.keep_broken
