@@ -65,17 +65,28 @@ fn setup() -> Result<Wine, String> {
     let prefix = target_dir().join("wine-prefix");
     let w = Wine { wine, exe, prefix };
     // The first start makes the prefix (about ten seconds).
-    let out = w
-        .command()
-        .arg("--version")
-        .output()
-        .map_err(|e| e.to_string())?;
+    let out = try_output(w.command().arg("--version")).map_err(|e| e.to_string())?;
     if !out.status.success() || !String::from_utf8_lossy(&out.stdout).starts_with("caseload ") {
         return Err(format!(
             "caseload.exe --version under Wine failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         ));
+    }
+    // The tests start many short clients, some at once; the wineserver
+    // Wine starts by itself exits seconds after its last client, and a
+    // client that connects as it exits dies. Keep it for a minute past the
+    // last client instead (it detaches; it is gone a minute after the
+    // tests).
+    let server = w.wine.with_file_name("wineserver");
+    if server.is_file() {
+        let _ = Command::new(server)
+            .arg("-p60")
+            .env("WINEPREFIX", &w.prefix)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
     }
     Ok(w)
 }
@@ -105,7 +116,7 @@ impl Wine {
     }
 
     fn run_ok(&self, args: &[&str]) -> Output {
-        let out = self.command().args(args).output().unwrap();
+        let out = output(self.command().args(args));
         assert!(
             out.status.success(),
             "caseload.exe {args:?}: {}\n{}",
@@ -113,6 +124,29 @@ impl Wine {
             String::from_utf8_lossy(&out.stderr)
         );
         out
+    }
+}
+
+/// Runs `cmd` to its end. A Wine client that cannot reach the prefix's
+/// wineserver (it was exiting as the client connected: "wine client
+/// error: ... Connection reset by peer") never started caseload.exe, so
+/// the command is tried again, at most twice, saying so.
+fn output(cmd: &mut Command) -> Output {
+    try_output(cmd).unwrap()
+}
+
+/// [`output`], or why the command could not be started.
+fn try_output(cmd: &mut Command) -> std::io::Result<Output> {
+    let mut tries = 0;
+    loop {
+        let out = cmd.output()?;
+        let lost = String::from_utf8_lossy(&out.stderr).contains("wine client error");
+        if !lost || tries == 2 {
+            return Ok(out);
+        }
+        tries += 1;
+        eprintln!("the wineserver went away as {cmd:?} started; trying again");
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
 
@@ -195,7 +229,7 @@ fn run_case(mut cmd: Command, corpus: &Path, case: &Path, path: fn(&Path) -> Str
     for flag in ["--database", "--case", "--temp"] {
         cmd.arg(flag).arg(path(case));
     }
-    let out = cmd.output().unwrap();
+    let out = output(&mut cmd);
     assert!(
         out.status.success(),
         "run of {}: {}",
@@ -403,26 +437,25 @@ fn a_layout_on_a_drive_letter_writes_to_that_drive() {
     assert_eq!(common::run_json(&long_case)["status"], "completed");
     // A share that cannot be reached: refused before anything runs, the
     // path named.
-    let out = w
-        .command()
-        .args([
-            "run",
-            "--stages",
-            "filesystem",
-            "--cache",
-            "warm",
-            "--layout",
-        ])
-        .arg(win(&layout))
-        .args([
-            "--case",
-            r"\\caseload-no-such-server\share\case",
-            "--force",
-            "--evidence",
-        ])
-        .arg(win(&image))
-        .output()
-        .unwrap();
+    let out = output(
+        w.command()
+            .args([
+                "run",
+                "--stages",
+                "filesystem",
+                "--cache",
+                "warm",
+                "--layout",
+            ])
+            .arg(win(&layout))
+            .args([
+                "--case",
+                r"\\caseload-no-such-server\share\case",
+                "--force",
+                "--evidence",
+            ])
+            .arg(win(&image)),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("caseload-no-such-server"), "{err}");
@@ -433,21 +466,16 @@ fn linux_only_commands_refuse_under_windows_naming_linux() {
     let Some(w) = wine("linux_only_commands_refuse_under_windows_naming_linux") else {
         return;
     };
-    let out = w
-        .command()
-        .args(["lab", "up", "ftk4-base"])
-        .output()
-        .unwrap();
+    let out = output(w.command().args(["lab", "up", "ftk4-base"]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("needs Linux"), "lab up: {err}");
     let work = tempfile::tempdir().unwrap();
-    let out = w
-        .command()
-        .args(["run", "--ram", "8GB", "--evidence"])
-        .arg(win(&work.path().join("absent.dd")))
-        .output()
-        .unwrap();
+    let out = output(
+        w.command()
+            .args(["run", "--ram", "8GB", "--evidence"])
+            .arg(win(&work.path().join("absent.dd"))),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("Windows cannot"), "--ram: {err}");
@@ -508,19 +536,19 @@ impl Wine {
     fn run_with_case_on(&self, d: &TmpfsDrive, extra: &[&str]) -> Output {
         let elsewhere = d.work.path().join("db");
         std::fs::create_dir_all(&elsewhere).unwrap();
-        self.command()
-            .args(["run", "--cache", "warm"])
-            .args(extra)
-            .arg("--evidence")
-            .arg(win(&d.image))
-            .arg("--case")
-            .arg(format!("{}:\\", d.letter))
-            .arg("--database")
-            .arg(win(&elsewhere))
-            .arg("--temp")
-            .arg(win(&elsewhere))
-            .output()
-            .unwrap()
+        output(
+            self.command()
+                .args(["run", "--cache", "warm"])
+                .args(extra)
+                .arg("--evidence")
+                .arg(win(&d.image))
+                .arg("--case")
+                .arg(format!("{}:\\", d.letter))
+                .arg("--database")
+                .arg(win(&elsewhere))
+                .arg("--temp")
+                .arg(win(&elsewhere)),
+        )
     }
 }
 
