@@ -4,7 +4,7 @@
 # each SIZE for each seed with the image bytes discarded (the figures need
 # only the plan and the content's sizes), reads the manifest's
 # summary.per_gib_used and prints, per size, the mean over the seeds of
-# files, folders, deleted files, residue, messages, attachments and text
+# files, folders, deleted files, residue, messages, attachments, members and text
 # bytes per GiB used, and each one's ratio to the first size's (goal:
 # within 10%).
 #
@@ -34,7 +34,7 @@ done
 python3 - "$DIR" "$SIZES" "$SEEDS" <<'PY'
 import json, sys
 d, sizes, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-keys = ["files", "folders", "deleted_files", "residue_items", "messages", "attachments", "text_bytes"]
+keys = ["files", "folders", "deleted_files", "residue_items", "messages", "attachments", "members", "text_bytes"]
 rows = []
 for size in sizes:
     per = [json.load(open(f"{d}/{size}-{s}/manifest.json"))["summary"]["per_gib_used"] for s in seeds]
@@ -48,5 +48,5 @@ for size, m, used in rows:
     print(f"| {size} | {used:.2f} | " + " | ".join(cells) + " |")
 worst = max(abs(m[k] / base[k] - 1) for _, m, _ in rows for k in keys
             if base[k] and k not in ("deleted_files", "residue_items"))
-print(f"largest deviation from {rows[0][0]} (files, folders, messages, attachments, text): {worst:.1%} (goal <= 10%)")
+print(f"largest deviation from {rows[0][0]} (files, folders, messages, attachments, members, text): {worst:.1%} (goal <= 10%)")
 PY

@@ -260,7 +260,15 @@ struct Facts {
     sha1: String,
     sha256: String,
     attachments: Vec<Attachment>,
+    members: u64,
     kw_offsets: Vec<Vec<u64>>,
+}
+
+impl Facts {
+    /// The file's members and its attachments'.
+    fn all_members(&self) -> u64 {
+        self.members + self.attachments.iter().map(|a| a.members).sum::<u64>()
+    }
 }
 
 fn hash_all(bytes: &[u8]) -> (String, String, String, String) {
@@ -326,6 +334,7 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
             sha1,
             sha256,
             attachments: g.attachments,
+            members: g.members,
             kw_offsets,
         },
     })
@@ -1024,6 +1033,7 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         intact: true,
         slack_bytes: 0,
         attachments: Vec::new(),
+        members: 0,
         group: d.group,
         mft_record: d.record.map(|r| r.0),
         sequence: d.record.map(|r| r.1),
@@ -1386,6 +1396,7 @@ impl ManifestOut {
                 sha1,
                 sha256,
                 attachments: Vec::new(),
+                members: 0,
                 kw_offsets: Vec::new(),
             }
         };
@@ -1408,6 +1419,7 @@ impl ManifestOut {
                     b.text_bytes += it.spec.size as f64;
                 }
                 b.attachments += f.attachments.len() as f64;
+                b.members += f.all_members() as f64;
                 b.messages += match kind {
                     Kind::Eml => 1.0,
                     Kind::Mbox => crate::content::mail::mbox_messages(it.spec.size as usize) as f64,
@@ -1619,6 +1631,7 @@ impl ManifestOut {
                 intact,
                 slack_bytes: slack,
                 attachments: f.attachments.clone(),
+                members: f.members,
                 group: plan.k,
                 mft_record: num.as_ref().and_then(|n| n.item[i]),
                 sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
@@ -1630,6 +1643,7 @@ impl ManifestOut {
             self.summary.compressed_files += e.compressed as u64;
             self.summary.sparse_files += e.sparse as u64;
             self.summary.attachments += e.attachments.len() as u64;
+            self.summary.members += f.all_members();
             self.summary.messages += match e.content_type {
                 Some(crate::content::Kind::Eml) => 1,
                 Some(crate::content::Kind::Mbox) => {
@@ -1667,6 +1681,7 @@ impl ManifestOut {
                     intact: true,
                     slack_bytes: 0,
                     attachments: Vec::new(),
+                    members: 0,
                     resident: true,
                     compressed: false,
                     sparse: false,
@@ -1692,6 +1707,7 @@ impl ManifestOut {
                 residue_items: per(b.residue_items),
                 messages: per(b.messages),
                 attachments: per(b.attachments),
+                members: per(b.members),
                 text_bytes: per(b.text_bytes).round(),
             });
         }

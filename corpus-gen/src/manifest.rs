@@ -340,6 +340,11 @@ pub struct FileEntry {
     pub slack_bytes: u64,
     /// Decoded attachments of e-mail content.
     pub attachments: Vec<Attachment>,
+    /// Members a suite lists when it expands this ZIP-form file (an
+    /// archive's entries, a document's parts; attachments' members are
+    /// with their attachment).
+    #[serde(default, skip_serializing_if = "crate::content::is_zero")]
+    pub members: u64,
     /// Allocation group.
     pub group: u32,
     /// MFT record number (NTFS only).
@@ -492,6 +497,10 @@ pub struct Summary {
     /// those a mailbox holds.
     #[serde(default)]
     pub messages: u64,
+    /// Members of ZIP-form files and attachments, live and deleted (an
+    /// archive's entries, a document's parts).
+    #[serde(default)]
+    pub members: u64,
     /// What the batches hold per GiB of the space they use: the same at
     /// any disk size (the skeleton's folders and own files, a fixed part
     /// of every disk, are left out).
@@ -518,6 +527,9 @@ pub struct PerGib {
     pub messages: f64,
     /// E-mail attachments (live and deleted files).
     pub attachments: f64,
+    /// Members of ZIP-form files and attachments (live and deleted).
+    #[serde(default)]
+    pub members: f64,
     /// Bytes of the text kinds (text, log, HTML, e-mail, mailboxes), live
     /// and deleted.
     pub text_bytes: f64,

@@ -64,6 +64,11 @@ pub struct Profile {
     /// weights (6 of 91, about 0.066).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_share: Option<f64>,
+    /// A Windows system disk: the operating system's folders (`Windows`,
+    /// `System32`, `WinSxS`) and their files beside the user's, whatever
+    /// the file system. Off: a data disk, stick or card.
+    #[serde(default)]
+    pub system_disk: bool,
 }
 
 /// Range of `fill` the planner supports.
@@ -111,6 +116,7 @@ impl Profile {
                 size_scale: 1.0,
                 files_per_gib_used: None,
                 mail_share: None,
+                system_disk: true,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -135,6 +141,7 @@ impl Profile {
                 size_scale: 1.0,
                 files_per_gib_used: None,
                 mail_share: None,
+                system_disk: false,
             }),
             _ => None,
         }

@@ -42,11 +42,12 @@ fn a_gib_holds_the_same_at_1_and_4_gib() {
     let large: Vec<PerGib> = (1..=3).map(|s| per_gib("4GiB", s)).collect();
     // Used space grows with the disk (the figures are per GiB of it).
     assert!(mean(&large, |p| p.used_bytes as f64) > 3.0 * mean(&small, |p| p.used_bytes as f64));
-    let figures: [(&str, Figure); 5] = [
+    let figures: [(&str, Figure); 6] = [
         ("files", |p| p.files),
         ("folders", |p| p.folders),
         ("messages", |p| p.messages),
         ("attachments", |p| p.attachments),
+        ("members", |p| p.members),
         ("text bytes", |p| p.text_bytes),
     ];
     for (name, f) in figures {

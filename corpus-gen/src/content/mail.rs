@@ -126,6 +126,7 @@ struct Att {
     name: String,
     mime: &'static str,
     data: Vec<u8>,
+    members: u64,
 }
 
 fn make_attachment(
@@ -150,26 +151,28 @@ fn make_attachment(
     let size = rng.range(min as u64, budget as u64) as usize;
     let key = rng.next_u64();
     let mut r = Rng::new(key);
+    let plain = |bytes| super::zip::Zipped { bytes, members: 0 };
     let data = match kind {
-        Kind::Pdf => super::pdf::pdf(&mut r, size, &[], when),
+        Kind::Pdf => plain(super::pdf::pdf(&mut r, size, &[], when)),
         Kind::Jpeg => {
             let v = pool.fit(Kind::Jpeg, size as u64, 64);
-            pool.jpeg(&mut r, v, size, &[], key)?
+            plain(pool.jpeg(&mut r, v, size, &[], key)?)
         }
         Kind::Png => {
             let v = pool.fit(Kind::Png, size as u64, 64);
-            pool.png(&mut r, v, size, &[], key)?
+            plain(pool.png(&mut r, v, size, &[], key)?)
         }
         Kind::Docx => super::zip::docx(&mut r, size, &[], pool, when)?,
         Kind::Xlsx => super::zip::xlsx(&mut r, size, &[], pool, when)?,
-        _ => super::text::plain(&mut r, size, &[], &[]),
+        _ => plain(super::text::plain(&mut r, size, &[], &[])),
     };
     let stem = words::zipf_word(rng);
     let ext = kind.ext();
     Ok(Some(Att {
         name: format!("{stem}_{}.{ext}", rng.range(1, 999)),
         mime: kind.mime(),
-        data,
+        data: data.bytes,
+        members: data.members,
     }))
 }
 
@@ -290,6 +293,7 @@ fn message(
             md5: hex(&md5::Md5::digest(&a.data)),
             sha1: hex(&sha1::Sha1::digest(&a.data)),
             sha256: hex(&sha2::Sha256::digest(&a.data)),
+            members: a.members,
         });
     }
     Ok(out)

@@ -119,6 +119,16 @@ fn write_zip(entries: &[Entry], when: u64, comment: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A ZIP-form file and the members a suite expanding it lists (every
+/// entry: a document's parts too).
+#[derive(Debug, Clone, Default)]
+pub struct Zipped {
+    /// Exactly the size asked for.
+    pub bytes: Vec<u8>,
+    /// Entries in its central directory.
+    pub members: u64,
+}
+
 /// Make the archive exactly `size` bytes: the fixed `entries` (built by
 /// `make` from a text budget) plus a stored picture or a comment. Halves
 /// the text budget until it fits.
@@ -129,7 +139,7 @@ fn fit<F>(
     when: u64,
     media_name: &str,
     mut make: F,
-) -> Result<Vec<u8>, CorpusError>
+) -> Result<Zipped, CorpusError>
 where
     F: FnMut(&mut Rng, usize) -> Result<Vec<Entry>, CorpusError>,
 {
@@ -145,12 +155,18 @@ where
             if room <= 65_535 {
                 let mut c = Vec::new();
                 words::fill_text(rng, &mut c, room);
-                return Ok(write_zip(&entries, when, &c));
+                return Ok(Zipped {
+                    bytes: write_zip(&entries, when, &c),
+                    members: entries.len() as u64,
+                });
             }
             let data_len = room - entry_overhead(media_name);
             if let Some(jpeg) = pool.jpeg_any(rng, data_len, key) {
                 entries.push(entry(media_name, &jpeg, false)?);
-                return Ok(write_zip(&entries, when, b""));
+                return Ok(Zipped {
+                    bytes: write_zip(&entries, when, b""),
+                    members: entries.len() as u64,
+                });
             }
         }
         if budget == 0 {
@@ -216,7 +232,7 @@ pub fn docx(
     keywords: &[String],
     pool: &Pool,
     when: u64,
-) -> Result<Vec<u8>, CorpusError> {
+) -> Result<Zipped, CorpusError> {
     fit(
         rng,
         size,
@@ -253,7 +269,7 @@ pub fn xlsx(
     keywords: &[String],
     pool: &Pool,
     when: u64,
-) -> Result<Vec<u8>, CorpusError> {
+) -> Result<Zipped, CorpusError> {
     fit(
         rng,
         size,
@@ -311,7 +327,7 @@ pub fn archive(
     keywords: &[String],
     pool: &Pool,
     when: u64,
-) -> Result<Vec<u8>, CorpusError> {
+) -> Result<Zipped, CorpusError> {
     let folder = words::zipf_word(rng).to_string();
     fit(
         rng,
@@ -350,12 +366,22 @@ mod tests {
         let kw = vec!["qzbcdfghjk".to_string()];
         for size in [4096usize, 5000, 70_000, 150_001, 2_000_000] {
             let mut r = Rng::new(size as u64);
-            assert_eq!(docx(&mut r, size, &kw, &pool, 1 << 30).unwrap().len(), size);
-            assert_eq!(xlsx(&mut r, size, &kw, &pool, 1 << 30).unwrap().len(), size);
-            assert_eq!(
-                archive(&mut r, size, &kw, &pool, 1 << 30).unwrap().len(),
-                size
-            );
+            let d = docx(&mut r, size, &kw, &pool, 1 << 30).unwrap();
+            let x = xlsx(&mut r, size, &kw, &pool, 1 << 30).unwrap();
+            let a = archive(&mut r, size, &kw, &pool, 1 << 30).unwrap();
+            for z in [&d, &x, &a] {
+                assert_eq!(z.bytes.len(), size);
+                // The central directory's own count (end record, offset
+                // 10) is the count reported.
+                let eocd = z
+                    .bytes
+                    .windows(4)
+                    .rposition(|w| w == b"PK\x05\x06")
+                    .unwrap();
+                let n = u16::from_le_bytes([z.bytes[eocd + 10], z.bytes[eocd + 11]]);
+                assert_eq!(z.members, n as u64, "size {size}");
+            }
+            assert!(d.members >= 4 && x.members >= 7 && a.members >= 1);
         }
     }
 }

@@ -43,12 +43,22 @@ impl FsLayout for FatLayout {
             }
             return Ok(None);
         }
+        // FAT numbers a folder's 32-byte slots with 16 bits.
+        if slots > 65_536 {
+            return Err(CorpusError::Invalid(format!(
+                "folder /{} would need {slots} directory entries for {} batches, and a FAT \
+                 folder holds at most 65,536: a disk this large needs NTFS{}",
+                vol.skel[i].path,
+                vol.batches(),
+                if vol.system_disk {
+                    " (or a profile without the system folders)"
+                } else {
+                    ""
+                }
+            )));
+        }
         let bytes = slots as u64 * 32;
         Ok(Some(bytes.div_ceil(vol.geo.cluster_bytes()).max(1) as u32))
-    }
-
-    fn batch_overhead(&self, _batch_clusters: u32, folders: u32) -> u32 {
-        folders
     }
 
     /// A deleted directory keeps exactly one cluster (so recovery of its

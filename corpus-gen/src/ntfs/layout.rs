@@ -121,11 +121,6 @@ impl FsLayout for NtfsLayout {
         Ok(Some((blocks + blocks / 8 + 1) as u32))
     }
 
-    /// An estimate of the batch's share of its group's `$MFT` fragment.
-    fn batch_overhead(&self, batch_clusters: u32, _folders: u32) -> u32 {
-        batch_clusters / 64
-    }
-
     /// A deleted folder's children stay in their records (their parent
     /// reference names it): all are kept.
     fn deleted_dir_keeps(&self, children: &[&NameForm], _cluster: u64) -> Vec<bool> {
