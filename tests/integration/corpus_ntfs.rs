@@ -400,7 +400,7 @@ fn ntfs_suspect_gpt_with_deleted_folders_matches_oracles() {
             "--size",
             "160MiB",
             "--seed",
-            "11",
+            "12",
             "--profile",
             "suspect",
             "--partition-table",

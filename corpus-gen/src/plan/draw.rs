@@ -767,7 +767,7 @@ impl<'a> GroupBuilder<'a> {
             let wanted = it.deleted || it.residue;
             let p = if wanted { share * 2.0 } else { share };
             let text_like =
-                matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * UNIT;
+                matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * SECTOR;
             // The first file of each searchable kind always carries one, so
             // every extraction path (PDF text, OOXML, ZIP, mail, SQLite,
             // image comments) is exercised even on the smallest disk.
@@ -788,15 +788,14 @@ impl<'a> GroupBuilder<'a> {
                 self.kw_next += 1;
             }
             let it = &mut self.items[i];
-            if matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * UNIT {
-                // A unit boundary here; placement moves it onto one of the
-                // file system's clusters.
-                let units = it.spec.size / UNIT;
-                let j = 1 + self.rng.below(units - 1);
-                it.spec.straddle = vec![j * UNIT];
+            if matches!(it.spec.kind, Kind::Text | Kind::Log) && it.spec.size > 2 * SECTOR {
+                // A sector boundary (the smallest cluster any file system
+                // here has); placement moves it onto one of its clusters.
+                let sectors = it.spec.size / SECTOR;
+                let j = 1 + self.rng.below(sectors - 1);
+                it.spec.straddle = vec![j * SECTOR];
             }
             it.spec.keywords = kws;
         }
     }
-
 }

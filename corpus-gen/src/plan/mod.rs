@@ -31,7 +31,6 @@ use crate::words;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-
 mod draw;
 mod place;
 
@@ -49,6 +48,10 @@ const MAX_FILE: u64 = 24 << 20;
 /// a layout with larger clusters leaves less free space, one with smaller
 /// more).
 pub const UNIT: u64 = 4096;
+
+/// The smallest cluster of any layout (a sector): where the logical plan
+/// puts a planted straddle before placement moves it onto a cluster.
+const SECTOR: u64 = 512;
 
 /// Bytes a `size`-byte file is charged in the logical plan.
 fn on_disk(size: u64) -> u64 {
@@ -1065,7 +1068,6 @@ fn file_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> String {
         name
     }
 }
-
 
 impl GroupPlan {
     /// Absolute first cluster of a run list (0 when empty).
