@@ -80,7 +80,7 @@ fn corpus_text(len: usize) -> String {
 
 fn tokenization(c: &mut Criterion) {
     let text = corpus_text(4 << 20);
-    let (schema, fields) = schema();
+    let (schema, fields) = schema(true);
     let index = tantivy::Index::create_in_ram(schema);
     let mut analyzer = index
         .tokenizer_for_field(fields.text)
@@ -123,7 +123,7 @@ fn engines(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.bench_function("tantivy-1-thread", |b| {
         b.iter(|| {
-            let (schema, fields) = schema();
+            let (schema, fields) = schema(true);
             let index = tantivy::Index::create_in_ram(schema);
             let mut w: tantivy::IndexWriter = index
                 .writer_with_num_threads(1, 64 << 20)

@@ -11,14 +11,16 @@
 //! parts. Juxtaposed words must all match (implicit `AND`).
 
 use crate::channel::{Channel, ChannelKind};
-use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, schema};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, fields_of};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use tantivy::collector::DocSetCollector;
+use tantivy::index::InvertedIndexReader;
+use tantivy::postings::Postings;
 use tantivy::query::{AllQuery, BooleanQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
-use tantivy::schema::{IndexRecordOption, OwnedValue};
+use tantivy::schema::{Field, IndexRecordOption, OwnedValue};
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, TantivyDocument, Term};
+use tantivy::{DocId, DocSet, Index, TantivyDocument, Term};
 
 /// Errors searching.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +40,12 @@ pub enum SearchError {
     /// I/O on the index directory.
     #[error("reading the index: {0}")]
     Io(#[from] std::io::Error),
+    /// A regular expression over an index that keeps no text.
+    #[error(
+        "`{0}`: its index keeps no copy of the text (profile ftk4, as dtSearch's), so a regular \
+         expression has nothing to match; index with --profile native or autopsy to use --regex"
+    )]
+    NoStoredText(std::path::PathBuf),
 }
 
 /// How to search.
@@ -325,7 +333,8 @@ fn to_tantivy(node: &QueryNode, fields: &Fields) -> Result<Box<dyn Query>, Searc
     })
 }
 
-/// Occurrences of the query's positive parts in a document's tokens.
+/// Occurrences of the query's positive parts in a document's tokens (what
+/// [`search`] counts from the postings).
 pub fn count_hits(node: &QueryNode, toks: &[String]) -> u64 {
     match node {
         QueryNode::Term(t) => toks.iter().filter(|x| *x == t).count() as u64,
@@ -341,8 +350,9 @@ pub fn count_hits(node: &QueryNode, toks: &[String]) -> u64 {
     }
 }
 
-/// The index of a case directory.
-pub fn open_index(case_dir: &Path) -> Result<(Index, Fields), SearchError> {
+/// The index of a case directory, its fields, and whether it keeps the
+/// text.
+pub fn open_index(case_dir: &Path) -> Result<(Index, Fields, bool), SearchError> {
     if !case_dir.join(INDEX_DIR).join("meta.json").is_file() {
         return Err(SearchError::NoIndex(case_dir.to_path_buf()));
     }
@@ -350,8 +360,86 @@ pub fn open_index(case_dir: &Path) -> Result<(Index, Fields), SearchError> {
     let channel = Channel::new(ChannelKind::Case, case_dir, Vec::new());
     let dir = ChannelDirectory::new(channel, INDEX_DIR)?;
     let index = Index::open(dir)?;
-    let (_, fields) = schema();
-    Ok((index, fields))
+    let (fields, stored) = fields_of(&index.schema())?;
+    Ok((index, fields, stored))
+}
+
+/// Positions of `term` in document `doc` of a segment (`None`: absent).
+fn positions(
+    inv: &InvertedIndexReader,
+    term: &Term,
+    doc: DocId,
+) -> Result<Option<Vec<u32>>, SearchError> {
+    let Some(mut postings) = inv.read_postings(term, IndexRecordOption::WithFreqsAndPositions)?
+    else {
+        return Ok(None);
+    };
+    if postings.seek(doc) != doc {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    postings.positions(&mut v);
+    Ok(Some(v))
+}
+
+/// [`count_hits`] from the postings of document `doc` in one segment:
+/// term frequencies, every term with a prefix, a phrase's starts where
+/// each word follows at the next position. Needs no stored text.
+fn postings_hits(
+    node: &QueryNode,
+    inv: &InvertedIndexReader,
+    field: Field,
+    doc: DocId,
+) -> Result<u64, SearchError> {
+    let term = |t: &str| Term::from_field_text(field, t);
+    Ok(match node {
+        QueryNode::Term(t) => positions(inv, &term(t), doc)?.map_or(0, |p| p.len() as u64),
+        QueryNode::Prefix(p) => {
+            let mut n = 0u64;
+            let mut stream = inv.terms().range().ge(p.as_bytes()).into_stream()?;
+            while stream.advance() {
+                if !stream.key().starts_with(p.as_bytes()) {
+                    break;
+                }
+                let mut postings =
+                    inv.read_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)?;
+                if postings.seek(doc) == doc {
+                    n += postings.term_freq() as u64;
+                }
+            }
+            n
+        }
+        QueryNode::Phrase(ts) => {
+            let mut each: Vec<HashSet<u32>> = Vec::with_capacity(ts.len());
+            let mut first = Vec::new();
+            for (i, t) in ts.iter().enumerate() {
+                let Some(p) = positions(inv, &term(t), doc)? else {
+                    return Ok(0);
+                };
+                if i == 0 {
+                    first = p;
+                } else {
+                    each.push(p.into_iter().collect());
+                }
+            }
+            first
+                .iter()
+                .filter(|&&s| {
+                    each.iter()
+                        .enumerate()
+                        .all(|(i, set)| set.contains(&(s + i as u32 + 1)))
+                })
+                .count() as u64
+        }
+        QueryNode::And(parts) | QueryNode::Or(parts) => {
+            let mut n = 0;
+            for p in parts {
+                n += postings_hits(p, inv, field, doc)?;
+            }
+            n
+        }
+        QueryNode::Not(_) => 0,
+    })
 }
 
 fn stored_str(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
@@ -404,11 +492,14 @@ pub fn search(
     query: &str,
     options: &SearchOptions,
 ) -> Result<Vec<SearchHit>, SearchError> {
-    let (index, fields) = open_index(case_dir)?;
+    let (index, fields, stored) = open_index(case_dir)?;
     let reader = index.reader()?;
     let searcher = reader.searcher();
     let mut acc: BTreeMap<(String, i64), Acc> = BTreeMap::new();
     if options.regex {
+        if !stored {
+            return Err(SearchError::NoStoredText(case_dir.to_path_buf()));
+        }
         let re = regex::Regex::new(query)?;
         for segment in searcher.segment_readers() {
             let store = segment.get_store_reader(16)?;
@@ -452,24 +543,28 @@ pub fn search(
     // depend on hash order).
     let mut docs: Vec<_> = docs.into_iter().collect();
     docs.sort();
-    let mut cache: HashMap<u32, tantivy::store::StoreReader> = HashMap::new();
+    type Readers = (
+        tantivy::store::StoreReader,
+        std::sync::Arc<InvertedIndexReader>,
+    );
+    let mut cache: HashMap<u32, Readers> = HashMap::new();
     for addr in docs {
-        let store = match cache.get(&addr.segment_ord) {
-            Some(s) => s,
+        let (store, inv) = match cache.get(&addr.segment_ord) {
+            Some(r) => r,
             None => {
-                let s = searcher
-                    .segment_reader(addr.segment_ord)
-                    .get_store_reader(16)?;
-                cache.entry(addr.segment_ord).or_insert(s)
+                let segment = searcher.segment_reader(addr.segment_ord);
+                let r = (
+                    segment.get_store_reader(16)?,
+                    segment.inverted_index(fields.text)?,
+                );
+                cache.entry(addr.segment_ord).or_insert(r)
             }
         };
         let doc: TantivyDocument = store.get(addr.doc_id)?;
-        let text = stored_str(&doc, fields.text);
-        let toks = tokens(&mut analyzer, &text);
         let key = (stored_str(&doc, fields.kind), stored_i64(&doc, fields.id));
         let a = acc.entry(key).or_default();
         a.label = stored_str(&doc, fields.label);
-        a.hits += count_hits(&node, &toks);
+        a.hits += postings_hits(&node, inv, fields.text, addr.doc_id)?;
     }
     Ok(finish(acc, options.limit))
 }

@@ -248,3 +248,88 @@ fn autopsy_chunks_find_the_same_items_in_overlapping_32k_documents() {
     let (n, a) = (docs(native.path()), docs(autopsy.path()));
     assert!(a > n, "autopsy documents {a}, native {n}");
 }
+
+/// The ftk4 profile's index keeps dtSearch's words and positions and no
+/// copy of the text: it is smaller than native's for the same text, its
+/// searches (terms, a prefix, a phrase, boolean) give every native item
+/// with the same hit counts, counted from the positions, and `--regex`,
+/// which needs the text, is refused saying why. (ftk4 items that native
+/// has not, such as expanded archive members, are left out of the
+/// comparison.)
+#[test]
+fn the_ftk4_index_keeps_no_text_and_counts_hits_from_positions() {
+    let test = "the_ftk4_index_keeps_no_text_and_counts_hits_from_positions";
+    if !common::have_postgres(test) {
+        return;
+    }
+    let work = common::pg_tempdir();
+    let (image, manifest) = corpus(&work.path().join("c40"), "40MiB", "23");
+    let stages = "filesystem,file-hash,index";
+    let native = work.path().join("native");
+    let ftk4 = work.path().join("ftk4");
+    for d in [&native, &ftk4] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    index_support::run_into(&native, &image, stages, "2", &[]);
+    index_support::run_into(&ftk4, &image, stages, "2", &["--profile", "ftk4"]);
+    common::assert_no_server_left(work.path());
+
+    let detail = |case: &Path, key: &str| -> f64 {
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(case.join("run.json")).unwrap()).unwrap();
+        let stages = run["stages"].as_array().unwrap().clone();
+        let index = stages.iter().find(|s| s["name"] == "index").unwrap();
+        index["summary"]["details"][key].as_f64().unwrap()
+    };
+    let (n, f) = (
+        detail(&native, "index_share_of_text"),
+        detail(&ftk4, "index_share_of_text"),
+    );
+    eprintln!("index bytes per byte of text: native {n:.3}, ftk4 {f:.3}");
+    assert!(f < 0.85 * n, "ftk4 {f:.3} against native {n:.3}");
+
+    let mut tokens: Vec<String> = manifest
+        .files
+        .iter()
+        .flat_map(|f| f.keywords.iter().map(|k| k.token.clone()))
+        .collect();
+    tokens.sort();
+    tokens.dedup();
+    assert!(tokens.len() >= 4, "{tokens:?}");
+    let queries = [
+        tokens[0].clone(),
+        format!("{} OR {}", tokens[1], tokens[2]),
+        format!("{}*", &tokens[3][..5]),
+        "\"of the\"".to_string(),
+        "the -zzzzzz".to_string(),
+    ];
+    // By kind and label (row ids differ between the case databases; a
+    // path may be both a deleted and a live file).
+    let by_label = |hits: Vec<Hit>| -> BTreeMap<(String, String), Vec<u64>> {
+        let mut m: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
+        for h in hits {
+            m.entry((h.kind, h.label)).or_default().push(h.hits);
+        }
+        m.values_mut().for_each(|v| v.sort());
+        m
+    };
+    for q in &queries {
+        let a = by_label(search(&native, q, false));
+        let b = by_label(search(&ftk4, q, false));
+        assert!(!a.is_empty(), "{q}: nothing found");
+        for (item, hits) in &a {
+            assert_eq!(b.get(item), Some(hits), "{q}: {item:?}");
+        }
+    }
+
+    let out = common::caseload()
+        .args(["search", "--regex", "--case"])
+        .arg(&ftk4)
+        .arg("qz[a-z]+")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("keeps no copy of the text"), "{err}");
+    assert!(!search(&native, "qz[a-z]+", true).is_empty());
+}

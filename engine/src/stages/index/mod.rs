@@ -96,6 +96,21 @@ const BUILD_DIR: &str = "index-build";
 /// (`index-shards/FIRST-LAST`) until the finish unit merges them.
 pub const SHARDS_DIR: &str = "index-shards";
 
+/// Whether the profile's index keeps a copy of each document's text
+/// beside its words and positions. Autopsy's Solr does (its schema's
+/// `text` and `content_str` are stored fields: hits are shown and regular
+/// expressions matched from them); FTK 4's dtSearch does not (its index
+/// holds words and positions, and a hit is shown from the item itself), so
+/// its index is smaller and writes less to temp and case. caseload's own
+/// keeps it: `search --regex` reads it (counts come from the postings for
+/// every profile).
+fn stores_text(profile: crate::casedb::Profile) -> bool {
+    match profile {
+        crate::casedb::Profile::Native | crate::casedb::Profile::Autopsy => true,
+        crate::casedb::Profile::Ftk4 => false,
+    }
+}
+
 /// Text per document: an item's text is indexed in chunks of about this
 /// size (split at white space), so no document is unbounded.
 pub const CHUNK: usize = 1 << 20;
@@ -432,6 +447,7 @@ impl Chunking {
     };
 
     fn of(profile: crate::casedb::Profile) -> Chunking {
+        // (The index's stored copy of the text: `stores_text`.)
         match profile {
             // dtSearch, FTK's index, takes each item whole, as native does.
             crate::casedb::Profile::Native | crate::casedb::Profile::Ftk4 => Chunking::NATIVE,
@@ -667,7 +683,7 @@ impl Stage for IndexStage {
     fn run(&self, ctx: &StageContext<'_>) -> Result<StageSummary, StageError> {
         let started = std::time::Instant::now();
         let mut reader = ctx.db.reader()?;
-        let (schema, fields) = schema();
+        let (schema, fields) = schema(stores_text(ctx.db.options().profile));
         let _ = ctx.temp.remove_all(BUILD_DIR);
         let build_dir = ChannelDirectory::new(ctx.temp.clone(), BUILD_DIR)
             .map_err(|e| StageError::Other(format!("index temp directory: {e}")))?;
