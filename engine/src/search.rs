@@ -620,4 +620,83 @@ mod tests {
         assert_eq!(n("a OR c"), 4);
         assert_eq!(n("c -z"), 1);
     }
+
+    /// Whether a document of `toks` matches (the query's meaning, for the
+    /// test's expectation).
+    fn matches(node: &QueryNode, toks: &[String]) -> bool {
+        match node {
+            QueryNode::Not(inner) => !matches(inner, toks),
+            QueryNode::And(parts) => parts.iter().all(|p| matches(p, toks)),
+            QueryNode::Or(parts) => parts.iter().any(|p| matches(p, toks)),
+            other => count_hits(other, toks) > 0,
+        }
+    }
+
+    /// Counts from the postings equal counts over the tokens, with and
+    /// without the stored text; `--regex` needs the text.
+    #[test]
+    fn postings_give_the_token_counts_with_or_without_stored_text() {
+        let texts = [
+            "Alpha beta alpha, gamma alpha-beta. qzone qzar qz",
+            "beta gamma beta gamma beta delta; alpha",
+            "nothing to see here",
+            "qzar qzar alpha beta alpha beta alpha",
+        ];
+        let queries = [
+            "alpha",
+            "\"alpha beta\"",
+            "\"beta gamma beta\"",
+            "qz*",
+            "alpha OR gamma",
+            "beta -delta",
+            "(alpha AND beta) OR qzar",
+        ];
+        for stored in [true, false] {
+            let case = tempfile::tempdir().unwrap();
+            let channel = Channel::new(ChannelKind::Case, case.path(), Vec::new());
+            let dir = ChannelDirectory::new(channel, INDEX_DIR).unwrap();
+            let (schema, fields) = crate::textindex::schema(stored);
+            let index = Index::create(dir, schema, tantivy::IndexSettings::default()).unwrap();
+            let mut w: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
+            for (i, t) in texts.iter().enumerate() {
+                let mut d = TantivyDocument::default();
+                d.add_text(fields.kind, "file");
+                d.add_i64(fields.id, i as i64);
+                d.add_u64(fields.part, 0);
+                d.add_text(fields.label, format!("doc{i}"));
+                d.add_text(fields.text, t);
+                w.add_document(d).unwrap();
+            }
+            w.commit().unwrap();
+            let mut analyzer = index.tokenizer_for_field(fields.text).unwrap();
+            for q in queries {
+                let node = parse_query(q, &mut analyzer).unwrap();
+                let mut want: Vec<(i64, u64)> = texts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i, tokens(&mut analyzer, t)))
+                    .filter(|(_, toks)| matches(&node, toks))
+                    .map(|(i, toks)| (i as i64, count_hits(&node, &toks)))
+                    .collect();
+                want.sort();
+                let mut got: Vec<(i64, u64)> = search(case.path(), q, &SearchOptions::default())
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.id, h.hits))
+                    .collect();
+                got.sort();
+                assert_eq!(got, want, "{q} (stored text: {stored})");
+            }
+            let regex = SearchOptions {
+                regex: true,
+                limit: None,
+            };
+            let found = search(case.path(), "qz[a-z]+", &regex);
+            if stored {
+                assert_eq!(found.unwrap().len(), 2);
+            } else {
+                assert!(matches!(found, Err(SearchError::NoStoredText(_))));
+            }
+        }
+    }
 }

@@ -16,7 +16,8 @@ pub struct Args {
     /// text.
     pub query: String,
     /// Treat the query as a regular expression (e-mail addresses, phone
-    /// numbers, card-like numbers...).
+    /// numbers, card-like numbers...). Needs an index that keeps the text
+    /// (profiles native and autopsy; ftk4's, as dtSearch's, keeps none).
     #[arg(long)]
     pub regex: bool,
     /// List at most this many items (those with the most hits).
