@@ -99,9 +99,10 @@ pub const SHARDS_DIR: &str = "index-shards";
 /// Whether the profile's index keeps a copy of each document's text
 /// beside its words and positions. Autopsy's Solr does (its schema's
 /// `text` and `content_str` are stored fields: hits are shown and regular
-/// expressions matched from them); FTK 4's dtSearch does not (its index
-/// holds words and positions, and a hit is shown from the item itself), so
-/// its index is smaller and writes less to temp and case. caseload's own
+/// expressions matched from them); FTK 4's dtSearch does not by default
+/// (its index holds word locations; caching the text is an option chosen
+/// when an index is created, dtSearch article DTS0226), so its index is
+/// smaller and writes less to temp and case. caseload's own
 /// keeps it: `search --regex` reads it (counts come from the postings for
 /// every profile).
 fn stores_text(profile: crate::casedb::Profile) -> bool {
