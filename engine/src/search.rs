@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use tantivy::collector::DocSetCollector;
 use tantivy::index::InvertedIndexReader;
-use tantivy::postings::Postings;
+use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::{AllQuery, BooleanQuery, Occur, PhraseQuery, Query, RegexQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, OwnedValue};
 use tantivy::tokenizer::TextAnalyzer;
@@ -364,82 +364,134 @@ pub fn open_index(case_dir: &Path) -> Result<(Index, Fields, bool), SearchError>
     Ok((index, fields, stored))
 }
 
-/// Positions of `term` in document `doc` of a segment (`None`: absent).
-fn positions(
-    inv: &InvertedIndexReader,
-    term: &Term,
-    doc: DocId,
-) -> Result<Option<Vec<u32>>, SearchError> {
-    let Some(mut postings) = inv.read_postings(term, IndexRecordOption::WithFreqsAndPositions)?
-    else {
-        return Ok(None);
-    };
-    if postings.seek(doc) != doc {
-        return Ok(None);
-    }
-    let mut v = Vec::new();
-    postings.positions(&mut v);
-    Ok(Some(v))
+/// One term's postings in a segment, moved forward as the documents
+/// asked for rise (each list is read once per search), with the positions
+/// of the last document asked for.
+struct TermCursor {
+    postings: Option<SegmentPostings>,
+    at: Option<(DocId, Vec<u32>)>,
 }
 
-/// [`count_hits`] from the postings of document `doc` in one segment:
-/// term frequencies, every term with a prefix, a phrase's starts where
-/// each word follows at the next position. Needs no stored text.
-fn postings_hits(
-    node: &QueryNode,
-    inv: &InvertedIndexReader,
+impl TermCursor {
+    /// Positions of the term in `doc` (empty: absent). Documents are asked
+    /// for in rising order.
+    fn positions(&mut self, doc: DocId) -> &[u32] {
+        if self.at.as_ref().is_none_or(|(d, _)| *d != doc) {
+            let mut v = Vec::new();
+            if let Some(p) = self.postings.as_mut() {
+                // Only forward: a fresh list already on a later document
+                // stays there.
+                if p.doc() < doc {
+                    p.seek(doc);
+                }
+                if p.doc() == doc {
+                    p.positions(&mut v);
+                }
+            }
+            self.at = Some((doc, v));
+        }
+        self.at.as_ref().map_or(&[], |(_, v)| v.as_slice())
+    }
+}
+
+/// Hit counts from one segment's postings ([`count_hits`] without the
+/// text): term frequencies, every term under a prefix, a phrase's starts
+/// where each word follows at the next position. A term's or prefix's
+/// lists are opened once and move forward through the segment's matched
+/// documents, so each is read once per search.
+struct SegmentCounter {
+    inv: std::sync::Arc<InvertedIndexReader>,
     field: Field,
-    doc: DocId,
-) -> Result<u64, SearchError> {
-    let term = |t: &str| Term::from_field_text(field, t);
-    Ok(match node {
-        QueryNode::Term(t) => positions(inv, &term(t), doc)?.map_or(0, |p| p.len() as u64),
-        QueryNode::Prefix(p) => {
-            let mut n = 0u64;
-            let mut stream = inv.terms().range().ge(p.as_bytes()).into_stream()?;
+    terms: HashMap<String, TermCursor>,
+    prefixes: HashMap<String, Vec<SegmentPostings>>,
+}
+
+impl SegmentCounter {
+    fn term(&mut self, t: &str) -> Result<&mut TermCursor, SearchError> {
+        if !self.terms.contains_key(t) {
+            let term = Term::from_field_text(self.field, t);
+            let postings = self
+                .inv
+                .read_postings(&term, IndexRecordOption::WithFreqsAndPositions)?;
+            self.terms
+                .insert(t.to_string(), TermCursor { postings, at: None });
+        }
+        self.terms
+            .get_mut(t)
+            .ok_or_else(|| SearchError::Query(format!("term `{t}` lost")))
+    }
+
+    fn prefix(&mut self, p: &str) -> Result<&mut Vec<SegmentPostings>, SearchError> {
+        if !self.prefixes.contains_key(p) {
+            let mut lists = Vec::new();
+            let mut stream = self.inv.terms().range().ge(p.as_bytes()).into_stream()?;
             while stream.advance() {
                 if !stream.key().starts_with(p.as_bytes()) {
                     break;
                 }
-                let mut postings =
-                    inv.read_postings_from_terminfo(stream.value(), IndexRecordOption::WithFreqs)?;
-                if postings.seek(doc) == doc {
-                    n += postings.term_freq() as u64;
+                lists.push(
+                    self.inv.read_postings_from_terminfo(
+                        stream.value(),
+                        IndexRecordOption::WithFreqs,
+                    )?,
+                );
+            }
+            self.prefixes.insert(p.to_string(), lists);
+        }
+        self.prefixes
+            .get_mut(p)
+            .ok_or_else(|| SearchError::Query(format!("prefix `{p}` lost")))
+    }
+
+    /// Hits of `node`'s positive parts in `doc` (rising from call to call).
+    fn hits(&mut self, node: &QueryNode, doc: DocId) -> Result<u64, SearchError> {
+        Ok(match node {
+            QueryNode::Term(t) => self.term(t)?.positions(doc).len() as u64,
+            QueryNode::Prefix(p) => {
+                let mut n = 0u64;
+                for list in self.prefix(p)? {
+                    if list.doc() < doc {
+                        list.seek(doc);
+                    }
+                    if list.doc() == doc {
+                        n += list.term_freq() as u64;
+                    }
                 }
+                n
             }
-            n
-        }
-        QueryNode::Phrase(ts) => {
-            let mut each: Vec<HashSet<u32>> = Vec::with_capacity(ts.len());
-            let mut first = Vec::new();
-            for (i, t) in ts.iter().enumerate() {
-                let Some(p) = positions(inv, &term(t), doc)? else {
-                    return Ok(0);
-                };
-                if i == 0 {
-                    first = p;
-                } else {
-                    each.push(p.into_iter().collect());
+            QueryNode::Phrase(ts) => {
+                let mut first: Vec<u32> = Vec::new();
+                let mut rest: Vec<HashSet<u32>> = Vec::with_capacity(ts.len());
+                for (i, t) in ts.iter().enumerate() {
+                    let p = self.term(t)?.positions(doc);
+                    if p.is_empty() {
+                        return Ok(0);
+                    }
+                    if i == 0 {
+                        first = p.to_vec();
+                    } else {
+                        rest.push(p.iter().copied().collect());
+                    }
                 }
+                first
+                    .iter()
+                    .filter(|&&s| {
+                        rest.iter()
+                            .enumerate()
+                            .all(|(i, set)| set.contains(&(s + i as u32 + 1)))
+                    })
+                    .count() as u64
             }
-            first
-                .iter()
-                .filter(|&&s| {
-                    each.iter()
-                        .enumerate()
-                        .all(|(i, set)| set.contains(&(s + i as u32 + 1)))
-                })
-                .count() as u64
-        }
-        QueryNode::And(parts) | QueryNode::Or(parts) => {
-            let mut n = 0;
-            for p in parts {
-                n += postings_hits(p, inv, field, doc)?;
+            QueryNode::And(parts) | QueryNode::Or(parts) => {
+                let mut n = 0;
+                for p in parts {
+                    n += self.hits(p, doc)?;
+                }
+                n
             }
-            n
-        }
-        QueryNode::Not(_) => 0,
-    })
+            QueryNode::Not(_) => 0,
+        })
+    }
 }
 
 fn stored_str(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
@@ -543,28 +595,34 @@ pub fn search(
     // depend on hash order).
     let mut docs: Vec<_> = docs.into_iter().collect();
     docs.sort();
-    type Readers = (
-        tantivy::store::StoreReader,
-        std::sync::Arc<InvertedIndexReader>,
-    );
-    let mut cache: HashMap<u32, Readers> = HashMap::new();
+    // Per segment (documents come sorted, so each segment's in rising
+    // order): its stored fields and its hit counter.
+    let mut segment: Option<(u32, tantivy::store::StoreReader, SegmentCounter)> = None;
     for addr in docs {
-        let (store, inv) = match cache.get(&addr.segment_ord) {
-            Some(r) => r,
-            None => {
-                let segment = searcher.segment_reader(addr.segment_ord);
-                let r = (
-                    segment.get_store_reader(16)?,
-                    segment.inverted_index(fields.text)?,
-                );
-                cache.entry(addr.segment_ord).or_insert(r)
-            }
+        if segment
+            .as_ref()
+            .is_none_or(|(ord, _, _)| *ord != addr.segment_ord)
+        {
+            let reader = searcher.segment_reader(addr.segment_ord);
+            segment = Some((
+                addr.segment_ord,
+                reader.get_store_reader(16)?,
+                SegmentCounter {
+                    inv: reader.inverted_index(fields.text)?,
+                    field: fields.text,
+                    terms: HashMap::new(),
+                    prefixes: HashMap::new(),
+                },
+            ));
+        }
+        let Some((_, store, counter)) = segment.as_mut() else {
+            continue;
         };
         let doc: TantivyDocument = store.get(addr.doc_id)?;
         let key = (stored_str(&doc, fields.kind), stored_i64(&doc, fields.id));
         let a = acc.entry(key).or_default();
         a.label = stored_str(&doc, fields.label);
-        a.hits += postings_hits(&node, inv, fields.text, addr.doc_id)?;
+        a.hits += counter.hits(&node, addr.doc_id)?;
     }
     Ok(finish(acc, options.limit))
 }
@@ -650,6 +708,9 @@ mod tests {
             "alpha OR gamma",
             "beta -delta",
             "(alpha AND beta) OR qzar",
+            // A term first seen in a later document than the one asked for.
+            "nothing OR alpha",
+            "delta OR qz* OR \"gamma beta\"",
         ];
         for stored in [true, false] {
             let case = tempfile::tempdir().unwrap();

@@ -205,7 +205,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ntfs = match args.fs.as_deref() {
         Some(fs) => fs == "ntfs",
-        // Windows disks are NTFS; a stick too small for NTFS is FAT.
+        // Windows disks are NTFS; one too small for NTFS is FAT (what it
+        // holds is the profile's either way).
         None => profile.name == "workstation" && args.size >= caseload_corpus::ntfs::MIN_DISK,
     };
     anyhow::ensure!(

@@ -75,18 +75,29 @@ fn setup() -> Result<Wine, String> {
     }
     // The tests start many short clients, some at once; the wineserver
     // Wine starts by itself exits seconds after its last client, and a
-    // client that connects as it exits dies. Keep it for a minute past the
-    // last client instead (it detaches; it is gone a minute after the
-    // tests).
+    // client that connects as it exits dies. Keep one for a minute past
+    // the last client instead (it detaches; it is gone a minute after the
+    // tests). The one `--version` started holds the prefix's lock until it
+    // exits (`-w` waits for that), else the new one could not start.
     let server = w.wine.with_file_name("wineserver");
     if server.is_file() {
-        let _ = Command::new(server)
-            .arg("-p60")
-            .env("WINEPREFIX", &w.prefix)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        let quiet = |args: &[&str]| {
+            Command::new(&server)
+                .args(args)
+                .env("WINEPREFIX", &w.prefix)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+        };
+        let _ = quiet(&["-w"]);
+        match quiet(&["-p60"]) {
+            Ok(s) if s.success() => {}
+            other => eprintln!(
+                "NOTICE: a persistent wineserver did not start ({other:?}); clients that find \
+                 the server exiting are tried again"
+            ),
+        }
     }
     Ok(w)
 }

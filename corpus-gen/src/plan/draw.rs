@@ -33,6 +33,9 @@ pub(super) struct GroupBuilder<'a> {
     pub(super) window: (u64, u64),
     pub(super) homes: Vec<(Leaf, Parent)>,
     pub(super) first_item: usize,
+    /// The first folder of the batch being drawn (folders are numbered in
+    /// their batch, whatever else its group holds).
+    pub(super) first_dir: usize,
     pub(super) kw_next: u32,
     pub(super) incompressible: u64,
     pub(super) compressible: u64,
@@ -58,6 +61,7 @@ impl<'a> GroupBuilder<'a> {
             window: vol.window(0),
             homes: Vec::new(),
             first_item: 0,
+            first_dir: 0,
             kw_next: 0,
             incompressible: 0,
             compressible: 0,
@@ -83,6 +87,7 @@ impl<'a> GroupBuilder<'a> {
         }
         self.homes.clear();
         self.first_item = self.items.len();
+        self.first_dir = self.dirs.len();
         self.kw_next = 0;
         self.incompressible = 0;
         self.compressible = 0;
@@ -171,7 +176,11 @@ impl<'a> GroupBuilder<'a> {
                 .find(|(l, _)| *l == leaf)
                 .map(|(_, p)| *p)
                 .unwrap_or(Parent::Skel(self.vol.leaf_index(leaf)));
-            let name = format!("{} {}", words::zipf_word(&mut self.rng), self.dirs.len());
+            let name = format!(
+                "{} {}",
+                words::zipf_word(&mut self.rng),
+                self.dirs.len() - self.first_dir
+            );
             let d = self.add_dir(name, parent, leaf, false, false);
             self.homes.push((leaf, Parent::Dir(d)));
             return Parent::Dir(d);

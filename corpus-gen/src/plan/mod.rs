@@ -89,10 +89,10 @@ pub enum Leaf {
     Cache,
     /// A program folder under `Program Files` (known files).
     Programs,
-    /// `Windows/System32` (NTFS system disks; known files).
+    /// `Windows/System32` (system disks; known files).
     System,
-    /// `Windows/WinSxS`, the component store updates grow (NTFS system
-    /// disks; known files).
+    /// `Windows/WinSxS`, the component store updates grow (system disks;
+    /// known files).
     WinSxS,
 }
 
@@ -108,9 +108,9 @@ impl Leaf {
 /// stems for each.
 const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
 
-/// The same on NTFS system disks, which add a component folder per update
-/// (group) under `Windows/WinSxS` (the last entry; FAT disks use the
-/// others).
+/// The same on system disks ([`Profile::system_disk`]), which add a
+/// component folder per update (batch) under `Windows/WinSxS` (the last
+/// entry; other disks use the others).
 const NTFS_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
     (
         Leaf::Documents,
@@ -924,7 +924,7 @@ const LEAF_WEIGHTS: &[(Leaf, f64)] = &[
     (Leaf::Cache, 22.0),
 ];
 
-/// How often a new file is the operating system's on an NTFS system disk
+/// How often a new file is the operating system's on a system disk
 /// (added to [`LEAF_WEIGHTS`]): a Windows volume holds more system files
 /// than user files, most of them small.
 const NTFS_SYSTEM_WEIGHTS: &[(Leaf, f64)] = &[(Leaf::System, 60.0), (Leaf::WinSxS, 60.0)];
@@ -1167,6 +1167,50 @@ mod tests {
             for (fs, p) in ["FAT32", "NTFS"].iter().zip(&plans[1..]) {
                 assert_eq!(plans[0][k], p[k], "group {k}: FAT16 against {fs}");
             }
+        }
+        // At 16 GiB an NTFS group holds two batches, a FAT group one: NTFS
+        // group g holds what FAT groups 2g and 2g + 1 hold, in order.
+        let size = 16 << 30;
+        let mut vols = Vec::new();
+        for geo in [
+            Geometry::plan(size, None, Some(crate::fat::FatType::Fat32)).expect("fat32"),
+            Geometry::plan_ntfs(size, None).expect("ntfs"),
+        ] {
+            let layout = crate::layouts::for_geometry(&geo);
+            let profile = Profile::by_name("workstation").expect("profile");
+            vols.push(Volume::new(geo, seed, profile, &pool, layout).expect("volume"));
+        }
+        // (items, folders) of a group.
+        let group = |vol: &Volume, k: u32| -> (Vec<String>, Vec<String>) {
+            let plan = vol.plan_group(k);
+            let items = plan.items.iter().map(logical).collect();
+            let dirs = plan
+                .dirs
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {:?} {} {}",
+                        d.name, d.leaf, d.deleted, d.times.created.secs
+                    )
+                })
+                .collect();
+            (items, dirs)
+        };
+        let (fat, ntfs) = (&vols[0], &vols[1]);
+        assert_eq!(ntfs.group_batches(1), 2..4, "two batches an NTFS group");
+        for g in [0u32, 1, 7, 20] {
+            assert!(2 * g + 1 < fat.groups - 1 && g < ntfs.groups - 1);
+            let (mut items, mut dirs) = group(fat, 2 * g);
+            let (more_items, more_dirs) = group(fat, 2 * g + 1);
+            items.extend(more_items);
+            dirs.extend(more_dirs);
+            assert_eq!(
+                (items, dirs),
+                group(ntfs, g),
+                "NTFS group {g} against FAT groups {} and {}",
+                2 * g,
+                2 * g + 1
+            );
         }
     }
 

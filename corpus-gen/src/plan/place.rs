@@ -7,6 +7,9 @@
 
 use super::*;
 
+/// Bytes a planted token needs after its straddle boundary.
+const STRADDLE_ROOM: u64 = 32;
+
 impl GroupBuilder<'_> {
     /// Place the drawn group on the volume's file system.
     pub(super) fn place(mut self) -> GroupPlan {
@@ -174,9 +177,9 @@ impl GroupBuilder<'_> {
 
     /// Fit the drawn files to the file system's allocation: small files
     /// stored in their records (NTFS), planted straddles moved onto a
-    /// cluster boundary (the one at or before the drawn unit boundary; at
-    /// the first cluster's end if that is 0, none in a file of one
-    /// cluster).
+    /// cluster boundary (the one at or before the drawn sector boundary;
+    /// at the first cluster's end if that is 0; none where a token would
+    /// not fit after it).
     fn settle(&mut self) {
         let cluster = self.cluster;
         let resident_max = self.vol.layout.resident_max();
@@ -184,7 +187,8 @@ impl GroupBuilder<'_> {
             it.resident = it.spec.size > 0 && it.spec.size <= resident_max;
             if let Some(&at) = it.spec.straddle.first() {
                 let snapped = (at / cluster * cluster).max(cluster);
-                it.spec.straddle = if snapped < it.spec.size {
+                // Room after the boundary for a token to cross it.
+                it.spec.straddle = if snapped + STRADDLE_ROOM <= it.spec.size {
                     vec![snapped]
                 } else {
                     Vec::new()
@@ -280,8 +284,11 @@ impl GroupBuilder<'_> {
         };
         let needed: u64 = units.iter().map(|u| span(u, &self.items)).sum();
         let avail = (self.n - reserved) as u64;
-        // Planning keeps content under the fill share, so this only trims in
-        // pathological cases (tiny groups): drop units from the end.
+        // The logical plan charges 4 KiB units against the fill share; a
+        // file system whose clusters are larger (FAT16, FAT32 past 32 GiB)
+        // adds slack, and with its folders and fragment gaps a group near
+        // a fill of 0.95 may not hold it all. Then units are dropped from
+        // the end (they are shuffled: a random few), as in tiny groups.
         let mut needed = needed;
         let mut kept_dirs = Vec::new();
         while needed + frag_count as u64 > avail {
@@ -289,6 +296,9 @@ impl GroupBuilder<'_> {
                 Some(u) => match u {
                     Unit::Item(i) => {
                         needed -= span(&u, &self.items);
+                        if self.items[i].fragmented {
+                            frag_count -= self.items[i].clusters(cluster).min(4);
+                        }
                         self.drop_item(i);
                     }
                     Unit::Pair(d, a, _) => {
@@ -302,7 +312,7 @@ impl GroupBuilder<'_> {
                 None => break,
             }
         }
-        let free = avail - needed - frag_count as u64;
+        let free = avail.saturating_sub(needed + frag_count as u64);
         let gap_budget = free / 2;
         let gaps = (units.len() / 4 + 1) as u64;
         let mut gap_left = gap_budget;

@@ -53,7 +53,8 @@
 //! An item's text, and so its documents (one per text chunk of at most
 //! [`CHUNK`] bytes, split at white space), depend only on its bytes and the
 //! options; which worker handled it does not matter. So the set of
-//! documents, their terms, positions and stored text, and every search
+//! documents, their terms, positions and stored text (where the profile
+//! keeps it, [`stores_text`]), and every search
 //! result are identical whatever the thread count. What differs is
 //! tantivy's internal doc-id order and segment files (their bytes), which
 //! no result depends on (search output is sorted by item).
