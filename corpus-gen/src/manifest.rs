@@ -523,11 +523,11 @@ pub struct PerGib {
     pub deleted_files: f64,
     /// Residue items in free space.
     pub residue_items: f64,
-    /// E-mail messages (live and deleted files).
+    /// E-mail messages (live and deleted files and residue).
     pub messages: f64,
-    /// E-mail attachments (live and deleted files).
+    /// E-mail attachments (live and deleted files and residue).
     pub attachments: f64,
-    /// Members of ZIP-form files and attachments (live and deleted).
+    /// Members of ZIP-form files and attachments (live and deleted files and residue).
     #[serde(default)]
     pub members: f64,
     /// Bytes of the text kinds (text, log, HTML, e-mail, mailboxes), live
