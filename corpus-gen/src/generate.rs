@@ -1402,7 +1402,9 @@ impl ManifestOut {
         };
         for (i, it) in plan.items.iter().enumerate() {
             if it.residue && it.spec.size == 0 {
-                continue; // dropped while laying out
+                // Dropped while laying out: it did not fit.
+                self.summary.dropped_files += 1;
+                continue;
             }
             let f = facts.get(&i).unwrap_or(&empty);
             let kind = it.spec.kind;

@@ -489,6 +489,12 @@ pub struct Summary {
     /// NTFS sparse files.
     #[serde(default)]
     pub sparse_files: u64,
+    /// Files of the logical plan that did not fit their group's clusters
+    /// and were left out (a high `fill` on a file system whose clusters
+    /// are larger than the plan's 4 KiB units, or a tiny group); present
+    /// when not 0.
+    #[serde(default, skip_serializing_if = "crate::content::is_zero")]
+    pub dropped_files: u64,
     /// E-mail attachments of all files, live and deleted (with the
     /// messages, the compound items a suite expands).
     #[serde(default)]

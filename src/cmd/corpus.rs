@@ -357,6 +357,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         s.carvable_items,
         s.keywords
     );
+    if s.dropped_files > 0 {
+        eprintln!(
+            "note: {} planned files did not fit their groups' clusters and were left out \
+             (summary.dropped_files): the fill is high for this file system's cluster size",
+            s.dropped_files
+        );
+    }
     println!("manifest: {}", report.manifest.display());
     Ok(ExitCode::SUCCESS)
 }

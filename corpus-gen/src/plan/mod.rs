@@ -1311,6 +1311,36 @@ mod tests {
         }
     }
 
+    /// Small files at a high fill on 16 KiB clusters take more clusters
+    /// than the plan's 4 KiB units: a group cannot hold them all, a few are
+    /// dropped (empty residue, which the generator counts as
+    /// `dropped_files`), and the placed group still holds its invariants.
+    #[test]
+    fn a_plan_that_does_not_fit_its_clusters_drops_files_and_stays_sound() {
+        let pool = Pool::build(4).expect("pool");
+        let geo = Geometry::plan(1 << 30, None, Some(crate::fat::FatType::Fat16)).expect("fat16");
+        assert!(geo.cluster_bytes() >= 16 << 10, "{}", geo.cluster_bytes());
+        let layout = crate::layouts::for_geometry(&geo);
+        let mut profile = Profile::by_name("workstation").expect("profile");
+        profile.fill = 0.95;
+        profile.size_scale = 0.1;
+        let vol = Volume::new(geo, 4, profile.clone(), &pool, layout).expect("volume");
+        let plan = vol.plan_group(1);
+        check(&vol, &plan);
+        let dropped = |p: &GroupPlan| {
+            p.items
+                .iter()
+                .filter(|i| i.residue && i.spec.size == 0)
+                .count()
+        };
+        assert!(dropped(&plan) > 0, "nothing dropped");
+        // With 4 KiB clusters the same plan fits.
+        let geo = Geometry::plan(1 << 30, None, Some(crate::fat::FatType::Fat32)).expect("fat32");
+        let layout = crate::layouts::for_geometry(&geo);
+        let vol = Volume::new(geo, 4, profile, &pool, layout).expect("volume");
+        assert_eq!(dropped(&vol.plan_group(1)), 0);
+    }
+
     #[test]
     fn huge_disks_plan_with_gpt_and_bounded_groups() {
         // A system disk's component store has a long-named folder per
