@@ -12,6 +12,7 @@
 
 use crate::channel::{Channel, ChannelKind};
 use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, fields_of};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use tantivy::collector::DocSetCollector;
@@ -408,39 +409,36 @@ struct SegmentCounter {
 
 impl SegmentCounter {
     fn term(&mut self, t: &str) -> Result<&mut TermCursor, SearchError> {
-        if !self.terms.contains_key(t) {
-            let term = Term::from_field_text(self.field, t);
-            let postings = self
-                .inv
-                .read_postings(&term, IndexRecordOption::WithFreqsAndPositions)?;
-            self.terms
-                .insert(t.to_string(), TermCursor { postings, at: None });
-        }
-        self.terms
-            .get_mut(t)
-            .ok_or_else(|| SearchError::Query(format!("term `{t}` lost")))
+        Ok(match self.terms.entry(t.to_string()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let term = Term::from_field_text(self.field, t);
+                let postings = self
+                    .inv
+                    .read_postings(&term, IndexRecordOption::WithFreqsAndPositions)?;
+                e.insert(TermCursor { postings, at: None })
+            }
+        })
     }
 
     fn prefix(&mut self, p: &str) -> Result<&mut Vec<SegmentPostings>, SearchError> {
-        if !self.prefixes.contains_key(p) {
-            let mut lists = Vec::new();
-            let mut stream = self.inv.terms().range().ge(p.as_bytes()).into_stream()?;
-            while stream.advance() {
-                if !stream.key().starts_with(p.as_bytes()) {
-                    break;
-                }
-                lists.push(
-                    self.inv.read_postings_from_terminfo(
+        Ok(match self.prefixes.entry(p.to_string()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let mut lists = Vec::new();
+                let mut stream = self.inv.terms().range().ge(p.as_bytes()).into_stream()?;
+                while stream.advance() {
+                    if !stream.key().starts_with(p.as_bytes()) {
+                        break;
+                    }
+                    lists.push(self.inv.read_postings_from_terminfo(
                         stream.value(),
                         IndexRecordOption::WithFreqs,
-                    )?,
-                );
+                    )?);
+                }
+                e.insert(lists)
             }
-            self.prefixes.insert(p.to_string(), lists);
-        }
-        self.prefixes
-            .get_mut(p)
-            .ok_or_else(|| SearchError::Query(format!("prefix `{p}` lost")))
+        })
     }
 
     /// Hits of `node`'s positive parts in `doc` (rising from call to call).

@@ -1122,6 +1122,14 @@ mod tests {
         )
     }
 
+    /// What the logical plan says of a folder.
+    fn folder(d: &DirPlan) -> String {
+        format!(
+            "{} {:?} {} {}",
+            d.name, d.leaf, d.deleted, d.times.created.secs
+        )
+    }
+
     #[test]
     fn the_logical_plan_is_the_same_on_every_file_system() {
         // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB) and NTFS (4 KiB
@@ -1145,12 +1153,7 @@ mod tests {
                     assert_eq!(vol.group_batches(k), k..k + 1, "one batch a group at 1 GiB");
                     let plan = vol.plan_group(k);
                     let mut v: Vec<String> = plan.items.iter().map(logical).collect();
-                    v.extend(plan.dirs.iter().map(|d| {
-                        format!(
-                            "dir {} {:?} {} {}",
-                            d.name, d.leaf, d.deleted, d.times.created.secs
-                        )
-                    }));
+                    v.extend(plan.dirs.iter().map(|d| format!("dir {}", folder(d))));
                     v
                 })
                 .collect();
@@ -1184,16 +1187,7 @@ mod tests {
         let group = |vol: &Volume, k: u32| -> (Vec<String>, Vec<String>) {
             let plan = vol.plan_group(k);
             let items = plan.items.iter().map(logical).collect();
-            let dirs = plan
-                .dirs
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{} {:?} {} {}",
-                        d.name, d.leaf, d.deleted, d.times.created.secs
-                    )
-                })
-                .collect();
+            let dirs = plan.dirs.iter().map(folder).collect();
             (items, dirs)
         };
         let (fat, ntfs) = (&vols[0], &vols[1]);

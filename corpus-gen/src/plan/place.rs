@@ -197,6 +197,25 @@ impl GroupBuilder<'_> {
         }
     }
 
+    /// Put `len` clusters of item `i` (its fragment starting at cluster
+    /// `from` of the item) at `at`; returns the cluster after them.
+    fn put_fragment(
+        &mut self,
+        extents: &mut Vec<Extent>,
+        at: u32,
+        i: usize,
+        from: u32,
+        len: u32,
+    ) -> u32 {
+        self.items[i].runs.push(Run { start: at, len });
+        extents.push(Extent {
+            start: at,
+            len,
+            fill: Fill::Item(i, from),
+        });
+        at + len
+    }
+
     /// Place everything in the group's clusters.
     fn layout(&mut self, reserved: u32) -> Vec<Extent> {
         let cluster = self.cluster;
@@ -364,16 +383,7 @@ impl GroupBuilder<'_> {
                     break;
                 }
                 pending.remove(0);
-                self.items[p.1].runs.push(Run {
-                    start: cursor,
-                    len: p.3,
-                });
-                extents.push(Extent {
-                    start: cursor,
-                    len: p.3,
-                    fill: Fill::Item(p.1, p.2),
-                });
-                cursor += p.3;
+                cursor = self.put_fragment(&mut extents, cursor, p.1, p.2, p.3);
             }
             let Some(u) = units_iter.next() else { break };
             step += 1;
@@ -480,17 +490,7 @@ impl GroupBuilder<'_> {
         // previous fragment of the same file.
         pending.sort_by_key(|p| (p.1, p.4));
         for p in pending {
-            cursor += 1;
-            self.items[p.1].runs.push(Run {
-                start: cursor,
-                len: p.3,
-            });
-            extents.push(Extent {
-                start: cursor,
-                len: p.3,
-                fill: Fill::Item(p.1, p.2),
-            });
-            cursor += p.3;
+            cursor = self.put_fragment(&mut extents, cursor + 1, p.1, p.2, p.3);
         }
         // Trailing free space: areas of up to 2 MiB (old files' room), some
         // random. Bounded so that random free bytes stay near their share:
