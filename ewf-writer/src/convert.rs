@@ -8,9 +8,6 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-/// Bytes read from the source per call.
-const READ_BLOCK: usize = 1 << 20;
-
 /// A raw image: one file, or the numbered parts of a split image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawImage {
@@ -89,27 +86,16 @@ pub fn convert(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Summary, EwfWriteError> {
     let mut writer = EwfWriter::create(prefix, size, options.clone())?;
-    let mut buf = vec![0u8; READ_BLOCK];
     let mut done = 0u64;
     while done < size {
-        let want = (size - done).min(READ_BLOCK as u64) as usize;
-        let n = match reader.read(&mut buf[..want]) {
-            Ok(0) => {
-                return Err(EwfWriteError::ShortMedia {
-                    expected: size,
-                    got: done,
-                });
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(source) => {
-                return Err(EwfWriteError::SourceRead {
-                    offset: done,
-                    source,
-                });
-            }
-        };
-        writer.write_media(&buf[..n])?;
+        // The writer reads into its own batch buffers: no copy on the way.
+        let n = writer.read_media(&mut reader)?;
+        if n == 0 {
+            return Err(EwfWriteError::ShortMedia {
+                expected: size,
+                got: done,
+            });
+        }
         done += n as u64;
         progress(done);
     }

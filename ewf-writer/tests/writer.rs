@@ -347,6 +347,61 @@ fn convert_streams_a_reader_and_reports_progress() {
     assert_eq!(seen.last(), Some(&(media.len() as u64)));
     assert!(seen.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(s.source_size, media.len() as u64);
+
+    // Read straight into the writer's batches (several of them, the last
+    // chunk short and padded to whole sectors) by a source that returns
+    // odd, short reads: the same files as bytes written through
+    // `io::Write`, and the media reads back.
+    struct Dribble<'a>(&'a [u8]);
+    impl std::io::Read for Dribble<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(77_777);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let read = convert(
+        Dribble(&media),
+        media.len() as u64,
+        &dir.path().join("read"),
+        &options(Compression::Fast, 3),
+        &mut |_| {},
+    )
+    .unwrap();
+    let written = write_image(
+        &dir.path().join("written"),
+        &media,
+        options(Compression::Fast, 1),
+    );
+    let bytes = |s: &caseload_ewf_writer::Summary| std::fs::read(&s.segments[0].path).unwrap();
+    assert!(
+        bytes(&read) == bytes(&written),
+        "read and written images differ"
+    );
+    let mut padded = media.clone();
+    padded.resize(read.media_size as usize, 0);
+    let (back, verify) = read_back(std::slice::from_ref(&read.segments[0].path));
+    assert!(back == padded);
+    assert_eq!(verify.md5_match, Some(true));
+
+    // A source that ends early is a short media, and leaves no files.
+    let short = convert(
+        Dribble(&media[..1_500_000]),
+        media.len() as u64,
+        &dir.path().join("short"),
+        &options(Compression::Fast, 2),
+        &mut |_| {},
+    );
+    assert!(matches!(
+        short,
+        Err(EwfWriteError::ShortMedia { got: 1_500_000, .. })
+    ));
+    assert!(
+        !files_in(dir.path())
+            .iter()
+            .any(|p| p.to_string_lossy().contains("short"))
+    );
 }
 
 fn files_in(dir: &Path) -> Vec<PathBuf> {
