@@ -102,6 +102,30 @@ fn whole_index(case: &Path) -> Vec<Hit> {
     all
 }
 
+/// Every segment file in `index` belongs to a segment `meta.json` lists.
+fn only_live_segment_files(index: &Path) {
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(index.join("meta.json")).unwrap()).unwrap();
+    let live: Vec<String> = meta["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["segment_id"].as_str().unwrap().replace('-', ""))
+        .collect();
+    assert!(!live.is_empty());
+    for entry in std::fs::read_dir(index).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "meta.json" {
+            continue;
+        }
+        let id = name.split('.').next().unwrap_or_default();
+        assert!(
+            live.iter().any(|l| l == id),
+            "{name} belongs to no live segment ({live:?})"
+        );
+    }
+}
+
 #[test]
 fn planted_keywords_are_found_exactly_and_threads_do_not_matter() {
     let work = tempfile::tempdir().unwrap();
@@ -118,6 +142,18 @@ fn planted_keywords_are_found_exactly_and_threads_do_not_matter() {
         a.len()
     );
     assert_eq!(a, b, "index content differs between 1 and 2 threads");
+
+    // Merged down to one segment per tier: the same content, and nothing
+    // but the live segments' files left in the case's index (a merged-away
+    // segment's files used to stay behind).
+    let merged = run(
+        &image,
+        "filesystem,file-hash,index",
+        "2",
+        &["--stage-option", "index.segments_per_tier=1"],
+    );
+    assert_eq!(whole_index(merged.path()), a, "the merged index differs");
+    only_live_segment_files(&merged.path().join("index"));
 
     // With the carve stage, intact contiguous carvable items are found as
     // carved items.
