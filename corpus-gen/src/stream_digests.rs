@@ -12,10 +12,15 @@
 //! within noise (4 GiB, `--digests md5`: 13.3 s either way), since the
 //! generator's own threads already fill the second core; on more cores
 //! the MD5 chain no longer stalls the writer.
+//!
+//! A buffer every reader is done with comes back for the next fill
+//! ([`StreamDigests::buffer`]): a fresh 8 MiB buffer per fill was an
+//! `mmap`, a page fault per page while filling it and an `munmap` (1.5k
+//! pairs for a 4 GiB corpus).
 
 use crate::CorpusError;
 use crate::content::hex;
-use crossbeam_channel::{Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, bounded};
 use md5::Digest;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -28,10 +33,22 @@ type Queue = Sender<Arc<Vec<u8>>>;
 /// SHA-1 and SHA-256 as hex, each where asked for.
 type ShaPair = (Option<String>, Option<String>);
 
+/// Buffers kept for reuse.
+const SPARE: usize = 2 * DEPTH + 4;
+
 /// Running digests of one byte stream.
 pub struct StreamDigests {
     md5: (Queue, JoinHandle<String>),
     others: Option<(Queue, JoinHandle<ShaPair>)>,
+    spare: (Sender<Vec<u8>>, Receiver<Vec<u8>>),
+}
+
+/// Hand `buf` back for reuse if this was its last reader (of several
+/// finishing at once exactly one gets it).
+pub fn recycle(spare: &Sender<Vec<u8>>, buf: Arc<Vec<u8>>) {
+    if let Some(v) = Arc::into_inner(buf) {
+        let _ = spare.try_send(v);
+    }
 }
 
 /// Final digests (lower-case hex).
@@ -58,16 +75,20 @@ fn spawn<T: Send + 'static>(
 impl StreamDigests {
     /// Start the threads: MD5 always, SHA-1 and SHA-256 as asked.
     pub fn start(sha1: bool, sha256: bool) -> Result<StreamDigests, CorpusError> {
+        let spare = bounded::<Vec<u8>>(SPARE);
         let (tx, rx) = bounded::<Arc<Vec<u8>>>(DEPTH);
+        let back = spare.0.clone();
         let md5 = spawn("image-md5", move || {
             let mut h = md5::Md5::new();
             for b in rx {
                 h.update(&b[..]);
+                recycle(&back, b);
             }
             hex(&h.finalize())
         })?;
         let others = if sha1 || sha256 {
             let (tx2, rx2) = bounded::<Arc<Vec<u8>>>(DEPTH);
+            let back = spare.0.clone();
             let handle = spawn("image-sha", move || {
                 let mut h1 = sha1.then(sha1::Sha1::new);
                 let mut h2 = sha256.then(sha2::Sha256::new);
@@ -78,6 +99,7 @@ impl StreamDigests {
                     if let Some(h) = &mut h2 {
                         h.update(&b[..]);
                     }
+                    recycle(&back, b);
                 }
                 (
                     h1.map(|h| hex(&h.finalize())),
@@ -91,7 +113,27 @@ impl StreamDigests {
         Ok(StreamDigests {
             md5: (tx, md5),
             others,
+            spare,
         })
+    }
+
+    /// An empty buffer of at least `capacity` bytes: one every reader has
+    /// handed back, or a new one.
+    pub fn buffer(&self, capacity: usize) -> Vec<u8> {
+        match self.spare.1.try_recv() {
+            Ok(mut v) => {
+                v.clear();
+                v.reserve(capacity);
+                v
+            }
+            Err(_) => Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Where another reader of the stream's buffers hands them back
+    /// ([`recycle`]).
+    pub fn recycler(&self) -> Sender<Vec<u8>> {
+        self.spare.0.clone()
     }
 
     /// Hand the next bytes of the stream over (blocks while the queues are
