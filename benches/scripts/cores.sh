@@ -40,7 +40,7 @@ if [ -z "$image" ]; then
         "$CASELOAD" corpus --size "${SIZE:-4GiB}" --seed 42 --out "$WORK/corpus" > /dev/null
     fi
 fi
-echo "cores.sh: $image, stages $STAGES, cache $CACHE, $RUNS run(s) per count, CPUs ${counts[*]} of $machine; $(uptime)"
+echo "cores.sh: $image, stages $STAGES, cache $CACHE, $RUNS run(s) per count, CPUs ${counts[*]} of $machine; load $(cut -d" " -f1-3 /proc/loadavg)"
 reports=()
 for n in "${counts[@]}"; do
     cpus="0-$((n - 1))"

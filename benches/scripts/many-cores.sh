@@ -7,8 +7,8 @@
 #      --cache warm`) and `dd bs=1M conv=fsync` of the image, RUNS each,
 #      interleaved; medians and the ratio to the digest floor (goal 1.3);
 #   2. `cores.sh` on that image at 2, 4, 8, 16 CPUs (those the machine
-#      has): each stage's time, speed-up, Amdahl serial fraction, peak RSS
-#      (goals at 16 against 2: pipeline 5x, index 4x);
+#      has): each stage's time, speed-up against 2, Amdahl serial fraction,
+#      peak RSS (goals at 16 against 2: pipeline 5x, index 4x);
 #   3. a BIG corpus indexed at all CPUs: the index stage's peak RSS (goal
 #      at most 1 GiB at 16 threads on 16 GiB).
 #
@@ -23,7 +23,8 @@
 # 3), CORES (default "2 4 8 16").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-CASELOAD=$(realpath "${CASELOAD:-$here/../../target/release/caseload}")
+CASELOAD=$(realpath -m "${CASELOAD:-$here/../../target/release/caseload}")
+[ -x "$CASELOAD" ] || { echo "many-cores.sh: no caseload binary at $CASELOAD (set CASELOAD)" >&2; exit 2; }
 OUT=$(mkdir -p "${OUT:-$here/../../target/many-cores}" && cd "${OUT:-$here/../../target/many-cores}" && pwd)
 WORK=${WORK:-/tmp/many-cores}
 SIZE=${SIZE:-4GiB}
@@ -34,18 +35,23 @@ log=$OUT/many-cores.txt
 : > "$log"
 say() { echo "$*" | tee -a "$log"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# Wall seconds of a command, its output discarded.
+# Wall seconds of a command, its output discarded; a failure ends the
+# script, saying so (a command substitution would not stop on it).
 seconds() {
     local t0 t1
     t0=$(date +%s.%N)
-    "$@" > /dev/null 2>> "$OUT/stderr.txt"
+    if ! "$@" > /dev/null 2>> "$OUT/stderr.txt"; then
+        echo "many-cores.sh: failed: $* (see $OUT/stderr.txt)" | tee -a "$log" >&2
+        kill -TERM $$
+        exit 1
+    fi
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
-say "many-cores: $("$CASELOAD" --version 2>/dev/null || echo caseload) on $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo); $(uptime)"
+say "many-cores: $("$CASELOAD" --version 2>/dev/null || echo caseload) on $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # 1. Generation against the digest floor.
 : > "$WORK/gen" ; : > "$WORK/hash" ; : > "$WORK/dd"
@@ -66,7 +72,7 @@ say "$(awk -v g="$gen" -v h="$hash" -v d="$ddm" -v s="$SIZE" 'BEGIN {
 
 # 2. Stages by CPU count.
 say ""
-CORES="1 $CORES" RUNS=$RUNS WORK="$WORK/cores" CASELOAD="$CASELOAD" \
+CORES="$CORES" RUNS=$RUNS WORK="$WORK/cores" CASELOAD="$CASELOAD" \
     bash "$here/cores.sh" "$WORK/corpus/image.dd" 2>&1 | tee -a "$log"
 
 # 3. Peak RSS of the index stage on a large corpus at every CPU.

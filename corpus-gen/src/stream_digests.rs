@@ -7,8 +7,9 @@
 //! one, and generation used 1.3 of 2 cores. Here full buffers go through
 //! short bounded queues to one thread for MD5 and one for SHA-1 and
 //! SHA-256 (when asked for), so the writer fills the next buffer while the
-//! last is hashed. Memory: at most [`DEPTH`] queued buffers per thread,
-//! plus the one being hashed. On this 2-core test machine the gain was
+//! last is hashed. Memory: at most [`DEPTH`] queued buffers per thread
+//! (the image writer's thread included), plus the one being hashed, plus
+//! up to `SPARE` buffers kept for reuse. On this 2-core test machine the gain was
 //! within noise (4 GiB, `--digests md5`: 13.3 s either way), since the
 //! generator's own threads already fill the second core; on more cores
 //! the MD5 chain no longer stalls the writer.

@@ -37,7 +37,7 @@ use std::thread::JoinHandle;
 const IN_FLIGHT_BYTES: u64 = 64 << 20;
 
 /// Media bytes handed between threads at once (whole chunks, at least one).
-const BATCH_BYTES: u64 = 1 << 21;
+const BATCH_BYTES: u64 = 1 << 20;
 
 /// One segment file of a finished image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,9 +185,10 @@ impl Shared {
 /// A streaming EWF v1 writer.
 ///
 /// Give it the media size up front, then the media bytes strictly in order
-/// through [`write_media`](Self::write_media) or [`std::io::Write`], then
-/// call [`finish`](Self::finish). It never holds more than a bounded number
-/// of chunks in memory. Dropping a writer that has not finished removes the
+/// through [`write_media`](Self::write_media), [`std::io::Write`] or
+/// [`read_media`](Self::read_media) (which reads a source straight into the
+/// writer's buffers), then call [`finish`](Self::finish). It never holds
+/// more than a bounded number of chunks in memory (about 64 MiB). Dropping a writer that has not finished removes the
 /// segment files it created.
 ///
 /// ```no_run

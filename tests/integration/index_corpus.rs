@@ -102,16 +102,21 @@ fn whole_index(case: &Path) -> Vec<Hit> {
     all
 }
 
-/// Every segment file in `index` belongs to a segment `meta.json` lists.
-fn only_live_segment_files(index: &Path) {
+/// The segments `index/meta.json` lists, by id as in file names.
+fn live_segments(index: &Path) -> Vec<String> {
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(index.join("meta.json")).unwrap()).unwrap();
-    let live: Vec<String> = meta["segments"]
+    meta["segments"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["segment_id"].as_str().unwrap().replace('-', ""))
-        .collect();
+        .collect()
+}
+
+/// Every segment file in `index` belongs to a segment `meta.json` lists.
+fn only_live_segment_files(index: &Path) {
+    let live = live_segments(index);
     assert!(!live.is_empty());
     for entry in std::fs::read_dir(index).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
@@ -153,6 +158,13 @@ fn planted_keywords_are_found_exactly_and_threads_do_not_matter() {
         &["--stage-option", "index.segments_per_tier=1"],
     );
     assert_eq!(whole_index(merged.path()), a, "the merged index differs");
+    // A merge ran: two threads leave more segments unmerged.
+    let unmerged = live_segments(&case2.path().join("index")).len();
+    assert!(
+        unmerged > 1,
+        "2 threads left {unmerged} segment(s): no merge to test"
+    );
+    assert_eq!(live_segments(&merged.path().join("index")).len(), 1);
     only_live_segment_files(&merged.path().join("index"));
 
     // With the carve stage, intact contiguous carvable items are found as
