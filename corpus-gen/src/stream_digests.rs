@@ -9,10 +9,10 @@
 //! SHA-256 (when asked for), so the writer fills the next buffer while the
 //! last is hashed. Memory: at most [`DEPTH`] queued buffers per thread
 //! (the image writer's thread included), plus the one being hashed, plus
-//! up to `SPARE` buffers kept for reuse. On this 2-core test machine the gain was
-//! within noise (4 GiB, `--digests md5`: 13.3 s either way), since the
-//! generator's own threads already fill the second core; on more cores
-//! the MD5 chain no longer stalls the writer.
+//! up to `SPARE` buffers kept for reuse. On this 2-core test machine the
+//! gain was within noise (4 GiB, `--digests md5`: 13.3 s either way),
+//! since the generator's own threads already fill the second core; on
+//! more cores the MD5 chain no longer stalls the writer.
 //!
 //! A buffer every reader is done with comes back for the next fill
 //! ([`StreamDigests::buffer`]): a fresh 8 MiB buffer per fill was an

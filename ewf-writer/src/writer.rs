@@ -188,8 +188,8 @@ impl Shared {
 /// through [`write_media`](Self::write_media), [`std::io::Write`] or
 /// [`read_media`](Self::read_media) (which reads a source straight into the
 /// writer's buffers), then call [`finish`](Self::finish). It never holds
-/// more than a bounded number of chunks in memory (about 64 MiB). Dropping a writer that has not finished removes the
-/// segment files it created.
+/// more than a bounded number of chunks in memory (about 64 MiB). Dropping
+/// a writer that has not finished removes the segment files it created.
 ///
 /// ```no_run
 /// use caseload_ewf_writer::{EwfWriter, WriterOptions};
@@ -206,8 +206,6 @@ pub struct EwfWriter {
     plan: Arc<Plan>,
     shared: Arc<Shared>,
     current: Option<Filling>,
-    /// The first chunk of the next batch submitted.
-    next_index: u64,
     next_seq: u64,
     received: u64,
     free: Receiver<Vec<u8>>,
@@ -308,7 +306,6 @@ impl EwfWriter {
             plan,
             shared,
             current: None,
-            next_index: 0,
             next_seq: 0,
             received: 0,
             free: free_rx,
@@ -426,7 +423,6 @@ impl EwfWriter {
             force_last,
         };
         self.next_seq += 1;
-        self.next_index += len.div_ceil(self.plan.chunk_size as usize) as u64;
         let sent = self.jobs.as_ref().map(|j| j.send(job).is_ok());
         if sent != Some(true) {
             self.shared.fail(EwfWriteError::ThreadFailed);
@@ -456,11 +452,11 @@ impl EwfWriter {
         if let Some(batch) = self.current.as_mut()
             && batch.len > 0
         {
-            // The last chunk may be short; a source that is not whole
-            // sectors is padded with zeros to the chunk's recorded length.
+            // This batch ends with the image's last chunk, which may be
+            // short; a source that is not whole sectors is padded with
+            // zeros to the chunk's recorded length.
             let chunks = batch.len.div_ceil(chunk_size);
-            let last = self.next_index + chunks as u64 - 1;
-            let last_len = self.plan.chunk_len(last) as usize;
+            let last_len = self.plan.chunk_len(self.plan.chunk_count - 1) as usize;
             let end = (chunks - 1) * chunk_size + last_len;
             batch.raw[batch.len..end].fill(0);
             batch.len = end;
