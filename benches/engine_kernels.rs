@@ -1,5 +1,5 @@
 //! Criterion benches for the engine's per-byte kernels: the image and file
-//! hashes (MD5 as caseload-md5 and as md-5; MD5 and SHA-1 of sixteen
+//! hashes (MD5 as caseload-digests and as md-5; MD5 and SHA-1 of sixteen
 //! messages at once, caseload-lanes), E01 chunk inflation (through
 //! the zlib-rs backend flate2 is built with here), signature identification
 //! and entropy.
@@ -25,7 +25,7 @@ fn hashes(c: &mut Criterion) {
     // The engine's MD5 (assembly compression function) beside md-5's Rust
     // one, which is what it replaced.
     g.bench_function("md5", |b| {
-        b.iter(|| caseload_md5::Md5::digest(black_box(&data)))
+        b.iter(|| caseload_digests::Md5::digest(black_box(&data)))
     });
     g.bench_function("md5 (md-5 crate)", |b| {
         b.iter(|| md5::Md5::digest(black_box(&data)))

@@ -25,7 +25,7 @@ use crate::plan::{Fill, GroupPlan, ItemPlan, Packing, Parent, Volume};
 use crate::profile::Profile;
 use crate::rng::{Rng, derive_key};
 use crate::stream_digests::{self, DEPTH, StreamDigests};
-use md5::Digest;
+use caseload_digests::Digest;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -337,9 +337,9 @@ impl Facts {
 
 fn hash_all(bytes: &[u8]) -> (String, String, String, String) {
     (
-        hex(&md5::Md5::digest(bytes)),
-        hex(&sha1::Sha1::digest(bytes)),
-        hex(&sha2::Sha256::digest(bytes)),
+        hex(&caseload_digests::Md5::digest(bytes)),
+        hex(&caseload_digests::Sha1::digest(bytes)),
+        hex(&caseload_digests::Sha256::digest(bytes)),
         format!("{:08x}", crc32fast::hash(bytes)),
     )
 }

@@ -21,8 +21,8 @@
 
 use crate::CorpusError;
 use crate::content::hex;
+use caseload_digests::Digest;
 use crossbeam_channel::{Receiver, Sender, bounded};
-use md5::Digest;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -80,7 +80,7 @@ impl StreamDigests {
         let (tx, rx) = bounded::<Arc<Vec<u8>>>(DEPTH);
         let back = spare.0.clone();
         let md5 = spawn("image-md5", move || {
-            let mut h = md5::Md5::new();
+            let mut h = caseload_digests::Md5::new();
             for b in rx {
                 h.update(&b[..]);
                 recycle(&back, b);
@@ -91,8 +91,8 @@ impl StreamDigests {
             let (tx2, rx2) = bounded::<Arc<Vec<u8>>>(DEPTH);
             let back = spare.0.clone();
             let handle = spawn("image-sha", move || {
-                let mut h1 = sha1.then(sha1::Sha1::new);
-                let mut h2 = sha256.then(sha2::Sha256::new);
+                let mut h1 = sha1.then(caseload_digests::Sha1::new);
+                let mut h2 = sha256.then(caseload_digests::Sha256::new);
                 for b in rx2 {
                     if let Some(h) = &mut h1 {
                         h.update(&b[..]);

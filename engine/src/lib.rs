@@ -15,6 +15,7 @@ pub mod extract;
 pub mod fault;
 pub mod hashset;
 pub mod iolog;
+pub mod kernels;
 pub mod latency;
 pub mod layout;
 pub mod metrics;

@@ -3,18 +3,9 @@
 //! tests that check rules over the code (no SQL in stages, no file access
 //! behind the channels).
 
-/// `len` bytes from `seed` (any value; zero is made odd).
-pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+/// `len` bytes from `seed` (any value; zero is made odd): the digests
+/// crate's, which its kernel measurements hash.
+pub(crate) use caseload_digests::select::noise;
 
 /// Every `.rs` file under `dir`.
 pub(crate) fn rust_sources(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

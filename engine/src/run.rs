@@ -250,6 +250,9 @@ pub fn run(
 ) -> Result<RunReport, RunError> {
     let started_at = casedb::now_utc();
     let stage_list = build_stages(&spec.stages)?;
+    // The kernels' first-use measurements (a few milliseconds), here rather
+    // than inside the first stage that hashes; run.json records them.
+    crate::kernels::all();
 
     // Evidence first (read-only), so the writable channels can refuse it.
     let evidence_dir = spec

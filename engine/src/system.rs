@@ -31,6 +31,10 @@ pub struct SystemContext {
     /// a quota.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_quota: Option<f64>,
+    /// Which implementation of each hot kernel ran (MD5, SHA-1, lanes,
+    /// inflate, ...), and how it was chosen (`kernels`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<crate::kernels::KernelChoice>,
 }
 
 impl SystemContext {
@@ -56,6 +60,7 @@ impl SystemContext {
             os: format!("Windows ({})", env("OS")),
             cpus_allowed: cpus_allowed(),
             cpu_quota: None,
+            kernels: crate::kernels::all(),
         }
     }
 
@@ -91,6 +96,7 @@ impl SystemContext {
             os,
             cpus_allowed: cpus_allowed(),
             cpu_quota: cpu_quota(),
+            kernels: crate::kernels::all(),
         }
     }
 }

@@ -31,7 +31,7 @@ pub use crate::options::BYTES_PER_SECTOR;
 
 /// Adler-32 as EWF uses it (zlib's definition, initial value 1).
 pub(crate) fn adler32(data: &[u8]) -> u32 {
-    adler2::adler32_slice(data)
+    caseload_digests::adler32(data)
 }
 
 /// The 13-byte file header of segment `number` (1-based).

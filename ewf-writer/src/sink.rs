@@ -15,8 +15,8 @@ use crate::format::{
 use crate::layout::{Cursor, Placement};
 use crate::options::GuidChoice;
 use crate::plan::Plan;
-use md5::{Digest, Md5};
-use sha1::Sha1;
+use caseload_digests::Sha1;
+use caseload_digests::{Digest, Md5};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! MD5 and SHA-1 of many messages at once: [`Lanes`].
 //!
-//! Why: one MD5 is a single dependency chain (see `caseload-md5`), so a
+//! Why: one MD5 is a single dependency chain (see `caseload-digests`), so a
 //! core hashes one message at ~600 MiB/s however wide its registers are;
 //! SHA-1 with the SHA extensions manages ~1.1 GiB/s. The chains of
 //! different messages are independent, so sixteen of them fit the sixteen
@@ -13,10 +13,23 @@
 //! as its message ends, so lanes stay busy when lengths differ. It only
 //! computes once every lane is taken (or when it holds more bytes than
 //! its caller allows, or at [`Lanes::finish`]), and hands back digests as
-//! messages end, with the caller's tag. Without AVX-512 (F and BW) every
-//! message is hashed on its own as it arrives.
+//! messages end, with the caller's tag.
+//!
+//! Whether the lanes win is measured, not assumed, separately for MD5 and
+//! SHA-1 ([`kernels`]): sixteen lanes against one message at a time with
+//! the MD5 and SHA-1 `caseload-digests` chose, on sixteen 4 KiB messages
+//! at first use. (SHA-1 one at a time on the SHA extensions can beat
+//! sixteen SHA-1 lanes; on a CPU whose AVX-512 is split into halves the
+//! MD5 lanes may lose.) A digest the lanes do not compute is computed one
+//! message at a time as the message arrives; without AVX-512 (F and BW)
+//! every message is. `CASELOAD_KERNEL_MD5_LANES` and
+//! `CASELOAD_KERNEL_SHA1_LANES` (`avx512-16` or `one-by-one`) force a
+//! choice.
 
-use md5::Digest as _;
+use caseload_digests::Digest as _;
+use caseload_digests::select::{self, Candidate, How, KernelChoice};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Messages hashed side by side.
 pub const LANES: usize = 16;
@@ -30,15 +43,7 @@ pub struct Digests {
     pub sha1: Option<[u8; 20]>,
 }
 
-/// FIPS 180-4 section 5.3.1: SHA-1's initial state (MD5's is
-/// `md5::INIT`).
-const SHA1_INIT: [u32; 5] = [
-    0x6745_2301,
-    0xefcd_ab89,
-    0x98ba_dcfe,
-    0x1032_5476,
-    0xc3d2_e1f0,
-];
+use caseload_digests::{INIT as MD5_INIT, SHA1_INIT};
 
 /// A message in a lane: its whole 64-byte blocks, then its padded tail.
 struct Slot<T> {
@@ -51,10 +56,12 @@ struct Slot<T> {
     tail_blocks: usize,
     /// Blocks of the message compressed so far (whole blocks, then tail).
     done: usize,
+    /// The digests not computed in the lanes, computed on arrival.
+    single: Digests,
 }
 
 impl<T> Slot<T> {
-    fn new(tag: T, message: Vec<u8>) -> Self {
+    fn new(tag: T, message: Vec<u8>, single: Digests) -> Self {
         let whole = message.len() / 64 * 64;
         let rest = &message[whole..];
         let mut md5_tail = [[0u8; 64]; 2];
@@ -76,6 +83,7 @@ impl<T> Slot<T> {
             sha1_tail,
             tail_blocks,
             done: 0,
+            single,
         }
     }
 
@@ -119,11 +127,13 @@ pub struct Lanes<T> {
     states: Box<States>,
     want_md5: bool,
     want_sha1: bool,
+    /// Which of the wanted digests the lanes compute.
+    lane_md5: bool,
+    lane_sha1: bool,
     /// Bytes of the messages held.
     held: usize,
     /// Compute once more than this many bytes are held.
     max_held: usize,
-    wide: bool,
     /// Buffers of hashed messages, emptied, for [`Lanes::buffer`]; their
     /// capacity is at most `max_held` in all.
     pool: Vec<Vec<u8>>,
@@ -135,7 +145,8 @@ impl<T> std::fmt::Debug for Lanes<T> {
         f.debug_struct("Lanes")
             .field("messages", &self.slots.iter().flatten().count())
             .field("held", &self.held)
-            .field("wide", &self.wide)
+            .field("lane_md5", &self.lane_md5)
+            .field("lane_sha1", &self.lane_sha1)
             .finish()
     }
 }
@@ -145,6 +156,22 @@ impl<T> Lanes<T> {
     /// hold more than `max_held` bytes of messages (the caller's memory
     /// bound; the longest message pushed is held whatever the bound).
     pub fn new(max_held: usize, md5: bool, sha1: bool) -> Self {
+        let choice = choice();
+        Self::with_lanes(max_held, md5, sha1, choice.md5, choice.sha1)
+    }
+
+    /// As [`Lanes::new`], with the lanes computing MD5 and SHA-1 as told
+    /// (where the CPU runs them) instead of as measured: for tests that
+    /// hold every combination to the reference.
+    #[doc(hidden)]
+    pub fn with_lanes(
+        max_held: usize,
+        md5: bool,
+        sha1: bool,
+        lane_md5: bool,
+        lane_sha1: bool,
+    ) -> Self {
+        let wide = wide();
         Lanes {
             slots: Default::default(),
             states: Box::new(States {
@@ -153,9 +180,10 @@ impl<T> Lanes<T> {
             }),
             want_md5: md5,
             want_sha1: sha1,
+            lane_md5: md5 && lane_md5 && wide,
+            lane_sha1: sha1 && lane_sha1 && wide,
             held: 0,
             max_held,
-            wide: wide(),
             pool: Vec::new(),
             pooled: 0,
         }
@@ -181,13 +209,15 @@ impl<T> Lanes<T> {
     /// Add a message; returns the tags and digests of the messages that
     /// ended meanwhile (any earlier ones, in no particular order).
     pub fn push(&mut self, tag: T, message: Vec<u8>) -> Vec<(T, Digests)> {
-        if !self.wide {
-            let digests = Digests {
-                md5: self.want_md5.then(|| md5::Md5::digest(&message).into()),
-                sha1: self.want_sha1.then(|| sha1::Sha1::digest(&message).into()),
-            };
+        let single = Digests {
+            md5: (self.want_md5 && !self.lane_md5)
+                .then(|| caseload_digests::Md5::digest(&message).into()),
+            sha1: (self.want_sha1 && !self.lane_sha1)
+                .then(|| caseload_digests::Sha1::digest(&message).into()),
+        };
+        if !self.lane_md5 && !self.lane_sha1 {
             self.recycle(message);
-            return vec![(tag, digests)];
+            return vec![(tag, single)];
         }
         let mut out = Vec::new();
         // Compute until a lane is free and the bound allows one more.
@@ -199,14 +229,14 @@ impl<T> Lanes<T> {
         let Some(lane) = self.slots.iter().position(Option::is_none) else {
             unreachable!("run() frees at least one lane");
         };
-        for (row, init) in self.states.md5.iter_mut().zip(md5::INIT) {
+        for (row, init) in self.states.md5.iter_mut().zip(MD5_INIT) {
             row[lane] = init;
         }
         for (row, init) in self.states.sha1.iter_mut().zip(SHA1_INIT) {
             row[lane] = init;
         }
         self.held += message.len();
-        self.slots[lane] = Some(Slot::new(tag, message));
+        self.slots[lane] = Some(Slot::new(tag, message, single));
         self.collect(&mut out);
         out
     }
@@ -238,15 +268,16 @@ impl<T> Lanes<T> {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` (without which nothing is held) is set only
-            // when the CPU has AVX-512 F and BW.
+            // SAFETY: nothing is held unless a digest is computed in the
+            // lanes, which `with_lanes` allows only where `wide()`: the
+            // CPU has AVX-512 F and BW.
             unsafe {
                 avx512::rounds(
                     &mut self.states,
                     &parts,
                     count,
-                    self.want_md5,
-                    self.want_sha1,
+                    self.lane_md5,
+                    self.lane_sha1,
                 );
             }
             for s in self.slots.iter_mut().flatten() {
@@ -271,14 +302,120 @@ impl<T> Lanes<T> {
                     chunk.copy_from_slice(&row[lane].to_be_bytes());
                 }
                 let digests = Digests {
-                    md5: self.want_md5.then_some(md5),
-                    sha1: self.want_sha1.then_some(sha1),
+                    md5: if self.lane_md5 {
+                        Some(md5)
+                    } else {
+                        slot.single.md5
+                    },
+                    sha1: if self.lane_sha1 {
+                        Some(sha1)
+                    } else {
+                        slot.single.sha1
+                    },
                 };
                 self.held -= slot.message.len();
                 out.push((slot.tag, digests));
                 self.recycle(slot.message);
             }
         }
+    }
+}
+
+/// Which digests the lanes compute, as measured or forced.
+struct Choice {
+    md5: bool,
+    sha1: bool,
+    records: [KernelChoice; 2],
+}
+
+/// The names the environment variables take.
+const LANES_NAME: &str = "avx512-16";
+const SINGLE_NAME: &str = "one-by-one";
+
+fn choice() -> &'static Choice {
+    static CHOICE: OnceLock<Choice> = OnceLock::new();
+    CHOICE.get_or_init(|| {
+        let md5 = choose("md5-lanes", "CASELOAD_KERNEL_MD5_LANES", true, false);
+        let sha1 = choose("sha1-lanes", "CASELOAD_KERNEL_SHA1_LANES", false, true);
+        Choice {
+            md5: md5.chosen == LANES_NAME,
+            sha1: sha1.chosen == LANES_NAME,
+            records: [md5, sha1],
+        }
+    })
+}
+
+/// Every choice of this crate (for run.json's `system.kernels`).
+pub fn kernels() -> Vec<KernelChoice> {
+    choice().records.to_vec()
+}
+
+/// Time sixteen 4 KiB messages through the lanes and one at a time, for
+/// one digest, and choose.
+fn choose(kernel: &str, env: &str, md5: bool, sha1: bool) -> KernelChoice {
+    const MESSAGE: usize = 4096;
+    let messages: Vec<Vec<u8>> = (0..LANES)
+        .map(|i| select::noise(MESSAGE, 0x9e37_79b9_7f4a_7c15 ^ i as u64))
+        .collect();
+    let time = |lanes: bool| {
+        let mut best = Duration::MAX;
+        for _ in 0..5 {
+            let mut l = Lanes::with_lanes(usize::MAX, md5, sha1, lanes, lanes);
+            let batch = messages.clone();
+            best = best.min(select::time(|| {
+                for (tag, m) in batch.into_iter().enumerate() {
+                    std::hint::black_box(l.push(tag, m));
+                }
+                std::hint::black_box(l.finish());
+            }));
+        }
+        best
+    };
+    let mb_s = |d: Duration| {
+        Some(((LANES * MESSAGE) as f64 / d.as_secs_f64().max(1e-9) / 1e6 * 10.0).round() / 10.0)
+    };
+    let single = time(false);
+    let mut candidates = vec![
+        Candidate {
+            name: LANES_NAME.into(),
+            available: wide(),
+            mb_s: None,
+            note: (!wide()).then(|| "this CPU lacks AVX-512 F+BW".into()),
+        },
+        Candidate {
+            name: SINGLE_NAME.into(),
+            available: true,
+            mb_s: mb_s(single),
+            note: None,
+        },
+    ];
+    let mut chosen = SINGLE_NAME;
+    let mut how = How::Only;
+    if wide() {
+        let lanes = time(true);
+        candidates[0].mb_s = mb_s(lanes);
+        how = How::Measured;
+        if lanes < single {
+            chosen = LANES_NAME;
+        }
+    }
+    if let Some(forced) = select::forced(env)
+        && let Some(c) = candidates.iter().find(|c| c.name == forced && c.available)
+    {
+        chosen = if c.name == LANES_NAME {
+            LANES_NAME
+        } else {
+            SINGLE_NAME
+        };
+        how = How::Forced;
+    }
+    KernelChoice {
+        kernel: kernel.into(),
+        chosen: chosen.into(),
+        how,
+        candidates,
+        env: Some(env.into()),
+        note: Some("one-by-one runs the md5/sha1 kernel chosen for one message".into()),
     }
 }
 
@@ -299,8 +436,8 @@ mod avx512 {
     #![allow(unsafe_op_in_unsafe_fn)]
 
     use super::{LANES, Part, States};
+    use caseload_digests::{K, md5_steps};
     use core::arch::x86_64::*;
-    use md5::{K, md5_steps};
 
     /// Sixteen blocks side by side, one per lane, 64-byte aligned so each
     /// copy in is one store.
@@ -380,7 +517,7 @@ mod avx512 {
     }
 
     /// One block of each lane into the MD5 states: the steps of
-    /// `caseload-md5`'s one-message kernel, on sixteen lanes.
+    /// `caseload-digests`'s one-message kernel, on sixteen lanes.
     #[target_feature(enable = "avx512f")]
     unsafe fn md5_block(state: &mut [[u32; LANES]; 4], m: &[__m512i; 16]) {
         let [mut a, mut b, mut c, mut d] = load(state);

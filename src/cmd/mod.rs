@@ -7,6 +7,7 @@ pub mod convert;
 pub mod corpus;
 pub mod db_args;
 pub mod distributed;
+pub mod doctor;
 pub mod export;
 pub mod hashset;
 pub mod iolog;
@@ -97,11 +98,24 @@ enum Command {
     /// PostgreSQL server; leaves a case `export` and `search` read like a
     /// single run's.
     Cluster(distributed::ClusterArgs),
+    /// This machine as caseload sees it: the CPU and which implementation
+    /// of each hot kernel (MD5, SHA-1, lanes, inflate, ...) runs, chosen
+    /// by measurement or rule (run.json's `system.kernels`).
+    Doctor(doctor::Args),
 }
 
 /// Run the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A forced kernel this CPU cannot run is refused before any work
+    // (an illegal instruction later would lose what was written).
+    // (`doctor` shows the table first, then refuses the same way.)
+    if !matches!(cli.command, Command::Doctor(_))
+        && std::env::vars().any(|(k, _)| k.starts_with("CASELOAD_KERNEL_"))
+    {
+        caseload_engine::kernels::check_environment().map_err(anyhow::Error::msg)?;
+    }
     match cli.command {
+        Command::Doctor(args) => doctor::run(args),
         Command::Quickstart(args) => quickstart::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::Convert(args) => convert::run(args),

@@ -43,6 +43,7 @@ mod index_corpus;
 mod index_formats;
 mod index_real;
 mod index_support;
+mod kernels;
 mod kff_bad_input;
 mod kff_corpus;
 mod kff_real_images;

@@ -6,7 +6,7 @@ use crate::CorpusError;
 use crate::names::civil_from_days;
 use crate::rng::Rng;
 use crate::words;
-use md5::Digest;
+use caseload_digests::Digest;
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -290,9 +290,9 @@ fn message(
             name: a.name,
             mime: a.mime.to_string(),
             size: a.data.len() as u64,
-            md5: hex(&md5::Md5::digest(&a.data)),
-            sha1: hex(&sha1::Sha1::digest(&a.data)),
-            sha256: hex(&sha2::Sha256::digest(&a.data)),
+            md5: hex(&caseload_digests::Md5::digest(&a.data)),
+            sha1: hex(&caseload_digests::Sha1::digest(&a.data)),
+            sha256: hex(&caseload_digests::Sha256::digest(&a.data)),
             members: a.members,
         });
     }

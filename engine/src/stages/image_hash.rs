@@ -15,8 +15,8 @@ use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
     parse_options,
 };
+use caseload_digests::Digest;
 use crossbeam_channel::bounded;
-use md5::Digest;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -83,9 +83,9 @@ fn spawn_hasher(
             hex(&d.finalize())
         }
         match algorithm {
-            Algorithm::Md5 => drain(md5::Md5::new(), rx),
-            Algorithm::Sha1 => drain(sha1::Sha1::new(), rx),
-            Algorithm::Sha256 => drain(sha2::Sha256::new(), rx),
+            Algorithm::Md5 => drain(caseload_digests::Md5::new(), rx),
+            Algorithm::Sha1 => drain(caseload_digests::Sha1::new(), rx),
+            Algorithm::Sha256 => drain(caseload_digests::Sha256::new(), rx),
         }
     });
     (tx, handle)

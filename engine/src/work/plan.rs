@@ -68,8 +68,8 @@ impl PlanSpec {
             "batch_size": db.batch_size,
         })
         .to_string();
-        use sha2::Digest;
-        sha2::Sha256::digest(text.as_bytes())
+        use caseload_digests::Digest;
+        caseload_digests::Sha256::digest(text.as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()

@@ -18,9 +18,9 @@ use crate::channel::ChannelFile;
 use crate::signature;
 use crate::source::hex;
 use crate::stage::{Problem, Severity, StageContext, StageError};
+use caseload_digests::Digest;
 use caseload_lanes::Lanes;
 use crossbeam_channel::Receiver;
-use md5::Digest;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -146,9 +146,9 @@ enum Kept {
 struct Hashers {
     want: Digests,
     kept: Option<Kept>,
-    md5: Option<md5::Md5>,
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
+    md5: Option<caseload_digests::Md5>,
+    sha1: Option<caseload_digests::Sha1>,
+    sha256: Option<caseload_digests::Sha256>,
     histogram: Option<signature::ByteHistogram>,
 }
 
@@ -158,9 +158,9 @@ impl Hashers {
         Hashers {
             want: d,
             kept: None,
-            md5: d.md5.then(md5::Md5::new),
-            sha1: d.sha1.then(sha1::Sha1::new),
-            sha256: d.sha256.then(sha2::Sha256::new),
+            md5: d.md5.then(caseload_digests::Md5::new),
+            sha1: d.sha1.then(caseload_digests::Sha1::new),
+            sha256: d.sha256.then(caseload_digests::Sha256::new),
             histogram: d.entropy.then(signature::ByteHistogram::default),
         }
     }
@@ -218,8 +218,8 @@ impl Hashers {
     /// Stop keeping bytes: stream MD5 and SHA-1 (as wanted) from `bytes`.
     fn stream(&mut self, bytes: &[u8]) {
         self.kept = None;
-        self.md5 = self.want.md5.then(md5::Md5::new);
-        self.sha1 = self.want.sha1.then(sha1::Sha1::new);
+        self.md5 = self.want.md5.then(caseload_digests::Md5::new);
+        self.sha1 = self.want.sha1.then(caseload_digests::Sha1::new);
         self.update_streamed(bytes);
     }
 

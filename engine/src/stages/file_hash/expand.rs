@@ -16,7 +16,7 @@ use crate::casedb::NewExtracted;
 use crate::extract::{Extraction, Format, Limits, Member, Sink, sniff};
 use crate::signature;
 use crate::source::hex;
-use md5::Digest;
+use caseload_digests::Digest;
 
 /// What expanding one compound file gave.
 #[derive(Debug, Default)]
@@ -121,13 +121,13 @@ pub(super) fn expand(
                 size: bytes.len() as u64,
                 md5: whole
                     .filter(|_| wanted.md5)
-                    .map(|b| hex(&md5::Md5::digest(b))),
+                    .map(|b| hex(&caseload_digests::Md5::digest(b))),
                 sha1: whole
                     .filter(|_| wanted.sha1)
-                    .map(|b| hex(&sha1::Sha1::digest(b))),
+                    .map(|b| hex(&caseload_digests::Sha1::digest(b))),
                 sha256: whole
                     .filter(|_| wanted.sha256)
-                    .map(|b| hex(&sha2::Sha256::digest(b))),
+                    .map(|b| hex(&caseload_digests::Sha256::digest(b))),
                 signature: signature::identify(&bytes[..bytes.len().min(signature::HEAD_LEN)]),
             });
         };

@@ -24,9 +24,9 @@ use crate::stage::{
     Problem, ProgressUnit, Severity, Stage, StageContext, StageError, StageOptions, StageSummary,
     parse_options,
 };
+use caseload_digests::Digest;
 use caseload_fs::{Content, ContentReader, Run};
 use crossbeam_channel::bounded;
-use md5::Digest;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -130,9 +130,9 @@ struct Outcome {
 }
 
 struct Hashers {
-    md5: Option<md5::Md5>,
-    sha1: Option<sha1::Sha1>,
-    sha256: Option<sha2::Sha256>,
+    md5: Option<caseload_digests::Md5>,
+    sha1: Option<caseload_digests::Sha1>,
+    sha256: Option<caseload_digests::Sha256>,
     histogram: Option<signature::ByteHistogram>,
     head: Vec<u8>,
     want_head: bool,
@@ -153,9 +153,9 @@ impl Hashers {
             too_large: false,
             compound: None,
             size,
-            md5: stage.md5.then(md5::Md5::new),
-            sha1: stage.sha1.then(sha1::Sha1::new),
-            sha256: stage.sha256.then(sha2::Sha256::new),
+            md5: stage.md5.then(caseload_digests::Md5::new),
+            sha1: stage.sha1.then(caseload_digests::Sha1::new),
+            sha256: stage.sha256.then(caseload_digests::Sha256::new),
             histogram: stage.entropy.then(signature::ByteHistogram::default),
             head: Vec::new(),
             want_head: stage.signature && is_file,
