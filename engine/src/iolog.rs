@@ -17,7 +17,8 @@
 //! fio's iolog has no directory operations.
 
 use crate::channel::ChannelKind;
-use crate::trace::{TRACE_HEADER, TraceOp, parse_record};
+use crate::trace::TraceOp;
+use caseload_traces::format::TraceReader;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -28,12 +29,9 @@ pub const IOLOG_HEADER: &str = "fio version 3 iolog";
 /// Errors converting a trace.
 #[derive(Debug, thiserror::Error)]
 pub enum IologError {
-    /// The trace does not start with the trace header.
-    #[error("not a caseload trace (first line is not `{TRACE_HEADER}`)")]
-    NotATrace,
-    /// A line does not parse.
+    /// The trace is not one, or a line does not parse.
     #[error(transparent)]
-    Parse(#[from] crate::trace::TraceParseError),
+    Parse(#[from] caseload_traces::import::error::FormatError),
     /// An operation names a file the trace never introduced.
     #[error("trace line {line}: file {file} was never added")]
     UnknownFile {
@@ -133,32 +131,26 @@ pub fn trace_to_iologs(
     {
         return Err(IologError::ReplayDir(replay_dir.to_path_buf()));
     }
-    let read_err = |source| IologError::Io {
-        what: "reading the trace".into(),
-        source,
-    };
-    let mut lines = trace.split(b'\n');
-    match lines.next() {
-        Some(Ok(l)) if l == TRACE_HEADER.as_bytes() => {}
-        Some(Err(e)) => return Err(read_err(e)),
-        _ => return Err(IologError::NotATrace),
-    }
+    let mut reader = TraceReader::new(trace)?;
     let mut summary = IologSummary::default();
     let mut files: HashMap<u32, FileState> = HashMap::new();
     let mut order: Vec<u32> = Vec::new();
     // fio needs timestamps that never go back; records from several
     // threads can be a few microseconds out of order.
     let mut last_us: BTreeMap<ChannelKind, u64> = BTreeMap::new();
-    let mut line_no = 1u64;
-    for line in lines {
-        let line = line.map_err(read_err)?;
-        line_no += 1;
-        if line.is_empty() {
+    while let Some(r) = reader.next_record() {
+        let r = r?;
+        let line_no = reader.line();
+        // Threads and phases are for a replay thread by thread; fio runs
+        // one job per channel.
+        let Some(channel) = r
+            .channel
+            .filter(|_| !matches!(r.op, TraceOp::Thread | TraceOp::Phase))
+        else {
             continue;
-        }
-        let r = parse_record(&line, line_no)?;
+        };
         summary.records += 1;
-        let last = last_us.entry(r.channel).or_default();
+        let last = last_us.entry(channel).or_default();
         let t_us = (r.t_ns / 1000).max(*last);
         *last = t_us;
         let skipped = match r.op {
@@ -167,6 +159,7 @@ pub fn trace_to_iologs(
             TraceOp::Remove => Some("remove"),
             TraceOp::DirSync => Some("dirsync"),
             TraceOp::Stat => Some("stat"),
+            TraceOp::Truncate => Some("truncate"),
             TraceOp::Read if r.len == 0 => Some("zero-length read"),
             TraceOp::Write if r.len == 0 => Some("zero-length write"),
             _ => None,
@@ -177,23 +170,21 @@ pub fn trace_to_iologs(
         }
         match r.op {
             TraceOp::Add => {
-                let original = r.path.unwrap_or_default();
-                let in_place = r.channel == ChannelKind::Evidence
+                let original = crate::os::path_from_bytes(&r.path.unwrap_or_default());
+                let in_place = channel == ChannelKind::Evidence
                     && original.is_absolute()
                     && !original.to_string_lossy().chars().any(char::is_whitespace);
                 let replay = if in_place {
                     original.clone()
                 } else {
-                    replay_dir
-                        .join(r.channel.name())
-                        .join(format!("f{}", r.file))
+                    replay_dir.join(channel.name()).join(format!("f{}", r.file))
                 };
-                emit(sink, r.channel, t_us, &replay, "add")?;
-                summary.channels.entry(r.channel).or_default().files += 1;
+                emit(sink, channel, t_us, &replay, "add")?;
+                summary.channels.entry(channel).or_default().files += 1;
                 files.insert(
                     r.file,
                     FileState {
-                        channel: r.channel,
+                        channel,
                         replay,
                         original,
                         in_place,
@@ -372,7 +363,7 @@ mod tests {
         let mut sink = Sink(BTreeMap::new());
         assert!(matches!(
             trace_to_iologs(&b"hello\n"[..], &mut sink, Path::new("/r")),
-            Err(IologError::NotATrace)
+            Err(IologError::Parse(_))
         ));
         let e = trace_to_iologs(
             &b"# caseload-trace 1\n1,case,9,read,0,1,\n"[..],

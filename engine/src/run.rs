@@ -328,7 +328,18 @@ pub fn run(
         let file = case
             .create_instrument(TRACE_FILE)
             .map_err(|e| unreserve(e.into()))?;
-        let trace = Arc::new(Trace::start(file).map_err(|source| {
+        // Each channel's directory, so a replay can place the files
+        // relative to another layout.
+        let roots = [&evidence_channel, &database, &case, &temp_root_channel]
+            .iter()
+            .map(|c| {
+                (
+                    "channel-root".to_string(),
+                    format!("{} {}", c.kind().name(), c.dir().display()),
+                )
+            })
+            .collect();
+        let trace = Arc::new(Trace::start(file, roots).map_err(|source| {
             unreserve(RunError::Report {
                 what: "trace",
                 path: case.dir().join(TRACE_FILE),
@@ -861,6 +872,9 @@ fn run_stages(
             std::time::Duration::from_millis(250),
             spec.helpers.clone(),
         );
+        if let Some(t) = ch.case.counters().trace() {
+            t.phase(stage.name());
+        }
         let progress = observer.stage_started(stage.name());
         let recorded = RecordCounts::default();
         let ctx = StageContext {

@@ -11,14 +11,13 @@
 //! The trace file's own writes are not counted on any channel: they are
 //! the instrument, not the workload.
 //!
-//! Format (`caseload-trace 1`), one record per line, fields separated by a
-//! comma: `t_ns,channel,file,op,offset,len,path`. `t_ns` counts from the
-//! start of the trace; `file` numbers each file the run touched (from 1;
-//! 0 for operations on a path, such as a rename); `path` is given on the
-//! record that introduces a file (`add`) and on path operations, with every
-//! byte outside printable ASCII, and `%`, `,` and `"`, written as `%XX`, so
-//! any name (non-UTF-8, with newlines) fits on one line and reads back
-//! exactly. The first line is the header `# caseload-trace 1`.
+//! Format: `caseload-trace 2` (`caseload_traces::format`, docs/trace.md):
+//! each record carries the thread that made the call (numbered in the
+//! order threads first appear, each introduced by a `thread` record), the
+//! call's start and duration, and `phase` records mark where each stage
+//! began, so a replay runs thread by thread with the recorded think time.
+//! The header names each channel's directory (`# channel-root NAME DIR`),
+//! so a replay can place the files relative to another layout.
 
 use crate::channel::kind::ChannelKind;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -35,84 +34,22 @@ use std::time::Instant;
 const QUEUE_RECORDS: usize = 1 << 16;
 
 /// The header line of a trace file.
-pub const TRACE_HEADER: &str = "# caseload-trace 1";
+pub const TRACE_HEADER: &str = caseload_traces::format::HEADER_V2;
 
-/// What an operation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TraceOp {
-    /// A file is first seen (its path is on the record).
-    Add,
-    /// A file opened (an existing one).
-    Open,
-    /// A file created (or truncated).
-    Create,
-    /// A file closed.
-    Close,
-    /// A read of `len` bytes at `offset`.
-    Read,
-    /// A write of `len` bytes at `offset`.
-    Write,
-    /// An fsync/fdatasync of the file.
-    Sync,
-    /// A directory synced.
-    DirSync,
-    /// A rename (path: the source).
-    Rename,
-    /// A file or tree removed.
-    Remove,
-    /// A directory created.
-    Mkdir,
-    /// Metadata read (stat, listing).
-    Stat,
-}
-
-impl TraceOp {
-    /// The name in the trace file.
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceOp::Add => "add",
-            TraceOp::Open => "open",
-            TraceOp::Create => "create",
-            TraceOp::Close => "close",
-            TraceOp::Read => "read",
-            TraceOp::Write => "write",
-            TraceOp::Sync => "sync",
-            TraceOp::DirSync => "dirsync",
-            TraceOp::Rename => "rename",
-            TraceOp::Remove => "remove",
-            TraceOp::Mkdir => "mkdir",
-            TraceOp::Stat => "stat",
-        }
-    }
-
-    /// The operation named `name` in a trace file.
-    pub fn parse(name: &str) -> Option<TraceOp> {
-        [
-            TraceOp::Add,
-            TraceOp::Open,
-            TraceOp::Create,
-            TraceOp::Close,
-            TraceOp::Read,
-            TraceOp::Write,
-            TraceOp::Sync,
-            TraceOp::DirSync,
-            TraceOp::Rename,
-            TraceOp::Remove,
-            TraceOp::Mkdir,
-            TraceOp::Stat,
-        ]
-        .into_iter()
-        .find(|op| op.name() == name)
-    }
-}
+/// What an operation did (the trace format's operations).
+pub use caseload_traces::format::Op as TraceOp;
 
 /// One record of the trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceRecord {
-    /// Nanoseconds since the trace started.
+    /// Nanoseconds since the trace started, when the operation began.
     pub t_ns: u64,
+    /// How long it took (0 for records that are not calls).
+    pub dur_ns: u64,
+    /// The thread that made it (see the module documentation).
+    pub thread: u32,
     /// The channel.
-    pub channel: ChannelKind,
+    pub channel: Option<ChannelKind>,
     /// The file's number (0: none).
     pub file: u32,
     /// The operation.
@@ -121,8 +58,10 @@ pub struct TraceRecord {
     pub offset: u64,
     /// Bytes (reads and writes; else 0).
     pub len: u64,
-    /// The path, on `add` and path operations.
+    /// The path, on `add` and path operations; a thread's or phase's name.
     pub path: Option<PathBuf>,
+    /// A rename's destination.
+    pub to: Option<PathBuf>,
 }
 
 enum Message {
@@ -146,9 +85,13 @@ pub struct TraceSummary {
 /// A trace being recorded. Shared by every channel of a run.
 #[derive(Debug)]
 pub struct Trace {
+    /// Tells this trace from an earlier one in the same process (a thread
+    /// announces itself once per trace).
+    id: u64,
     start: Instant,
     tx: Sender<Message>,
     next_file: AtomicU32,
+    next_thread: AtomicU32,
     /// Operations that found the queue full and waited.
     waits: AtomicU64,
     writer: Mutex<Option<JoinHandle<TraceSummary>>>,
@@ -156,16 +99,20 @@ pub struct Trace {
 
 impl Trace {
     /// Start a trace written to `file` (opened by the channel that holds
-    /// it, [`crate::channel::Channel::create_instrument`]).
-    pub fn start(file: File) -> io::Result<Trace> {
+    /// it, [`crate::channel::Channel::create_instrument`]), its header
+    /// carrying `meta` as `# key value` comments.
+    pub fn start(file: File, meta: Vec<(String, String)>) -> io::Result<Trace> {
+        static TRACES: AtomicU64 = AtomicU64::new(1);
         let (tx, rx) = crossbeam_channel::bounded(QUEUE_RECORDS);
         let writer = std::thread::Builder::new()
             .name("caseload-trace".into())
-            .spawn(move || write_records(file, rx))?;
+            .spawn(move || write_records(file, &meta, rx))?;
         Ok(Trace {
+            id: TRACES.fetch_add(1, Ordering::Relaxed),
             start: Instant::now(),
             tx,
             next_file: AtomicU32::new(1),
+            next_thread: AtomicU32::new(1),
             waits: AtomicU64::new(0),
             writer: Mutex::new(Some(writer)),
         })
@@ -173,6 +120,54 @@ impl Trace {
 
     fn now_ns(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The calling thread's number in this trace, announced by a `thread`
+    /// record the first time it appears.
+    fn thread(&self) -> u32 {
+        thread_local! {
+            static SEEN: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
+        }
+        let (trace, id) = SEEN.with(std::cell::Cell::get);
+        if trace == self.id {
+            return id;
+        }
+        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
+        SEEN.with(|s| s.set((self.id, id)));
+        let name = std::thread::current().name().map_or_else(
+            || format!("caseload:{}:{id}", std::process::id()),
+            |n| format!("caseload:{}:{n}", std::process::id()),
+        );
+        self.send(TraceRecord {
+            t_ns: self.now_ns(),
+            dur_ns: 0,
+            thread: id,
+            channel: None,
+            file: 0,
+            op: TraceOp::Thread,
+            offset: 0,
+            len: 0,
+            path: Some(PathBuf::from(name)),
+            to: None,
+        });
+        id
+    }
+
+    /// A phase (a stage) begins.
+    pub fn phase(&self, name: &str) {
+        let thread = self.thread();
+        self.send(TraceRecord {
+            t_ns: self.now_ns(),
+            dur_ns: 0,
+            thread,
+            channel: None,
+            file: 0,
+            op: TraceOp::Phase,
+            offset: 0,
+            len: 0,
+            path: Some(PathBuf::from(name)),
+            to: None,
+        });
     }
 
     fn send(&self, record: TraceRecord) {
@@ -190,6 +185,7 @@ impl Trace {
     /// A file is opened or created: number it and record its path.
     pub(crate) fn file(&self, channel: ChannelKind, path: &Path, created: bool) -> u32 {
         let id = self.next_file.fetch_add(1, Ordering::Relaxed);
+        let thread = self.thread();
         let t_ns = self.now_ns();
         for op in [
             TraceOp::Add,
@@ -201,40 +197,67 @@ impl Trace {
         ] {
             self.send(TraceRecord {
                 t_ns,
-                channel,
+                dur_ns: 0,
+                thread,
+                channel: Some(channel),
                 file: id,
                 op,
                 offset: 0,
                 len: 0,
                 path: (op == TraceOp::Add).then(|| path.to_path_buf()),
+                to: None,
             });
         }
         id
     }
 
-    /// An operation on a numbered file.
-    pub(crate) fn op(&self, channel: ChannelKind, file: u32, op: TraceOp, offset: u64, len: u64) {
+    /// An operation on a numbered file that just ended after `took`.
+    pub(crate) fn op(
+        &self,
+        channel: ChannelKind,
+        file: u32,
+        op: TraceOp,
+        offset: u64,
+        len: u64,
+        took: std::time::Duration,
+    ) {
+        let thread = self.thread();
+        let dur_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.send(TraceRecord {
-            t_ns: self.now_ns(),
-            channel,
+            t_ns: self.now_ns().saturating_sub(dur_ns),
+            dur_ns,
+            thread,
+            channel: Some(channel),
             file,
             op,
             offset,
             len,
             path: None,
+            to: None,
         });
     }
 
-    /// An operation on a path (rename, remove, directory sync, stat).
-    pub(crate) fn path_op(&self, channel: ChannelKind, op: TraceOp, path: &Path) {
+    /// An operation on a path (rename, remove, directory sync, stat);
+    /// `to` is a rename's destination.
+    pub(crate) fn path_op(
+        &self,
+        channel: ChannelKind,
+        op: TraceOp,
+        path: &Path,
+        to: Option<&Path>,
+    ) {
+        let thread = self.thread();
         self.send(TraceRecord {
             t_ns: self.now_ns(),
-            channel,
+            dur_ns: 0,
+            thread,
+            channel: Some(channel),
             file: 0,
             op,
             offset: 0,
             len: 0,
             path: Some(path.to_path_buf()),
+            to: to.map(Path::to_path_buf),
         });
     }
 
@@ -267,7 +290,7 @@ impl Drop for Trace {
     }
 }
 
-fn write_records(file: File, rx: Receiver<Message>) -> TraceSummary {
+fn write_records(file: File, meta: &[(String, String)], rx: Receiver<Message>) -> TraceSummary {
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut summary = TraceSummary::default();
     let mut line = Vec::with_capacity(256);
@@ -276,8 +299,8 @@ fn write_records(file: File, rx: Receiver<Message>) -> TraceSummary {
             summary.error = Some(e.to_string());
         }
     };
-    line.extend_from_slice(TRACE_HEADER.as_bytes());
-    line.push(b'\n');
+    // Cannot fail: a Vec.
+    let _ = caseload_traces::format::write_header(&mut line, meta);
     if let Err(e) = out.write_all(&line) {
         failed(&mut summary, e);
     }
@@ -315,119 +338,30 @@ fn write_records(file: File, rx: Receiver<Message>) -> TraceSummary {
 
 /// One record as a line of the trace file (with its newline).
 pub fn format_record(r: &TraceRecord, line: &mut Vec<u8>) {
-    // Writing to a Vec cannot fail.
-    let _ = write!(
+    let bytes = |p: &Option<PathBuf>| p.as_deref().map(|p| crate::os::path_bytes(p).into_owned());
+    caseload_traces::format::write_record(
+        &caseload_traces::format::Record {
+            t_ns: r.t_ns,
+            dur_ns: r.dur_ns,
+            thread: r.thread,
+            channel: r.channel,
+            file: r.file,
+            op: r.op,
+            offset: r.offset,
+            len: r.len,
+            direct: false,
+            path: bytes(&r.path),
+            to: bytes(&r.to),
+        },
         line,
-        "{},{},{},{},{},{},",
-        r.t_ns,
-        r.channel.name(),
-        r.file,
-        r.op.name(),
-        r.offset,
-        r.len
     );
-    if let Some(p) = &r.path {
-        for &b in crate::os::path_bytes(p).iter() {
-            if (0x21..=0x7e).contains(&b) && !matches!(b, b'%' | b',' | b'"') {
-                line.push(b);
-            } else {
-                let _ = write!(line, "%{b:02X}");
-            }
-        }
-    }
-    line.push(b'\n');
-}
-
-/// A line of a trace file that does not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("trace line {line}: {reason}")]
-pub struct TraceParseError {
-    /// 1-based line number.
-    pub line: u64,
-    /// What is wrong.
-    pub reason: String,
-}
-
-/// Parse one record line (without its newline); `line_no` for errors.
-pub fn parse_record(text: &[u8], line_no: u64) -> Result<TraceRecord, TraceParseError> {
-    let bad = |reason: String| TraceParseError {
-        line: line_no,
-        reason,
-    };
-    let mut fields = text.splitn(7, |&b| b == b',');
-    let mut next = |name: &str| fields.next().ok_or_else(|| bad(format!("no {name} field")));
-    let num = |name: &str, f: &[u8]| -> Result<u64, TraceParseError> {
-        std::str::from_utf8(f)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| {
-                bad(format!(
-                    "{name} `{}` is not a number",
-                    String::from_utf8_lossy(f)
-                ))
-            })
-    };
-    let t_ns = num("t_ns", next("t_ns")?)?;
-    let channel_field = next("channel")?;
-    let channel = ChannelKind::ALL
-        .into_iter()
-        .find(|k| k.name().as_bytes() == channel_field)
-        .ok_or_else(|| {
-            bad(format!(
-                "unknown channel `{}`",
-                String::from_utf8_lossy(channel_field)
-            ))
-        })?;
-    let file = u32::try_from(num("file", next("file")?)?)
-        .map_err(|_| bad("file number too large".into()))?;
-    let op_field = next("op")?;
-    let op = std::str::from_utf8(op_field)
-        .ok()
-        .and_then(TraceOp::parse)
-        .ok_or_else(|| {
-            bad(format!(
-                "unknown operation `{}`",
-                String::from_utf8_lossy(op_field)
-            ))
-        })?;
-    let offset = num("offset", next("offset")?)?;
-    let len = num("len", next("len")?)?;
-    let path_field = next("path")?;
-    let path = if path_field.is_empty() {
-        None
-    } else {
-        let mut bytes = Vec::with_capacity(path_field.len());
-        let mut i = 0;
-        while i < path_field.len() {
-            if path_field[i] == b'%' {
-                let hex = path_field
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| bad("bad %XX escape in path".into()))?;
-                bytes.push(hex);
-                i += 3;
-            } else {
-                bytes.push(path_field[i]);
-                i += 1;
-            }
-        }
-        Some(crate::os::path_from_bytes(&bytes))
-    };
-    Ok(TraceRecord {
-        t_ns,
-        channel,
-        file,
-        op,
-        offset,
-        len,
-        path,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use caseload_traces::format::TraceReader;
 
     // Unix names are any bytes; Windows names are UTF-16 and cannot hold these.
     #[cfg(unix)]
@@ -437,53 +371,66 @@ mod tests {
         let name = std::ffi::OsStr::from_bytes(b"/case/a,b \"c\"\n%d\xff\xfe.txt");
         let r = TraceRecord {
             t_ns: 42,
-            channel: ChannelKind::Case,
+            dur_ns: 5,
+            thread: 2,
+            channel: Some(ChannelKind::Case),
             file: 3,
             op: TraceOp::Add,
             offset: 0,
             len: 0,
             path: Some(PathBuf::from(name)),
+            to: None,
         };
+        let mut text = format!("{TRACE_HEADER}\n").into_bytes();
         let mut line = Vec::new();
         format_record(&r, &mut line);
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         assert!(line.is_ascii());
-        let back = parse_record(&line[..line.len() - 1], 1).unwrap();
-        assert_eq!(back, r);
-        assert!(parse_record(b"1,nowhere,0,read,0,0,", 2).is_err());
-        assert!(parse_record(b"1,case,0,read,x,0,", 3).is_err());
-        assert!(parse_record(b"1,case,0,read,0,0,%G1", 4).is_err());
-        assert!(parse_record(b"1,case", 5).is_err());
+        text.extend_from_slice(&line);
+        let back = TraceReader::new(&text[..])
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(back.path.as_deref(), Some(name.as_bytes()));
+        assert_eq!(
+            (back.t_ns, back.dur_ns, back.thread, back.file),
+            (42, 5, 2, 3)
+        );
+        assert_eq!(back.channel, Some(ChannelKind::Case));
     }
 
     #[test]
     fn everything_recorded_is_written_in_order_and_a_full_queue_waits() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.csv");
-        let trace = Trace::start(File::create(&path).unwrap()).unwrap();
+        let meta = vec![("channel-root".to_string(), "temp /t".to_string())];
+        let trace = Trace::start(File::create(&path).unwrap(), meta).unwrap();
         let n = QUEUE_RECORDS as u64 * 3;
         let id = trace.file(ChannelKind::Temp, Path::new("/t/x"), true);
+        let took = std::time::Duration::from_micros(3);
         for i in 0..n {
-            trace.op(ChannelKind::Temp, id, TraceOp::Write, i * 4096, 4096);
+            trace.op(ChannelKind::Temp, id, TraceOp::Write, i * 4096, 4096, took);
         }
         let s = trace.finish();
-        assert_eq!(s.records, n + 2);
+        // The thread's record, add, create, the writes.
+        assert_eq!(s.records, n + 3);
         assert_eq!(s.dropped, 0);
         assert!(s.error.is_none());
         let text = std::fs::read(&path).unwrap();
         assert_eq!(s.bytes, text.len() as u64);
-        let mut lines = text.split(|&b| b == b'\n').filter(|l| !l.is_empty());
-        assert_eq!(lines.next().unwrap(), TRACE_HEADER.as_bytes());
-        let records: Vec<_> = lines
-            .enumerate()
-            .map(|(i, l)| parse_record(l, i as u64 + 2).unwrap())
-            .collect();
-        assert_eq!(records.len() as u64, n + 2);
-        assert_eq!(records[1].op, TraceOp::Create);
-        assert!(records.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+        let mut reader = TraceReader::new(&text[..]).unwrap();
+        assert_eq!(reader.header().get("channel-root"), Some("temp /t"));
+        let records: Vec<_> = reader.by_ref().map(|r| r.unwrap()).collect();
+        assert_eq!(records.len() as u64, n + 3);
+        assert_eq!(records[0].op, TraceOp::Thread);
+        assert_eq!(records[2].op, TraceOp::Create);
+        assert!(records.iter().all(|r| r.thread == 1));
+        assert!(records[3..].iter().all(|r| r.dur_ns == 3000));
+        assert!(records.windows(2).all(|w| w[0].t_ns <= w[1].t_ns + 3000));
         assert_eq!(records.last().unwrap().offset, (n - 1) * 4096);
         // Recording after the end is a no-op, and finishing twice is too.
-        trace.op(ChannelKind::Temp, id, TraceOp::Sync, 0, 0);
+        trace.op(ChannelKind::Temp, id, TraceOp::Sync, 0, 0, took);
         assert_eq!(trace.finish(), TraceSummary::default());
     }
 
@@ -494,9 +441,16 @@ mod tests {
             eprintln!("skipped: no /dev/full");
             return;
         };
-        let trace = Trace::start(full).unwrap();
+        let trace = Trace::start(full, Vec::new()).unwrap();
         for i in 0..(QUEUE_RECORDS as u64 * 2) {
-            trace.op(ChannelKind::Case, 1, TraceOp::Read, i, 1);
+            trace.op(
+                ChannelKind::Case,
+                1,
+                TraceOp::Read,
+                i,
+                1,
+                std::time::Duration::ZERO,
+            );
         }
         let s = trace.finish();
         assert!(s.error.is_some(), "{s:?}");

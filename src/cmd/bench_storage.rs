@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         return Ok(code);
     }
-    let kind = ChannelKind::from_name(&args.channel).ok_or_else(|| {
+    let kind = ChannelKind::parse(&args.channel).ok_or_else(|| {
         anyhow::anyhow!("--channel `{}`: one of database, case, temp", args.channel)
     })?;
     anyhow::ensure!(

@@ -61,7 +61,7 @@ pub fn devices(arg: &str) -> anyhow::Result<Devices> {
     let lab = caseload_workloads::devices::lab(arg)?;
     let mut out = Devices::new();
     for (channel, device) in &lab.channels {
-        let kind = ChannelKind::from_name(channel)
+        let kind = ChannelKind::parse(channel)
             .with_context(|| format!("lab `{}` names an unknown channel `{channel}`", lab.name))?;
         let spec = lab
             .devices

@@ -187,7 +187,7 @@ fn bad_trace_exports_are_clear_errors() {
     );
     let trace = case.join("trace.csv");
     let mut text = std::fs::read_to_string(&trace).unwrap();
-    text.push_str("12,case,1,teleport,0,0,\n");
+    text.push_str("12,0,1,case,1,teleport,0,0,,,\n");
     std::fs::write(&trace, text).unwrap();
     let err = export_fails(&case, Some(&work.path().join("fio")));
     assert!(err.contains("teleport") && err.contains("line"), "{err}");

@@ -340,7 +340,7 @@ pub fn parse_candidates(
             }
             let mut channels = Vec::new();
             for n in names {
-                let kind = ChannelKind::from_name(n).ok_or_else(|| {
+                let kind = ChannelKind::parse(n).ok_or_else(|| {
                     bad(
                         "channels",
                         format!("`{n}` is not a channel (evidence, database, case, temp)"),

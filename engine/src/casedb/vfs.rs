@@ -227,14 +227,20 @@ unsafe fn real(
 ///
 /// # Safety
 /// `file` must be a ShimFile opened by `shim_open`.
-unsafe fn trace(file: *mut ffi::sqlite3_file, op: TraceOp, offset: u64, len: u64) {
+unsafe fn trace(
+    file: *mut ffi::sqlite3_file,
+    op: TraceOp,
+    offset: u64,
+    len: u64,
+    took: std::time::Duration,
+) {
     // SAFETY: guaranteed by the caller; see `real`.
     unsafe {
         let shim = file.cast::<ShimFile>();
         if (*shim).trace_id != 0
             && let Some(t) = (*(*shim).counters).trace()
         {
-            t.op((*shim).kind, (*shim).trace_id, op, offset, len);
+            t.op((*shim).kind, (*shim).trace_id, op, offset, len, took);
         }
     }
 }
@@ -259,7 +265,7 @@ unsafe extern "C" fn shim_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let (real, methods, _) = real(file);
         let rc = methods.xClose.map_or(ffi::SQLITE_OK, |f| f(real));
-        trace(file, TraceOp::Close, 0, 0);
+        trace(file, TraceOp::Close, 0, 0, std::time::Duration::ZERO);
         (*file).pMethods = std::ptr::null();
         rc
     }
@@ -280,9 +286,10 @@ unsafe extern "C" fn shim_read(
         let start = Instant::now();
         let rc = read(real, buf, amount, offset);
         let amount = u64::try_from(amount).unwrap_or(0);
-        counters.record_read(amount, start.elapsed());
+        let took = start.elapsed();
+        counters.record_read(amount, took);
         let offset = u64::try_from(offset).unwrap_or(0);
-        trace(file, TraceOp::Read, offset, amount);
+        trace(file, TraceOp::Read, offset, amount, took);
         if let Some((model, id)) = cached(file) {
             model.read(id, offset, amount);
         }
@@ -334,9 +341,10 @@ unsafe extern "C" fn shim_write(
         if rc != ffi::SQLITE_OK {
             counters.note_error(kind, "write", Path::new(SQLITE_FILES), &rc_text(rc));
         }
-        counters.record_write(bytes, start.elapsed());
+        let took = start.elapsed();
+        counters.record_write(bytes, took);
         let offset = u64::try_from(offset).unwrap_or(0);
-        trace(file, TraceOp::Write, offset, bytes);
+        trace(file, TraceOp::Write, offset, bytes, took);
         if let Some((model, id)) = cached(file) {
             model.write(id, offset, bytes);
         }
@@ -360,8 +368,9 @@ unsafe extern "C" fn shim_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_
         if rc != ffi::SQLITE_OK {
             counters.note_error(kind, "sync", Path::new(SQLITE_FILES), &rc_text(rc));
         }
-        counters.record_sync(start.elapsed());
-        trace(file, TraceOp::Sync, 0, 0);
+        let took = start.elapsed();
+        counters.record_sync(took);
+        trace(file, TraceOp::Sync, 0, 0, took);
         if rc == ffi::SQLITE_OK
             && let Some((model, id)) = cached(file)
         {

@@ -849,7 +849,7 @@ impl Channel {
                 MetaOp::DirSync => TraceOp::DirSync,
                 MetaOp::Stat => TraceOp::Stat,
             };
-            t.path_op(self.kind, op, path);
+            t.path_op(self.kind, op, path, None);
         }
     }
 
@@ -949,7 +949,10 @@ impl Channel {
     pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), ChannelError> {
         let (from, to) = (self.path(from)?, self.path(to)?);
         self.refuse_evidence(&to)?;
-        self.meta(MetaOp::Rename, &from);
+        self.counters.record_op(MetaOp::Rename);
+        if let Some(t) = self.counters.trace() {
+            t.path_op(self.kind, TraceOp::Rename, &from, Some(&to));
+        }
         std::fs::rename(&from, &to).map_err(|e| self.io_err("rename", &from, e))?;
         if let Some(m) = self.counters.page_cache() {
             m.renamed(&from, &to, to.is_dir());
@@ -1193,19 +1196,19 @@ impl ChannelFile {
             self.counters.record_read(0, Duration::ZERO);
         }
         self.counters.record_read(done as u64, took);
-        self.trace(TraceOp::Read, offset, done as u64);
+        self.trace(TraceOp::Read, offset, done as u64, took);
         if let Some((model, id)) = self.cached() {
             model.read(id, offset, done as u64);
         }
         result
     }
 
-    fn trace(&self, op: TraceOp, offset: u64, len: u64) {
+    fn trace(&self, op: TraceOp, offset: u64, len: u64, took: Duration) {
         if let Some(t) = self.counters.trace() {
             let id = *self
                 .trace_id
                 .get_or_init(|| t.file(self.kind, &self.path, false));
-            t.op(self.kind, id, op, offset, len);
+            t.op(self.kind, id, op, offset, len, took);
         }
     }
 
@@ -1218,9 +1221,9 @@ impl ChannelFile {
             .file
             .write_all_at(buf, offset)
             .inspect_err(|e| self.counters.note_error(self.kind, "write", &self.path, e));
-        self.counters
-            .record_write(buf.len() as u64, start.elapsed());
-        self.trace(TraceOp::Write, offset, buf.len() as u64);
+        let took = start.elapsed();
+        self.counters.record_write(buf.len() as u64, took);
+        self.trace(TraceOp::Write, offset, buf.len() as u64, took);
         if let Some((model, id)) = self.cached() {
             model.write(id, offset, buf.len() as u64);
         }
@@ -1244,8 +1247,9 @@ impl ChannelFile {
         let start = Instant::now();
         let result = sync(&self.file)
             .inspect_err(|e| self.counters.note_error(self.kind, "sync", &self.path, e));
-        self.counters.record_sync(start.elapsed());
-        self.trace(TraceOp::Sync, 0, 0);
+        let took = start.elapsed();
+        self.counters.record_sync(took);
+        self.trace(TraceOp::Sync, 0, 0, took);
         if result.is_ok()
             && let Some((model, id)) = self.cached()
         {
@@ -1280,8 +1284,9 @@ impl Write for ChannelFile {
             .write_at(buf, self.position)
             .inspect_err(|e| self.counters.note_error(self.kind, "write", &self.path, e));
         let written = *result.as_ref().unwrap_or(&0);
-        self.counters.record_write(written as u64, start.elapsed());
-        self.trace(TraceOp::Write, self.position, written as u64);
+        let took = start.elapsed();
+        self.counters.record_write(written as u64, took);
+        self.trace(TraceOp::Write, self.position, written as u64, took);
         if let Some((model, id)) = self.cached() {
             model.write(id, self.position, written as u64);
         }
@@ -1306,7 +1311,7 @@ impl io::Read for ChannelFile {
 impl Drop for ChannelFile {
     fn drop(&mut self) {
         if let (Some(&id), Some(t)) = (self.trace_id.get(), self.counters.trace()) {
-            t.op(self.kind, id, TraceOp::Close, 0, 0);
+            t.op(self.kind, id, TraceOp::Close, 0, 0, Duration::ZERO);
         }
     }
 }

@@ -1,0 +1,93 @@
+//! What every source format is read into before it becomes a trace: one
+//! [`RawEvent`] per operation the source recorded, in the source's own
+//! terms (its paths, processes and threads, its result), so the format
+//! readers know nothing of channels, mappings or replay, and the importer
+//! (`import`) knows nothing of formats.
+
+/// One operation as a source recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawEvent {
+    /// When it started, in nanoseconds on the source's clock (any origin;
+    /// the importer makes the first event 0).
+    pub t_ns: u64,
+    /// How long it took, in nanoseconds (0 when the source does not say).
+    pub dur_ns: u64,
+    /// The process's name (`FTK.exe`, `tsk_loaddb`).
+    pub process: String,
+    /// The process id.
+    pub pid: u32,
+    /// The thread id (the pid where the source has no threads).
+    pub tid: u32,
+    /// What it did.
+    pub op: RawOp,
+    /// The path it did it on, as the source wrote it (`C:\case\x.db`,
+    /// `\\server\share\f`, `/mnt/evidence/a.E01`); empty when none.
+    pub path: String,
+    /// Whether it succeeded (Process Monitor's `SUCCESS`, a non-negative
+    /// system call return).
+    pub ok: bool,
+    /// The result as the source wrote it, for reports (`SUCCESS`, `NAME
+    /// NOT FOUND`, `-1 ENOENT`).
+    pub result: String,
+    /// Non-cached (direct) I/O.
+    pub direct: bool,
+    /// The cache manager's or memory manager's paging I/O (Process
+    /// Monitor's `Paging I/O`), not the application's own call.
+    pub paging: bool,
+}
+
+/// The operations a source records, as far as a replay cares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawOp {
+    /// A file or directory opened; `created` when the call made it (or
+    /// truncated it: a write).
+    Open {
+        /// The call created, superseded or overwrote the file.
+        created: bool,
+        /// It is a directory.
+        directory: bool,
+    },
+    /// A handle closed.
+    Close,
+    /// `len` bytes read at `offset` (for a failed read: asked).
+    Read {
+        /// Byte offset.
+        offset: u64,
+        /// Bytes read.
+        len: u64,
+    },
+    /// `len` bytes written at `offset`.
+    Write {
+        /// Byte offset.
+        offset: u64,
+        /// Bytes written.
+        len: u64,
+    },
+    /// The file's data flushed to the device (FlushBuffersFile, fsync).
+    Sync,
+    /// The file's size set (SetEndOfFile, ftruncate, fallocate).
+    Truncate {
+        /// The new size.
+        size: u64,
+    },
+    /// Renamed to `to` (the source path is the event's).
+    Rename {
+        /// The new path, as the source wrote it (empty when unknown).
+        to: String,
+    },
+    /// Removed (deleted on close, unlink, rmdir).
+    Remove,
+    /// A directory made.
+    Mkdir,
+    /// Metadata read: a query, a stat, a listing, an open that failed to
+    /// find the name.
+    Stat,
+    /// A memory mapping of the file: the I/O through it is not seen.
+    Map,
+    /// A file-system operation a replay does not reproduce (locks,
+    /// device and file-system controls, security): named for the report.
+    Other(String),
+    /// Not a file-system event at all (registry, process, network):
+    /// named by its class for the report.
+    NotFile(String),
+}

@@ -1,0 +1,955 @@
+//! strace output (`strace -f -ttt -T -y -e trace=desc,file -o FILE CMD`)
+//! into [`RawEvent`]s.
+//!
+//! Each line is `[PID ]SECONDS.FRACTION CALL(ARGS) = RET <DURATION>` (or
+//! `[pid PID] ...` when strace writes to its standard error). A call
+//! interrupted by another thread's is split into `CALL(ARGS <unfinished
+//! ...>` and `<... CALL resumed>ARGS) = RET <DURATION>`; the two halves are
+//! joined, timed from the first. With `-y` every descriptor carries its
+//! path (`3</mnt/ev/a.E01>`); without it, descriptors are followed from
+//! the calls that open, duplicate and close them. File positions are kept
+//! per open file (shared by `dup` and `fork`, as the kernel shares them),
+//! so `read` and `write` get the offset `pread` would have named.
+//!
+//! Not seen by strace, and said so in the import's report: I/O through a
+//! memory mapping (`mmap` of a file is counted as such), and the kernel's
+//! own readahead and writeback.
+
+use super::error::{FormatError, Location};
+use crate::event::{RawEvent, RawOp};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::rc::Rc;
+
+const FORMAT: &str = "strace";
+
+/// What the reader saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StraceInfo {
+    /// Lines read.
+    pub lines: u64,
+    /// System calls turned into events.
+    pub calls: u64,
+    /// Calls left unfinished when the output ended (the tracee was
+    /// killed, or the output cut short).
+    pub unfinished: u64,
+    /// Calls that were not system calls on files (signals, exits).
+    pub other_lines: u64,
+    /// Whether descriptors carried their paths (`-y`).
+    pub with_paths: bool,
+}
+
+/// Whether `line` looks like strace output with timestamps (for guessing
+/// the format).
+pub fn looks_like_line(line: &str) -> bool {
+    split_line(line).is_some_and(|(_, t, rest)| {
+        t.contains('.')
+            && (rest.starts_with("<...")
+                || rest.starts_with("+++")
+                || rest.starts_with("---")
+                || rest.split('(').next().is_some_and(is_ident))
+    })
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// `(pid, timestamp, rest)` of a line.
+fn split_line(line: &str) -> Option<(Option<u32>, &str, &str)> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let (pid, rest) = if let Some(r) = line.strip_prefix("[pid ") {
+        let (p, r) = r.split_once(']')?;
+        (Some(p.trim().parse().ok()?), r.trim_start())
+    } else {
+        let (first, r) = line.split_once(' ')?;
+        if first.bytes().all(|b| b.is_ascii_digit()) && !first.is_empty() {
+            (Some(first.parse().ok()?), r.trim_start())
+        } else {
+            (None, line)
+        }
+    };
+    let (t, rest) = rest.split_once(' ')?;
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    Some((pid, t, rest))
+}
+
+/// Nanoseconds of `SECONDS.FRACTION` (microseconds or nanoseconds).
+fn parse_time(t: &str) -> Option<u64> {
+    let (s, f) = t.split_once('.').unwrap_or((t, ""));
+    let secs: u64 = s.parse().ok()?;
+    if f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac: u64 = if f.is_empty() { 0 } else { f.parse().ok()? };
+    let ns = frac * 10u64.pow(9 - f.len() as u32);
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// An open file: its path and position (shared by duplicates).
+#[derive(Debug, Clone)]
+struct Open {
+    path: String,
+    pos: Rc<Cell<u64>>,
+    append: bool,
+    direct: bool,
+    /// Not a file (pipe, socket, ...): its kind.
+    not_file: Option<String>,
+}
+
+type FdTable = Rc<std::cell::RefCell<HashMap<i64, Open>>>;
+
+/// A process or thread.
+#[derive(Debug, Clone)]
+struct Task {
+    tgid: u32,
+    name: Rc<std::cell::RefCell<String>>,
+    fds: FdTable,
+}
+
+struct Reader<'s> {
+    sink: &'s mut dyn FnMut(RawEvent),
+    tasks: HashMap<u32, Task>,
+    unfinished: HashMap<u32, (u64, String)>,
+    /// Sizes written so far per path, for appends.
+    sizes: HashMap<String, u64>,
+    info: StraceInfo,
+    first_pid: Option<u32>,
+}
+
+/// Read strace output, one line at a time.
+pub fn read(
+    mut input: impl BufRead,
+    sink: &mut dyn FnMut(RawEvent),
+) -> Result<StraceInfo, FormatError> {
+    let mut r = Reader {
+        sink,
+        tasks: HashMap::new(),
+        unfinished: HashMap::new(),
+        sizes: HashMap::new(),
+        info: StraceInfo::default(),
+        first_pid: None,
+    };
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = input
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| FormatError::Io {
+                format: FORMAT,
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if buf.last() != Some(&b'\n') {
+            return Err(FormatError::bad(
+                FORMAT,
+                Location::Line(line_no),
+                "the last line is incomplete (the output was cut short)",
+            ));
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        r.info.lines += 1;
+        r.line(line, line_no)?;
+    }
+    r.info.unfinished = r.unfinished.len() as u64;
+    Ok(r.info)
+}
+
+impl Reader<'_> {
+    fn task(&mut self, pid: u32) -> Task {
+        self.tasks
+            .entry(pid)
+            .or_insert_with(|| Task {
+                tgid: pid,
+                name: Rc::new(std::cell::RefCell::new(format!("pid{pid}"))),
+                fds: Rc::default(),
+            })
+            .clone()
+    }
+
+    fn line(&mut self, line: &str, no: u64) -> Result<(), FormatError> {
+        let bad = |reason: String| FormatError::bad(FORMAT, Location::Line(no), reason);
+        let Some((pid, t, rest)) = split_line(line) else {
+            return Err(bad(format!(
+                "not an strace line with a timestamp (take traces with `strace -f -ttt -T -y`): `{}`",
+                line.chars().take(80).collect::<String>()
+            )));
+        };
+        let t_ns = parse_time(t).ok_or_else(|| bad(format!("bad timestamp `{t}`")))?;
+        // Without -f there is one process and no pid column.
+        let pid = pid.or(self.first_pid).unwrap_or(0);
+        self.first_pid.get_or_insert(pid);
+        if rest.starts_with("+++") || rest.starts_with("---") {
+            self.info.other_lines += 1;
+            return Ok(());
+        }
+        if let Some(resumed) = rest.strip_prefix("<... ") {
+            let (name, tail) = resumed
+                .split_once(" resumed>")
+                .ok_or_else(|| bad("a resumed call without `resumed>`".into()))?;
+            let Some((start, head)) = self.unfinished.remove(&pid) else {
+                // Its first half came before the trace began: nothing to join.
+                self.info.other_lines += 1;
+                return Ok(());
+            };
+            let joined = format!("{head}{tail}");
+            if !head.starts_with(name.trim()) {
+                return Err(bad(format!(
+                    "`{name}` resumed, but `{head}` was unfinished"
+                )));
+            }
+            return self.call(pid, start, &joined, no);
+        }
+        if let Some(head) = rest.strip_suffix("<unfinished ...>") {
+            self.unfinished
+                .insert(pid, (t_ns, head.trim_end().to_string()));
+            return Ok(());
+        }
+        self.call(pid, t_ns, rest, no)
+    }
+
+    /// A whole call: `NAME(ARGS) = RET [<DURATION>]`.
+    fn call(&mut self, pid: u32, t_ns: u64, text: &str, no: u64) -> Result<(), FormatError> {
+        let bad = |reason: String| FormatError::bad(FORMAT, Location::Line(no), reason);
+        let open = text
+            .find('(')
+            .ok_or_else(|| bad(format!("no `(` in `{text}`")))?;
+        let name = &text[..open];
+        if !is_ident(name) {
+            return Err(bad(format!("`{name}` is not a system call name")));
+        }
+        let body = &text[open + 1..];
+        let (args_end, ret_text) =
+            split_result(body).ok_or_else(|| bad(format!("no `) = ` result in `{name}(...)`")))?;
+        let args = split_args(&body[..args_end]);
+        let (ret, annotation, dur_ns) = parse_result(ret_text);
+        let ok = ret.is_some_and(|v| v >= 0);
+        let result = ret_text.split(" <").next().unwrap_or("").trim().to_string();
+        self.info.calls += 1;
+        let task = self.task(pid);
+        let event = |op: RawOp, path: String, direct: bool| RawEvent {
+            t_ns,
+            dur_ns,
+            process: task.name.borrow().clone(),
+            pid: task.tgid,
+            tid: pid,
+            op,
+            path,
+            ok,
+            result: result.clone(),
+            direct,
+            paging: false,
+        };
+        let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
+        match name {
+            "execve" | "execveat" => {
+                let path = unquote(if name == "execve" { arg(0) } else { arg(1) });
+                if ok || ret.is_none() {
+                    let base = path.rsplit('/').next().unwrap_or(&path).to_string();
+                    *task.name.borrow_mut() = base;
+                }
+                self.emit(event(RawOp::Stat, path, false));
+            }
+            "clone" | "clone3" | "fork" | "vfork" => {
+                if let Some(child) = ret.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok()) {
+                    let flags = args
+                        .iter()
+                        .find_map(|a| a.strip_prefix("flags="))
+                        .unwrap_or("");
+                    let flags = flags.trim_start_matches('{');
+                    let thread = flags.contains("CLONE_THREAD");
+                    let fds = if flags.contains("CLONE_FILES") {
+                        Rc::clone(&task.fds)
+                    } else {
+                        Rc::new(std::cell::RefCell::new(task.fds.borrow().clone()))
+                    };
+                    let name = if thread {
+                        Rc::clone(&task.name)
+                    } else {
+                        Rc::new(std::cell::RefCell::new(task.name.borrow().clone()))
+                    };
+                    self.tasks.insert(
+                        child,
+                        Task {
+                            tgid: if thread { task.tgid } else { child },
+                            name,
+                            fds,
+                        },
+                    );
+                }
+            }
+            "open" | "openat" | "openat2" | "creat" => {
+                let (dir, path_arg, flags) = match name {
+                    "open" => (None, arg(0), arg(1).to_string()),
+                    "creat" => (None, arg(0), "O_CREAT|O_WRONLY|O_TRUNC".to_string()),
+                    "openat" => (Some(arg(0)), arg(1), arg(2).to_string()),
+                    _ => (
+                        Some(arg(0)),
+                        arg(1),
+                        arg(2).trim_start_matches("{flags=").to_string(),
+                    ),
+                };
+                let path = annotation
+                    .clone()
+                    .filter(|_| ok)
+                    .unwrap_or_else(|| resolve(&task, dir, &unquote(path_arg)));
+                let created = flags.contains("O_TRUNC") || flags.contains("O_EXCL");
+                let directory = flags.contains("O_DIRECTORY");
+                let direct = flags.contains("O_DIRECT");
+                if ok {
+                    if let Some(fd) = ret {
+                        let kind = not_file(&path);
+                        task.fds.borrow_mut().insert(
+                            fd,
+                            Open {
+                                path: path.clone(),
+                                pos: Rc::new(Cell::new(0)),
+                                append: flags.contains("O_APPEND"),
+                                direct,
+                                not_file: kind,
+                            },
+                        );
+                    }
+                    if created {
+                        self.sizes.insert(path.clone(), 0);
+                    }
+                    self.emit(event(RawOp::Open { created, directory }, path, direct));
+                } else {
+                    self.emit(event(RawOp::Stat, path, direct));
+                }
+            }
+            "close" => {
+                let fd = parse_fd(arg(0));
+                let open = fd.and_then(|fd| task.fds.borrow_mut().remove(&fd));
+                let path = fd_path(open.as_ref(), arg(0));
+                if let Some(kind) = open
+                    .as_ref()
+                    .and_then(|o| o.not_file.clone())
+                    .or_else(|| not_file(&path))
+                {
+                    self.emit(event(RawOp::NotFile(kind), path, false));
+                } else {
+                    self.emit(event(RawOp::Close, path, false));
+                }
+            }
+            "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
+                let is_dup = name != "fcntl" && name != "fcntl64" || arg(1).starts_with("F_DUPFD");
+                if is_dup
+                    && let (Some(old), Some(new)) = (parse_fd(arg(0)), ret.filter(|&r| r >= 0))
+                {
+                    let copy = task.fds.borrow().get(&old).cloned();
+                    if let Some(copy) = copy {
+                        task.fds.borrow_mut().insert(new, copy);
+                    }
+                }
+            }
+            "read" | "readv" | "pread64" | "preadv" | "preadv2" | "write" | "writev"
+            | "pwrite64" | "pwritev" | "pwritev2" => {
+                let write = name.contains("write");
+                let fd = parse_fd(arg(0));
+                let open = fd.and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                if let Some(kind) = open
+                    .as_ref()
+                    .and_then(|o| o.not_file.clone())
+                    .or_else(|| not_file(&path))
+                {
+                    self.emit(event(RawOp::NotFile(kind), path, false));
+                    return Ok(());
+                }
+                if path.is_empty() {
+                    self.emit(event(RawOp::Other("I/O on a descriptor opened before the trace (path unknown; take it with -y)".into()), path, false));
+                    return Ok(());
+                }
+                let len = ret.filter(|&r| r >= 0).unwrap_or(0) as u64;
+                // pread64/pwrite64's offset is the 4th argument; preadv's
+                // the 4th too (-1 in preadv2 means the file position).
+                let explicit = match name {
+                    "pread64" | "pwrite64" | "preadv" | "pwritev" | "preadv2" | "pwritev2" => {
+                        arg(3).parse::<i64>().ok().filter(|&o| o >= 0)
+                    }
+                    _ => None,
+                };
+                let offset = match (explicit, &open) {
+                    (Some(o), _) => o as u64,
+                    (None, Some(o)) if write && o.append => {
+                        let end = self.sizes.get(&path).copied().unwrap_or(0);
+                        o.pos.set(end);
+                        end
+                    }
+                    (None, Some(o)) => o.pos.get(),
+                    (None, None) => 0,
+                };
+                if explicit.is_none()
+                    && let Some(o) = &open
+                {
+                    o.pos.set(offset + len);
+                }
+                if write && ok {
+                    let size = self.sizes.entry(path.clone()).or_insert(0);
+                    *size = (*size).max(offset + len);
+                }
+                let direct = open.as_ref().is_some_and(|o| o.direct);
+                let op = if write {
+                    RawOp::Write { offset, len }
+                } else {
+                    RawOp::Read { offset, len }
+                };
+                self.emit(event(op, path, direct));
+            }
+            "lseek" | "_llseek" => {
+                if let (Some(fd), Some(pos)) = (parse_fd(arg(0)), ret.filter(|&r| r >= 0))
+                    && let Some(open) = task.fds.borrow().get(&fd)
+                {
+                    open.pos.set(pos as u64);
+                }
+            }
+            "fsync" | "fdatasync" | "sync_file_range" | "sync_file_range2" => {
+                let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                self.emit(event(RawOp::Sync, path, false));
+            }
+            "ftruncate" | "ftruncate64" | "truncate" | "truncate64" => {
+                let path = if name.starts_with('f') {
+                    let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                    fd_path(open.as_ref(), arg(0))
+                } else {
+                    resolve(&task, None, &unquote(arg(0)))
+                };
+                let size = arg(1).parse::<u64>().unwrap_or(0);
+                if ok {
+                    self.sizes.insert(path.clone(), size);
+                }
+                self.emit(event(RawOp::Truncate { size }, path, false));
+            }
+            "fallocate" => {
+                let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                let (mode, off, len) = (
+                    arg(1),
+                    arg(2).parse::<u64>().unwrap_or(0),
+                    arg(3).parse::<u64>().unwrap_or(0),
+                );
+                if mode == "0" {
+                    let size = self.sizes.get(&path).copied().unwrap_or(0).max(off + len);
+                    if ok {
+                        self.sizes.insert(path.clone(), size);
+                    }
+                    self.emit(event(RawOp::Truncate { size }, path, false));
+                } else {
+                    self.emit(event(
+                        RawOp::Other(format!("fallocate mode {mode}")),
+                        path,
+                        false,
+                    ));
+                }
+            }
+            "rename" | "renameat" | "renameat2" => {
+                let (from, to) = if name == "rename" {
+                    (
+                        resolve(&task, None, &unquote(arg(0))),
+                        resolve(&task, None, &unquote(arg(1))),
+                    )
+                } else {
+                    (
+                        resolve(&task, Some(arg(0)), &unquote(arg(1))),
+                        resolve(&task, Some(arg(2)), &unquote(arg(3))),
+                    )
+                };
+                if ok && let Some(size) = self.sizes.remove(&from) {
+                    self.sizes.insert(to.clone(), size);
+                }
+                self.emit(event(RawOp::Rename { to }, from, false));
+            }
+            "unlink" | "unlinkat" | "rmdir" => {
+                let path = if name == "unlinkat" {
+                    resolve(&task, Some(arg(0)), &unquote(arg(1)))
+                } else {
+                    resolve(&task, None, &unquote(arg(0)))
+                };
+                self.sizes.remove(&path);
+                self.emit(event(RawOp::Remove, path, false));
+            }
+            "mkdir" | "mkdirat" => {
+                let path = if name == "mkdirat" {
+                    resolve(&task, Some(arg(0)), &unquote(arg(1)))
+                } else {
+                    resolve(&task, None, &unquote(arg(0)))
+                };
+                self.emit(event(RawOp::Mkdir, path, false));
+            }
+            "stat" | "lstat" | "stat64" | "lstat64" | "access" | "readlink" | "statfs"
+            | "chdir" => {
+                let path = resolve(&task, None, &unquote(arg(0)));
+                self.emit(event(RawOp::Stat, path, false));
+            }
+            "newfstatat" | "fstatat64" | "statx" | "faccessat" | "faccessat2" | "readlinkat" => {
+                let rel = unquote(arg(1));
+                let path = if rel.is_empty() {
+                    // AT_EMPTY_PATH: the descriptor itself.
+                    let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                    fd_path(open.as_ref(), arg(0))
+                } else {
+                    resolve(&task, Some(arg(0)), &rel)
+                };
+                self.emit(event(RawOp::Stat, path, false));
+            }
+            "fstat" | "fstat64" | "getdents" | "getdents64" | "fstatfs" | "fchdir" => {
+                let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                if let Some(kind) = open
+                    .as_ref()
+                    .and_then(|o| o.not_file.clone())
+                    .or_else(|| not_file(&path))
+                {
+                    self.emit(event(RawOp::NotFile(kind), path, false));
+                } else {
+                    self.emit(event(RawOp::Stat, path, false));
+                }
+            }
+            "mmap" | "mmap2" => {
+                let fd = parse_fd(arg(4)).filter(|&fd| fd >= 0);
+                if let Some(fd) = fd {
+                    let open = task.fds.borrow().get(&fd).cloned();
+                    let path = fd_path(open.as_ref(), arg(4));
+                    self.emit(event(RawOp::Map, path, false));
+                }
+            }
+            other => {
+                self.emit(event(RawOp::Other(other.to_string()), String::new(), false));
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, e: RawEvent) {
+        (self.sink)(e);
+    }
+}
+
+/// The path of a descriptor: from its `-y` annotation, else from the
+/// descriptor table (empty when neither knows).
+fn fd_path(open: Option<&Open>, arg: &str) -> String {
+    annotation_of(arg)
+        .or_else(|| open.map(|o| o.path.clone()))
+        .unwrap_or_default()
+}
+
+/// A descriptor's kind when it is not a file (pipe, socket, ...).
+fn not_file(path: &str) -> Option<String> {
+    [
+        "pipe:",
+        "socket:",
+        "anon_inode:",
+        "net:",
+        "UNIX:",
+        "TCP:",
+        "UDP:",
+        "TCPv6:",
+        "UDPv6:",
+    ]
+    .iter()
+    .find(|p| path.starts_with(**p))
+    .map(|p| format!("{} descriptor", p.trim_end_matches(':')))
+    .or_else(|| path.starts_with("/dev/").then(|| "device".to_string()))
+    .or_else(|| path.starts_with("/proc/").then(|| "/proc".to_string()))
+}
+
+/// The number of a descriptor argument (`3` or `3</path>`; `AT_FDCWD`: none).
+fn parse_fd(arg: &str) -> Option<i64> {
+    let n = arg.split('<').next()?.trim();
+    n.parse().ok()
+}
+
+/// The path in a descriptor's `-y` annotation: `3</mnt/x>` gives `/mnt/x`.
+fn annotation_of(arg: &str) -> Option<String> {
+    let start = arg.find('<')?;
+    let inner = arg[start + 1..].strip_suffix('>')?;
+    Some(unescape(inner))
+}
+
+/// Resolve a path argument against the directory descriptor `dir`
+/// (`AT_FDCWD</cwd>` or `5</dir>` with `-y`; a relative path stays
+/// relative when the directory is unknown).
+fn resolve(task: &Task, dir: Option<&str>, path: &str) -> String {
+    if path.starts_with('/') || path.is_empty() {
+        return path.to_string();
+    }
+    let base = dir.and_then(|d| {
+        annotation_of(d).or_else(|| {
+            parse_fd(d).and_then(|fd| task.fds.borrow().get(&fd).map(|o| o.path.clone()))
+        })
+    });
+    match base {
+        Some(b) => format!("{}/{}", b.trim_end_matches('/'), path),
+        None => path.to_string(),
+    }
+}
+
+/// Where the arguments end and the result begins: the index of the `)`
+/// before ` = `, outside strings and brackets.
+fn split_result(body: &str) -> Option<(usize, &str)> {
+    let bytes = body.as_bytes();
+    let mut depth = 0i32;
+    let mut in_str = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_str {
+            if b == b'\\' {
+                i += 1;
+            } else if b == b'"' {
+                in_str = false;
+            }
+        } else {
+            match b {
+                b'"' => in_str = true,
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' if depth == 0 => {
+                    let rest = &body[i + 1..];
+                    let rest = rest.trim_start();
+                    if let Some(r) = rest.strip_prefix('=') {
+                        return Some((i, r.trim_start()));
+                    }
+                }
+                b')' | b']' | b'}' => depth -= 1,
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The top-level arguments, split at `, ` outside strings, brackets and
+/// `<...>` annotations.
+fn split_args(args: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0i32;
+    let mut in_str = false;
+    let mut in_ann = false;
+    let mut chars = args.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_str {
+            cur.push(c);
+            if c == '\\' {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if in_ann {
+            cur.push(c);
+            if c == '>' {
+                in_ann = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                cur.push(c);
+            }
+            '<' if cur
+                .chars()
+                .last()
+                .is_some_and(|p| p.is_ascii_digit() || p.is_ascii_uppercase()) =>
+            {
+                in_ann = true;
+                cur.push(c);
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                cur.push(c);
+            }
+            ')' | ']' | '}' => {
+                depth -= 1;
+                cur.push(c);
+            }
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// `RET[<annotation>] [ERRNO (text)] [<DURATION>]`: the return value, a
+/// returned descriptor's path, and the duration in nanoseconds.
+fn parse_result(text: &str) -> (Option<i64>, Option<String>, u64) {
+    let text = text.trim();
+    let (main, dur) = match text.rfind(" <") {
+        Some(i)
+            if text.ends_with('>')
+                && text[i + 2..text.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'.') =>
+        {
+            (
+                &text[..i],
+                parse_time(&text[i + 2..text.len() - 1]).unwrap_or(0),
+            )
+        }
+        _ => (text, 0),
+    };
+    let first = main.split_whitespace().next().unwrap_or("");
+    let number = first.split('<').next().unwrap_or("");
+    let ret = if let Some(hex) = number.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16).ok()
+    } else {
+        number.parse().ok()
+    };
+    (ret, annotation_of(first), dur)
+}
+
+/// A string argument without its quotes and escapes (`"a\"b"...` gives
+/// `a"b`).
+fn unquote(arg: &str) -> String {
+    let a = arg.trim();
+    let a = a.strip_suffix("...").unwrap_or(a);
+    match a.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(inner) => unescape(inner),
+        None => a.to_string(),
+    }
+}
+
+/// strace's C escapes (`\n`, `\"`, `\\`, `\x41`, `\101`) decoded.
+fn unescape(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' || i + 1 >= bytes.len() {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let c = bytes[i + 1];
+        i += 2;
+        match c {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'v' => out.push(0x0b),
+            b'f' => out.push(0x0c),
+            b'x' => {
+                let h = s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok());
+                match h {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'x'),
+                }
+            }
+            b'0'..=b'7' => {
+                let mut v = u32::from(c - b'0');
+                let mut n = 1;
+                while n < 3 && i < bytes.len() && (b'0'..=b'7').contains(&bytes[i]) {
+                    v = v * 8 + u32::from(bytes[i] - b'0');
+                    i += 1;
+                    n += 1;
+                }
+                out.push(v as u8);
+            }
+            other => out.push(other),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(text: &str) -> Result<Vec<RawEvent>, FormatError> {
+        let mut got = Vec::new();
+        read(text.as_bytes(), &mut |e| got.push(e))?;
+        Ok(got)
+    }
+
+    #[test]
+    fn calls_with_paths_positions_and_resumed_halves() {
+        let text = "\
+100 1700000000.000001 execve(\"/usr/bin/tsk_loaddb\", [\"tsk_loaddb\"], 0x7ffd /* 20 vars */) = 0 <0.000300>
+100 1700000000.000010 openat(AT_FDCWD</work>, \"img.dd\", O_RDONLY|O_CLOEXEC) = 3</work/img.dd> <0.000020>
+100 1700000000.000020 read(3</work/img.dd>, \"\\353c\"..., 65536) = 65536 <0.000044>
+100 1700000000.000030 lseek(3</work/img.dd>, 1048576, SEEK_SET) = 1048576 <0.000002>
+100 1700000000.000040 clone(child_stack=0x7f, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM) = 101 <0.000050>
+101 1700000000.000045 read(3</work/img.dd>,  <unfinished ...>
+100 1700000000.000046 openat(AT_FDCWD</work>, \"out/a, b.db\", O_RDWR|O_CREAT|O_TRUNC, 0644) = 4</work/out/a, b.db> <0.000030>
+101 1700000000.000090 <... read resumed>\"\"..., 4096) = 4096 <0.000045>
+100 1700000000.000100 pwrite64(4</work/out/a, b.db>, \"SQLite\"..., 4096, 8192) = 4096 <0.000010>
+100 1700000000.000110 fdatasync(4</work/out/a, b.db>) = 0 <0.001000>
+100 1700000000.000120 openat(AT_FDCWD</work>, \"missing\", O_RDONLY) = -1 ENOENT (No such file or directory) <0.000005>
+100 1700000000.000130 rename(\"/work/out/a, b.db\", \"/work/out/c.db\") = 0 <0.000010>
+100 1700000000.000140 read(0</dev/pts/0>, \"\", 10) = 0 <0.000001>
+100 1700000000.000150 mmap(NULL, 4096, PROT_READ, MAP_SHARED, 3</work/img.dd>, 0) = 0x7f0000 <0.000003>
+100 1700000000.000160 +++ exited with 0 +++
+";
+        let ev = events(text).unwrap();
+        let ops: Vec<(&RawOp, &str)> = ev.iter().map(|e| (&e.op, e.path.as_str())).collect();
+        assert_eq!(
+            ops[1],
+            (
+                &RawOp::Open {
+                    created: false,
+                    directory: false
+                },
+                "/work/img.dd"
+            )
+        );
+        assert_eq!(
+            ops[2],
+            (
+                &RawOp::Read {
+                    offset: 0,
+                    len: 65536
+                },
+                "/work/img.dd"
+            )
+        );
+        // The thread shares the file, and its read starts where lseek left it.
+        assert_eq!(
+            ops[4],
+            (
+                &RawOp::Read {
+                    offset: 1_048_576,
+                    len: 4096
+                },
+                "/work/img.dd"
+            )
+        );
+        assert_eq!(
+            ev[4].t_ns % 1_000_000_000,
+            45_000,
+            "timed from the unfinished half"
+        );
+        assert_eq!(ev[4].dur_ns, 45_000);
+        assert_eq!(
+            (ev[4].pid, ev[4].tid, ev[4].process.as_str()),
+            (100, 101, "tsk_loaddb")
+        );
+        assert_eq!(
+            ops[3],
+            (
+                &RawOp::Open {
+                    created: true,
+                    directory: false
+                },
+                "/work/out/a, b.db"
+            )
+        );
+        assert_eq!(
+            ops[5],
+            (
+                &RawOp::Write {
+                    offset: 8192,
+                    len: 4096
+                },
+                "/work/out/a, b.db"
+            )
+        );
+        assert_eq!(ops[6], (&RawOp::Sync, "/work/out/a, b.db"));
+        assert_eq!(ops[7], (&RawOp::Stat, "/work/missing"));
+        assert!(!ev[7].ok);
+        assert_eq!(
+            ops[8],
+            (
+                &RawOp::Rename {
+                    to: "/work/out/c.db".into()
+                },
+                "/work/out/a, b.db"
+            )
+        );
+        assert!(matches!(ops[9].0, RawOp::NotFile(_)));
+        assert_eq!(ops[10], (&RawOp::Map, "/work/img.dd"));
+    }
+
+    #[test]
+    fn without_paths_descriptors_are_followed() {
+        let text = "\
+7 1.000000 open(\"/ev/a.E01\", O_RDONLY) = 5 <0.000010>
+7 1.000100 read(5, \"x\"..., 100) = 100 <0.000010>
+7 1.000200 dup(5) = 6 <0.000001>
+7 1.000300 read(6, \"x\"..., 50) = 50 <0.000010>
+7 1.000400 close(5) = 0 <0.000001>
+7 1.000500 pread64(6, \"x\"..., 10, 4096) = 10 <0.000010>
+7 1.000600 read(9, \"x\"..., 10) = 10 <0.000010>
+";
+        let ev = events(text).unwrap();
+        assert_eq!(
+            ev[1].op,
+            RawOp::Read {
+                offset: 0,
+                len: 100
+            }
+        );
+        assert_eq!(
+            ev[2].op,
+            RawOp::Read {
+                offset: 100,
+                len: 50
+            },
+            "dup shares the position"
+        );
+        assert_eq!(ev[2].path, "/ev/a.E01");
+        assert_eq!(
+            ev[4].op,
+            RawOp::Read {
+                offset: 4096,
+                len: 10
+            }
+        );
+        assert!(matches!(ev[5].op, RawOp::Other(_)), "{:?}", ev[5]);
+    }
+
+    #[test]
+    fn bad_lines_are_refused_with_their_number() {
+        for (text, want) in [
+            (
+                "1 1.0 read(3, \"\", 1) = 1\nnonsense here\n",
+                "line 2: not an strace line",
+            ),
+            (
+                "1 1.0 read(3, \"\", 1) = 1\n1 1.5 read(3, \"\", 1\n",
+                "line 2: no `) = ` result",
+            ),
+            (
+                "1 1.0 read(3, \"\", 1) = 1\n1 1.5 read(3",
+                "line 2: the last line is incomplete",
+            ),
+            ("1 1.x read(3) = 1\n", "line 1"),
+        ] {
+            let err = events(text).unwrap_err().to_string();
+            assert!(err.contains(want), "{err} lacks {want}");
+        }
+        assert!(looks_like_line(
+            "12345 1700000000.123456 openat(AT_FDCWD, \"x\", O_RDONLY) = 3 <0.000010>"
+        ));
+        assert!(looks_like_line(
+            "[pid 12] 1.5 <... read resumed>\"\", 4) = 4 <0.1>"
+        ));
+        assert!(!looks_like_line("\"Time of Day\",\"Process Name\""));
+    }
+}
