@@ -24,6 +24,7 @@ mod noise;
 pub mod os;
 pub mod preflight;
 pub mod probe;
+pub mod replay;
 pub mod report;
 pub mod resume;
 pub mod run;

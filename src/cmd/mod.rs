@@ -18,9 +18,11 @@ pub mod netns;
 pub mod predict;
 pub mod probe;
 pub mod quickstart;
+pub mod replay;
 pub mod run;
 pub mod search;
 pub mod study;
+pub mod trace;
 pub mod util;
 pub mod workstation_args;
 
@@ -98,6 +100,13 @@ enum Command {
     /// PostgreSQL server; leaves a case `export` and `search` read like a
     /// single run's.
     Cluster(distributed::ClusterArgs),
+    /// Read other tools' I/O traces (Process Monitor CSV and PML, strace)
+    /// into caseload's (`trace import`), and compare two traces side by
+    /// side (`trace compare`).
+    Trace(trace::Args),
+    /// Play a trace on a layout or lab, thread by thread with its think
+    /// time, into a run.json like any run's.
+    Replay(replay::Args),
     /// This machine as caseload sees it: the CPU and which implementation
     /// of each hot kernel (MD5, SHA-1, lanes, inflate, ...) runs, chosen
     /// by measurement or rule (run.json's `system.kernels`).
@@ -116,6 +125,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Doctor(args) => doctor::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Quickstart(args) => quickstart::run(args),
         Command::Corpus(args) => corpus::run(args),
         Command::Convert(args) => convert::run(args),

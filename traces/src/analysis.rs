@@ -341,6 +341,21 @@ pub fn analyse(input: impl BufRead, cache_bytes: &[u64]) -> Result<TraceFigures,
     Ok(figures)
 }
 
+/// The bytes of evidence a trace reads: over its evidence files, the
+/// furthest byte read of each (what `--scale-from` scales memory by).
+pub fn evidence_bytes(input: impl BufRead) -> Result<u64, FormatError> {
+    let mut reader = TraceReader::new(input)?;
+    let mut furthest: HashMap<u32, u64> = HashMap::new();
+    while let Some(r) = reader.next_record() {
+        let r = r?;
+        if r.op == Op::Read && r.channel == Some(Channel::Evidence) {
+            let e = furthest.entry(r.file).or_default();
+            *e = (*e).max(r.offset.saturating_add(r.len));
+        }
+    }
+    Ok(furthest.values().sum())
+}
+
 /// Mean operations in flight while any was, and the most at once.
 fn in_flight(spans: &mut [(u64, u64)]) -> (f64, u64) {
     if spans.is_empty() {

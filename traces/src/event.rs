@@ -65,6 +65,8 @@ pub enum RawOp {
     },
     /// The file's data flushed to the device (FlushBuffersFile, fsync).
     Sync,
+    /// A directory's entries flushed (fsync of a directory).
+    DirSync,
     /// The file's size set (SetEndOfFile, ftruncate, fallocate).
     Truncate {
         /// The new size.

@@ -285,8 +285,20 @@ unsafe extern "C" fn shim_read(
         };
         let start = Instant::now();
         let rc = read(real, buf, amount, offset);
-        let amount = u64::try_from(amount).unwrap_or(0);
+        let mut amount = u64::try_from(amount).unwrap_or(0);
         let took = start.elapsed();
+        // A read past the end fills the rest with zeros and says only
+        // that it was short: count the bytes that were there, as the
+        // system counts them (the file's size tells; rare, at opens).
+        if rc == ffi::SQLITE_IOERR_SHORT_READ
+            && let Some(size_of) = methods.xFileSize
+        {
+            let mut size: ffi::sqlite3_int64 = 0;
+            if size_of(real, &mut size) == ffi::SQLITE_OK {
+                let there = u64::try_from(size.saturating_sub(offset)).unwrap_or(0);
+                amount = amount.min(there);
+            }
+        }
         counters.record_read(amount, took);
         let offset = u64::try_from(offset).unwrap_or(0);
         trace(file, TraceOp::Read, offset, amount, took);

@@ -1109,6 +1109,30 @@ impl Channel {
         Ok(self.file(file, path.to_path_buf(), false))
     }
 
+    /// Open any file read-only bypassing the page cache (`O_DIRECT`,
+    /// `FILE_FLAG_NO_BUFFERING`): transfers must be aligned to the device's
+    /// block in offset, length and buffer address. Counted on this channel.
+    pub fn open_path_unbuffered(&self, path: &Path) -> Result<ChannelFile, ChannelError> {
+        self.counters.record_op(MetaOp::Open);
+        let file = crate::os::open_unbuffered(path).map_err(|e| self.io_err("open", path, e))?;
+        Ok(self.file(file, path.to_path_buf(), false))
+    }
+
+    /// Open (creating if absent, never truncating) a file inside the
+    /// channel for reading and writing bypassing the page cache, as
+    /// [`Channel::open_path_unbuffered`].
+    pub fn open_unbuffered_read_write(
+        &self,
+        relative: impl AsRef<Path>,
+    ) -> Result<ChannelFile, ChannelError> {
+        let path = self.path(relative)?;
+        self.refuse_evidence(&path)?;
+        self.counters.record_op(MetaOp::Open);
+        let file = crate::os::open_unbuffered_read_write(&path)
+            .map_err(|e| self.io_err("open", &path, e))?;
+        Ok(self.file(file, path, false))
+    }
+
     fn refuse_evidence(&self, path: &Path) -> Result<(), ChannelError> {
         if self.protected.is_empty() {
             return Ok(());
@@ -1178,12 +1202,25 @@ impl ChannelFile {
         let start = Instant::now();
         let mut done = 0;
         let mut calls = 0u64;
+        let mut call_start = start;
         let result = loop {
             if done == buf.len() {
                 break Ok(done);
             }
             calls += 1;
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            let at = offset + done as u64;
+            let got = self.file.read_at(&mut buf[done..], at);
+            // Each system call is an operation of the trace, as a tracer of
+            // the process sees it (a short read's last call reads 0 bytes).
+            let now = Instant::now();
+            self.trace(
+                TraceOp::Read,
+                at,
+                *got.as_ref().unwrap_or(&0) as u64,
+                now - call_start,
+            );
+            call_start = now;
+            match got {
                 Ok(0) => break Ok(done),
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -1196,7 +1233,6 @@ impl ChannelFile {
             self.counters.record_read(0, Duration::ZERO);
         }
         self.counters.record_read(done as u64, took);
-        self.trace(TraceOp::Read, offset, done as u64, took);
         if let Some((model, id)) = self.cached() {
             model.read(id, offset, done as u64);
         }
@@ -1254,6 +1290,24 @@ impl ChannelFile {
             && let Some((model, id)) = self.cached()
         {
             model.synced(id);
+        }
+        result
+    }
+
+    /// Set the file's length (truncate or extend); counted as a write of
+    /// no bytes, traced as a truncate.
+    pub fn set_len(&self, len: u64) -> io::Result<()> {
+        self.counters.check_write(self.kind, &self.path, 0)?;
+        let start = Instant::now();
+        let result = self.file.set_len(len).inspect_err(|e| {
+            self.counters
+                .note_error(self.kind, "truncate", &self.path, e)
+        });
+        let took = start.elapsed();
+        self.counters.record_write(0, took);
+        self.trace(TraceOp::Truncate, 0, len, took);
+        if let Some((model, id)) = self.cached() {
+            model.truncated(id, len);
         }
         result
     }

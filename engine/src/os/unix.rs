@@ -99,6 +99,19 @@ pub fn open_unbuffered(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Open `path` for reading and writing bypassing the page cache
+/// (`O_DIRECT`), as [`open_unbuffered`]: aligned transfers only.
+pub fn open_unbuffered_read_write(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}
+
 /// Reserve `len` bytes for `file` on its device (`posix_fallocate`); the
 /// file grows to `len` if shorter.
 pub fn preallocate(file: &File, len: u64) -> io::Result<()> {

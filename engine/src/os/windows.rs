@@ -167,6 +167,19 @@ pub fn open_unbuffered(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Open `path` for reading and writing with `FILE_FLAG_NO_BUFFERING`, as
+/// [`open_unbuffered`]: aligned transfers only.
+pub fn open_unbuffered_read_write(path: &Path) -> io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(fs::FILE_FLAG_NO_BUFFERING)
+        .open(path)
+}
+
 /// Reserve `len` bytes for `file` by writing zeros up to `len` where it
 /// is shorter. Windows has no `posix_fallocate`, and a longer end of file
 /// alone is sparse wherever the volume allows (Wine on Linux), which

@@ -167,6 +167,24 @@ pub struct ImportOptions {
     pub tracer_overhead_ns: Option<u64>,
     /// `# key value` comments to write into the trace's header.
     pub meta: Vec<(String, String)>,
+    /// Leave out files whose name (last component) matches one of these
+    /// (`*` at the end: a prefix; at the start: a suffix): a tool's own
+    /// bookkeeping, such as
+    /// caseload's `trace.csv` and `run.json` when the traced tool is
+    /// caseload.
+    pub exclude: Vec<String>,
+}
+
+/// Whether a path's last component matches a `--exclude` pattern.
+fn excluded(patterns: &[String], path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    patterns
+        .iter()
+        .any(|p| match (p.strip_suffix('*'), p.strip_prefix('*')) {
+            (Some(prefix), _) => name.starts_with(prefix),
+            (None, Some(suffix)) => name.ends_with(suffix),
+            (None, None) => name == p,
+        })
 }
 
 /// Operations and bytes.
@@ -416,6 +434,10 @@ impl<'a> Importer<'a> {
             self.leave(&format!("failed {} ({})", raw_name(&kind), e.result), 0);
             return;
         }
+        if !self.opts.exclude.is_empty() && excluded(&self.opts.exclude, &e.path) {
+            self.leave("excluded (--exclude)", bytes);
+            return;
+        }
         let Some((channel, rel)) = self.map(&e.path) else {
             let folder = parent_folder(&e.path);
             self.unmapped.entry(folder).or_default().add(bytes);
@@ -469,6 +491,10 @@ impl<'a> Importer<'a> {
             }
             RawOp::Mkdir => {
                 r.op = Op::Mkdir;
+                r.path = Some(rel.into_bytes());
+            }
+            RawOp::DirSync => {
+                r.op = Op::DirSync;
                 r.path = Some(rel.into_bytes());
             }
             RawOp::Remove => {
@@ -569,6 +595,7 @@ fn raw_name(op: &RawOp) -> &'static str {
         RawOp::Read { .. } => "read",
         RawOp::Write { .. } => "write",
         RawOp::Sync => "sync",
+        RawOp::DirSync => "directory sync",
         RawOp::Truncate { .. } => "truncate",
         RawOp::Rename { .. } => "rename",
         RawOp::Remove => "remove",

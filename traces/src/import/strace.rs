@@ -96,6 +96,7 @@ struct Open {
     pos: Rc<Cell<u64>>,
     append: bool,
     direct: bool,
+    directory: bool,
     /// Not a file (pipe, socket, ...): its kind.
     not_file: Option<String>,
 }
@@ -116,6 +117,9 @@ struct Reader<'s> {
     unfinished: HashMap<u32, (u64, String)>,
     /// Sizes written so far per path, for appends.
     sizes: HashMap<String, u64>,
+    /// Folders seen (made, or holding a file opened): an fsync of one of
+    /// them is a directory sync, whatever flags it was opened with.
+    dirs: std::collections::HashSet<String>,
     info: StraceInfo,
     first_pid: Option<u32>,
 }
@@ -130,6 +134,7 @@ pub fn read(
         tasks: HashMap::new(),
         unfinished: HashMap::new(),
         sizes: HashMap::new(),
+        dirs: Default::default(),
         info: StraceInfo::default(),
         first_pid: None,
     };
@@ -317,12 +322,20 @@ impl Reader<'_> {
                                 pos: Rc::new(Cell::new(0)),
                                 append: flags.contains("O_APPEND"),
                                 direct,
+                                directory,
                                 not_file: kind,
                             },
                         );
                     }
                     if created {
                         self.sizes.insert(path.clone(), 0);
+                    }
+                    let mut p = path.as_str();
+                    while let Some(i) = p.rfind('/').filter(|&i| i > 0) {
+                        p = &p[..i];
+                        if !self.dirs.insert(p.to_string()) {
+                            break;
+                        }
                     }
                     self.emit(event(RawOp::Open { created, directory }, path, direct));
                 } else {
@@ -418,7 +431,9 @@ impl Reader<'_> {
             "fsync" | "fdatasync" | "sync_file_range" | "sync_file_range2" => {
                 let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
                 let path = fd_path(open.as_ref(), arg(0));
-                self.emit(event(RawOp::Sync, path, false));
+                let dir = open.is_some_and(|o| o.directory) || self.dirs.contains(&path);
+                let op = if dir { RawOp::DirSync } else { RawOp::Sync };
+                self.emit(event(op, path, false));
             }
             "ftruncate" | "ftruncate64" | "truncate" | "truncate64" => {
                 let path = if name.starts_with('f') {
@@ -487,6 +502,7 @@ impl Reader<'_> {
                 } else {
                     resolve(&task, None, &unquote(arg(0)))
                 };
+                self.dirs.insert(path.clone());
                 self.emit(event(RawOp::Mkdir, path, false));
             }
             "stat" | "lstat" | "stat64" | "lstat64" | "access" | "readlink" | "statfs"

@@ -1,0 +1,1350 @@
+//! `caseload replay`: a trace (another tool's, imported, or a traced run's)
+//! played on a layout, thread by thread, into a run report like any run's.
+//!
+//! Each recorded thread is replayed by a thread of its own, its operations
+//! in their recorded order, each begun after the recorded think time since
+//! the thread's previous operation ended (scaled by `think_scale`; the
+//! tracer's own cost per call, where the trace says it, taken out first).
+//! Across threads, an operation waits for every operation of another
+//! thread on the same file that had ended before it began in the trace
+//! (open after create, read after write), so order that mattered is kept
+//! and the rest runs as concurrently as the devices allow.
+//!
+//! Files the trace uses without creating them existed before it began:
+//! they are made and filled with incompressible data up to the furthest
+//! byte read before the clock starts; what the trace creates, renames and
+//! removes is created, renamed and removed during the replay, since that
+//! metadata work is part of a suite's load. Evidence is read in place (the
+//! trace's own evidence file where it exists, or the files given with
+//! `--evidence`), or from a stand-in of the size the trace reads. Every
+//! operation goes through the channels, so the report counts what the
+//! replay did exactly as a run's would; non-cached operations aligned to
+//! 4 KiB are done with direct I/O.
+//!
+//! A replay's files go under `replay/` in each writable channel's
+//! directory; its report is `run.json` in the case directory, with the
+//! trace's phases as its stages (the trace's own stage markers, time
+//! windows, or one phase per process).
+//!
+//! Memory: the trace is held in memory (about 80 bytes per operation) so
+//! that threads can be scheduled against each other; buffers are 4 MiB per
+//! thread whatever the request size.
+
+use crate::cache::{self, CacheMode, CacheReport};
+use crate::channel::{Channel, ChannelError, ChannelFile, ChannelKind, ChannelSnapshot};
+use crate::layout::Layout;
+use crate::metrics::{self, CpuTimes, PeakScope};
+use crate::report::{
+    ChannelFigures, ChannelInfo, RUN_SCHEMA, RUN_SCHEMA_VERSION, Recorded, RunReport, StageReport,
+    Totals,
+};
+use crate::source::{SourceFormat, SourceInfo};
+use crate::stage::StageSummary;
+use crate::system::SystemContext;
+use caseload_traces::format::{Op, Record, TraceReader};
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where a replay's files go inside each writable channel.
+pub const REPLAY_DIR: &str = "replay";
+
+/// Largest buffer a replay thread reads or writes through at once.
+const BUFFER: usize = 4 << 20;
+
+/// How the trace's operations are grouped into the report's stages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phases {
+    /// The trace's own `phase` records (a traced run's stages); one phase
+    /// `replay` when it has none.
+    Trace,
+    /// Named windows of trace time, in seconds (`--phase NAME=START..END`);
+    /// operations outside every window go to `other`.
+    Windows(Vec<(String, f64, f64)>),
+    /// One phase per process.
+    Process,
+}
+
+/// A replay fully described.
+#[derive(Debug, Clone)]
+pub struct ReplaySpec {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// Where each channel's files go.
+    pub layout: Layout,
+    /// Files standing for the trace's evidence files, in the order the
+    /// trace first uses them (empty: the trace's own, or stand-ins).
+    pub evidence: Vec<PathBuf>,
+    /// Cold or warm page cache at the start.
+    pub cache: CacheMode,
+    /// Think time as recorded times this (0: as fast as the devices go).
+    pub think_scale: f64,
+    /// How operations group into stages.
+    pub phases: Phases,
+    /// Replace an earlier replay's files and report.
+    pub force: bool,
+    /// The modelled workstation's memory (`--ram`, `--scale-from`): a
+    /// page cache held to what a suite's workstation of that size leaves
+    /// for it, over every channel's files (none: this machine's own).
+    pub workstation: Option<crate::workstation::WorkstationSpec>,
+}
+
+/// A replay that cannot be done.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The trace is bad.
+    #[error("{}: {source}", .path.display())]
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: caseload_traces::import::error::FormatError,
+    },
+    /// Reading the trace failed.
+    #[error("{}: {source}", .path.display())]
+    Read {
+        /// The trace file.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The trace cannot be replayed as asked (said why).
+    #[error("{0}")]
+    Refused(String),
+    /// A channel failed while setting up.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+}
+
+/// One operation to replay.
+#[derive(Debug, Clone)]
+struct Step {
+    t: u64,
+    dur: u64,
+    file: u32,
+    op: Op,
+    offset: u64,
+    len: u64,
+    direct: bool,
+    channel: ChannelKind,
+    path: Option<PathBuf>,
+    to: Option<PathBuf>,
+    phase: usize,
+    /// (thread index, step index) that must be done first.
+    deps: Vec<(usize, usize)>,
+}
+
+/// A file of the trace.
+#[derive(Debug, Clone)]
+struct TraceFile {
+    channel: ChannelKind,
+    /// Relative to the channel's replay directory (writable channels and
+    /// evidence stand-ins), or the file read in place.
+    rel: PathBuf,
+    in_place: Option<PathBuf>,
+    /// The furthest byte read before the trace writes it: what must exist.
+    fill: u64,
+    /// It existed before the trace began.
+    existed: bool,
+}
+
+/// The trace as a replay needs it.
+struct Plan {
+    threads: Vec<(String, Vec<Step>)>,
+    files: HashMap<u32, TraceFile>,
+    phase_names: Vec<String>,
+    /// Bytes each writable channel needs at most.
+    space: BTreeMap<ChannelKind, u64>,
+    overhead_ns: u64,
+    notes: Vec<String>,
+}
+
+fn bytes_path(p: &[u8]) -> PathBuf {
+    crate::os::path_from_bytes(p)
+}
+
+/// The part of an absolute path under a channel's recorded directory, or
+/// the path made relative (its root and `..` dropped).
+fn relative_to(path: &Path, root: Option<&Path>) -> PathBuf {
+    let rest = root.and_then(|r| path.strip_prefix(r).ok()).unwrap_or(path);
+    rest.components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Read and plan the trace: threads, files, dependencies, phases.
+fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
+    let bad = |source| ReplayError::Trace {
+        path: spec.trace.clone(),
+        source,
+    };
+    let mut reader = TraceReader::new(input).map_err(bad)?;
+    let header = reader.header().clone();
+    let roots: HashMap<ChannelKind, PathBuf> = header
+        .meta
+        .iter()
+        .filter(|(k, _)| k == "channel-root")
+        .filter_map(|(_, v)| {
+            let (c, dir) = v.split_once(' ')?;
+            Some((ChannelKind::parse(c)?, PathBuf::from(dir)))
+        })
+        .collect();
+    let overhead_ns = header
+        .get("tracer-overhead-ns")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut thread_index: HashMap<u32, usize> = HashMap::new();
+    let mut threads: Vec<(String, Vec<Step>)> = Vec::new();
+    let mut files: HashMap<u32, TraceFile> = HashMap::new();
+    let mut phase_names: Vec<String> = Vec::new();
+    let mut trace_phase = 0usize;
+    let mut thread_process: Vec<String> = Vec::new();
+    // First pass: records into steps.
+    let mut records: Vec<Record> = Vec::new();
+    while let Some(r) = reader.next_record() {
+        records.push(r.map_err(bad)?);
+    }
+    // A version 1 trace has absolute paths and no roots: each channel's
+    // files are placed relative to the directory they share.
+    let mut common: HashMap<ChannelKind, PathBuf> = HashMap::new();
+    if roots.is_empty() {
+        for r in records.iter().filter(|r| r.op == Op::Add) {
+            let (Some(c), Some(p)) = (r.channel, r.path.as_deref()) else {
+                continue;
+            };
+            let p = bytes_path(p);
+            if !p.is_absolute() {
+                continue;
+            }
+            let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            let e = common.entry(c).or_insert_with(|| dir.clone());
+            while !dir.starts_with(&*e) {
+                if !e.pop() {
+                    break;
+                }
+            }
+        }
+    }
+    let root_of = |c: ChannelKind| {
+        roots
+            .get(&c)
+            .or_else(|| common.get(&c))
+            .map(PathBuf::as_path)
+    };
+    for r in records {
+        match r.op {
+            Op::Thread => {
+                let name = r
+                    .path
+                    .as_deref()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .unwrap_or_default();
+                let idx = *thread_index.entry(r.thread).or_insert_with(|| {
+                    threads.push((name.clone(), Vec::new()));
+                    threads.len() - 1
+                });
+                while thread_process.len() <= idx {
+                    thread_process.push(String::new());
+                }
+                thread_process[idx] = name.split(':').next().unwrap_or("").to_string();
+                continue;
+            }
+            Op::Phase => {
+                let name = r
+                    .path
+                    .as_deref()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .unwrap_or_default();
+                if spec.phases == Phases::Trace {
+                    trace_phase = match phase_names.iter().position(|n| *n == name) {
+                        Some(i) => i,
+                        None => {
+                            phase_names.push(name);
+                            phase_names.len() - 1
+                        }
+                    };
+                }
+                continue;
+            }
+            Op::Add => {
+                let (Some(channel), Some(p)) = (r.channel, r.path.as_deref()) else {
+                    return Err(ReplayError::Refused(format!(
+                        "file {} is added without a channel or path",
+                        r.file
+                    )));
+                };
+                let original = bytes_path(p);
+                let rel = relative_to(&original, root_of(channel));
+                if rel.as_os_str().is_empty() {
+                    return Err(ReplayError::Refused(format!(
+                        "file {} (`{}`) is a channel's directory itself, not a file in it",
+                        r.file,
+                        original.display()
+                    )));
+                }
+                files.insert(
+                    r.file,
+                    TraceFile {
+                        channel,
+                        rel,
+                        in_place: original.is_absolute().then_some(original),
+                        fill: 0,
+                        existed: false,
+                    },
+                );
+                continue;
+            }
+            _ => {}
+        }
+        let Some(channel) = r.channel else { continue };
+        let idx = match thread_index.get(&r.thread) {
+            Some(&i) => i,
+            None => {
+                // A version 1 trace or a thread never introduced.
+                threads.push((format!("thread {}", r.thread), Vec::new()));
+                thread_process.push(String::new());
+                thread_index.insert(r.thread, threads.len() - 1);
+                threads.len() - 1
+            }
+        };
+        if r.file != 0 && !files.contains_key(&r.file) {
+            return Err(ReplayError::Refused(format!(
+                "an operation names file {} which the trace never added (line order broken?)",
+                r.file
+            )));
+        }
+        let phase = match &spec.phases {
+            Phases::Trace => trace_phase,
+            Phases::Windows(w) => {
+                let secs = r.t_ns as f64 / 1e9;
+                w.iter()
+                    .position(|(_, a, b)| secs >= *a && secs < *b)
+                    .unwrap_or(w.len())
+            }
+            Phases::Process => {
+                let p = thread_process.get(idx).cloned().unwrap_or_default();
+                match phase_names.iter().position(|n| *n == p) {
+                    Some(i) => i,
+                    None => {
+                        phase_names.push(p);
+                        phase_names.len() - 1
+                    }
+                }
+            }
+        };
+        let path = r
+            .path
+            .as_deref()
+            .map(|p| relative_to(&bytes_path(p), root_of(channel)));
+        let to =
+            r.to.as_deref()
+                .map(|p| relative_to(&bytes_path(p), root_of(channel)));
+        if channel == ChannelKind::Evidence
+            && matches!(
+                r.op,
+                Op::Write | Op::Create | Op::Truncate | Op::Rename | Op::Remove | Op::Mkdir
+            )
+        {
+            return Err(ReplayError::Refused(format!(
+                "the trace {}s on the evidence channel (line order {}): evidence is read-only; map that path to another channel",
+                r.op.name(),
+                threads[idx].1.len()
+            )));
+        }
+        threads[idx].1.push(Step {
+            t: r.t_ns,
+            dur: r.dur_ns,
+            file: r.file,
+            op: r.op,
+            offset: r.offset,
+            len: r.len,
+            direct: r.direct,
+            channel,
+            path,
+            to,
+            phase,
+            deps: Vec::new(),
+        });
+    }
+    if let Phases::Windows(w) = &spec.phases {
+        phase_names = w.iter().map(|(n, _, _)| n.clone()).collect();
+        phase_names.push("other".into());
+    }
+    if phase_names.is_empty() {
+        phase_names.push("replay".into());
+    }
+    threads.retain(|(_, steps)| !steps.is_empty());
+    if threads.is_empty() {
+        return Err(ReplayError::Refused(
+            "the trace holds no operation to replay".into(),
+        ));
+    }
+    // Which files existed before: the first operation on each (in trace
+    // time) is not a create, and no rename made it.
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
+    for (ti, (_, steps)) in threads.iter().enumerate() {
+        for (si, s) in steps.iter().enumerate() {
+            order.push((s.t, ti, si));
+        }
+    }
+    order.sort_unstable();
+    let mut seen: HashMap<u32, bool> = HashMap::new();
+    let mut renamed_to: std::collections::HashSet<(ChannelKind, PathBuf)> = Default::default();
+    let mut extent: HashMap<u32, u64> = HashMap::new();
+    for &(_, ti, si) in &order {
+        let s = &threads[ti].1[si];
+        if s.op == Op::Rename
+            && let Some(to) = &s.to
+        {
+            renamed_to.insert((s.channel, to.clone()));
+        }
+        if s.file == 0 {
+            continue;
+        }
+        let Some(f) = files.get_mut(&s.file) else {
+            continue;
+        };
+        let first = !seen.contains_key(&s.file);
+        if first {
+            let made = s.op == Op::Create || renamed_to.contains(&(f.channel, f.rel.clone()));
+            f.existed = !made;
+            seen.insert(s.file, true);
+        }
+        let end = s.offset.saturating_add(s.len);
+        match s.op {
+            Op::Read => {
+                // Bytes read before anything was written there must exist.
+                if f.existed && !seen.get(&s.file).copied().unwrap_or(false) {
+                    // (unreachable: seen was set above)
+                }
+                if f.existed && *extent.get(&s.file).unwrap_or(&0) < end {
+                    f.fill = f.fill.max(end);
+                }
+            }
+            Op::Write => {
+                let e = extent.entry(s.file).or_default();
+                *e = (*e).max(end);
+            }
+            Op::Truncate | Op::Create => {
+                extent.insert(s.file, if s.op == Op::Truncate { s.len } else { 0 });
+                // After a create or truncate, reads past it find nothing
+                // the trace did not write: no fill needed beyond this.
+                if s.op == Op::Create {
+                    f.existed = f.existed && f.fill > 0;
+                }
+            }
+            _ => {}
+        }
+    }
+    // Space: each writable channel's files at their largest.
+    let mut space: BTreeMap<ChannelKind, u64> = BTreeMap::new();
+    let mut largest: HashMap<u32, u64> = HashMap::new();
+    for (_, steps) in &threads {
+        for s in steps {
+            let end = match s.op {
+                Op::Write | Op::Read => s.offset.saturating_add(s.len),
+                Op::Truncate => s.len,
+                _ => 0,
+            };
+            let e = largest.entry(s.file).or_default();
+            *e = (*e).max(end);
+        }
+    }
+    for (id, f) in &files {
+        if f.channel != ChannelKind::Evidence {
+            *space.entry(f.channel).or_default() +=
+                largest.get(id).copied().unwrap_or(0).max(f.fill);
+        }
+    }
+    // Cross-thread dependencies: per path (a run's trace numbers each
+    // open of a file anew, so one path can have many numbers), each
+    // thread's steps by end time. A rename touches two paths.
+    let mut key_ids: HashMap<(ChannelKind, PathBuf), usize> = HashMap::new();
+    let mut step_keys: Vec<Vec<Vec<usize>>> = Vec::with_capacity(threads.len());
+    for (_, steps) in &threads {
+        let mut per_thread = Vec::with_capacity(steps.len());
+        for s in steps {
+            let mut paths: Vec<PathBuf> = Vec::new();
+            if s.file != 0
+                && let Some(f) = files.get(&s.file)
+            {
+                paths.push(f.rel.clone());
+            }
+            // Lookups do not order anything a replay could get wrong.
+            if s.op != Op::Stat {
+                paths.extend(s.path.iter().cloned());
+                paths.extend(s.to.iter().cloned());
+            }
+            let mut keys: Vec<usize> = Vec::with_capacity(paths.len());
+            for p in paths {
+                let next = key_ids.len();
+                let k = *key_ids.entry((s.channel, p)).or_insert(next);
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+            per_thread.push(keys);
+        }
+        step_keys.push(per_thread);
+    }
+    let mut by_key: HashMap<usize, HashMap<usize, Vec<(u64, usize)>>> = HashMap::new();
+    for (ti, (_, steps)) in threads.iter().enumerate() {
+        for (si, s) in steps.iter().enumerate() {
+            for &k in &step_keys[ti][si] {
+                by_key
+                    .entry(k)
+                    .or_default()
+                    .entry(ti)
+                    .or_default()
+                    .push((s.t + s.dur, si));
+            }
+        }
+    }
+    for list in by_key.values_mut().flat_map(|m| m.values_mut()) {
+        list.sort_unstable();
+    }
+    let mut notes = Vec::new();
+    let mut deps_total = 0u64;
+    for (ti, keys_of) in step_keys.iter().enumerate() {
+        for (si, keys) in keys_of.iter().enumerate() {
+            let t = threads[ti].1[si].t;
+            let mut deps: Vec<(usize, usize)> = Vec::new();
+            for k in keys {
+                let Some(per_thread) = by_key.get(k) else {
+                    continue;
+                };
+                for (&other, list) in per_thread {
+                    if other == ti {
+                        continue;
+                    }
+                    let n = list.partition_point(|&(end, _)| end <= t);
+                    if n > 0 {
+                        // The latest such step; the thread's earlier ones
+                        // come before it in its own order.
+                        let latest = list[..n].iter().map(|&(_, s)| s).max().unwrap_or(0);
+                        match deps.iter_mut().find(|(th, _)| *th == other) {
+                            Some(d) => d.1 = d.1.max(latest),
+                            None => deps.push((other, latest)),
+                        }
+                    }
+                }
+            }
+            deps_total += deps.len() as u64;
+            threads[ti].1[si].deps = deps;
+        }
+    }
+    if deps_total > 0 {
+        notes.push(format!("{deps_total} cross-thread waits kept (an operation after another thread's on the same file)"));
+    }
+    Ok(Plan {
+        threads,
+        files,
+        phase_names,
+        space,
+        overhead_ns,
+        notes,
+    })
+}
+
+/// One channel set per phase, so each phase's figures are its own.
+struct PhaseChannels {
+    channels: BTreeMap<ChannelKind, Channel>,
+    first_ns: AtomicU64,
+    last_ns: AtomicU64,
+    ops: AtomicU64,
+}
+
+/// An open file shared by the replay's threads.
+struct Handle {
+    file: ChannelFile,
+    opens: AtomicU64,
+}
+
+struct Shared<'a> {
+    plan: &'a Plan,
+    phases: Vec<PhaseChannels>,
+    handles: Mutex<HashMap<(usize, u32, bool), Arc<Handle>>>,
+    /// Steps done per thread.
+    done: Vec<AtomicU64>,
+    wake: (Mutex<()>, Condvar),
+    errors: Mutex<Vec<String>>,
+    error_count: AtomicU64,
+    start: Instant,
+    think_scale: f64,
+    cancel: &'a AtomicBool,
+}
+
+const MAX_ERRORS_KEPT: usize = 20;
+
+impl Shared<'_> {
+    fn error(&self, what: String) {
+        self.error_count.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut e) = self.errors.lock()
+            && e.len() < MAX_ERRORS_KEPT
+        {
+            e.push(what);
+        }
+    }
+
+    fn channel(&self, phase: usize, kind: ChannelKind) -> &Channel {
+        // Every phase has all four channels.
+        &self.phases[phase].channels[&kind]
+    }
+
+    /// The open file for `step`, opened (and counted) if it is not.
+    fn handle(&self, step: &Step, direct: bool, count_open: bool) -> Result<Arc<Handle>, String> {
+        let key = (step.phase, step.file, direct);
+        let mut map = self
+            .handles
+            .lock()
+            .map_err(|_| "a replay thread panicked".to_string())?;
+        if let Some(h) = map.get(&key) {
+            if count_open {
+                h.opens.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(Arc::clone(h));
+        }
+        let f = &self.plan.files[&step.file];
+        let ch = self.channel(step.phase, f.channel);
+        let file = match (&f.in_place, f.channel) {
+            (Some(p), ChannelKind::Evidence) => {
+                if direct {
+                    ch.open_path_unbuffered(p)
+                } else {
+                    ch.open_path_read_only(p)
+                }
+            }
+            _ => {
+                let rel = Path::new(REPLAY_DIR).join(&f.rel);
+                match (f.channel, direct) {
+                    (ChannelKind::Evidence, false) => ch.open(&rel),
+                    (ChannelKind::Evidence, true) => ch.open_path_unbuffered(&ch.dir().join(&rel)),
+                    (_, false) => ch.open_read_write(&rel).or_else(|_| ch.create(&rel)),
+                    (_, true) => ch.open_unbuffered_read_write(&rel),
+                }
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        let h = Arc::new(Handle {
+            file,
+            opens: AtomicU64::new(u64::from(count_open)),
+        });
+        map.insert(key, Arc::clone(&h));
+        Ok(h)
+    }
+
+    fn close(&self, step: &Step) {
+        if let Ok(mut map) = self.handles.lock() {
+            for direct in [false, true] {
+                let key = (step.phase, step.file, direct);
+                let last = map
+                    .get(&key)
+                    .is_some_and(|h| h.opens.fetch_sub(1, Ordering::Relaxed) <= 1);
+                if last {
+                    map.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn forget(&self, step: &Step) {
+        if let Ok(mut map) = self.handles.lock() {
+            map.remove(&(step.phase, step.file, false));
+            map.remove(&(step.phase, step.file, true));
+        }
+    }
+
+    fn wait_for(&self, deps: &[(usize, usize)]) {
+        for &(thread, step) in deps {
+            if self.done[thread].load(Ordering::Acquire) > step as u64 {
+                continue;
+            }
+            let (lock, cv) = &self.wake;
+            let mut g = match lock.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            while self.done[thread].load(Ordering::Acquire) <= step as u64
+                && !self.cancel.load(Ordering::Relaxed)
+            {
+                g = match cv.wait_timeout(g, Duration::from_millis(50)) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+        }
+    }
+
+    fn finished(&self, thread: usize) {
+        self.done[thread].fetch_add(1, Ordering::Release);
+        let (lock, cv) = &self.wake;
+        let _g = lock.lock();
+        cv.notify_all();
+    }
+
+    /// Replay one thread's steps.
+    fn run_thread(&self, ti: usize) {
+        let steps = &self.plan.threads[ti].1;
+        let mut buf = AlignedBuffer::new();
+        let mut prev_end_trace: Option<u64> = None;
+        let mut prev_end_replay = self.start;
+        for step in steps {
+            if self.cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            // Think time: the recorded gap since this thread's previous
+            // operation ended (from the trace's start for its first), the
+            // tracer's cost per call taken out.
+            let target = match prev_end_trace {
+                None => {
+                    self.start + Duration::from_nanos((step.t as f64 * self.think_scale) as u64)
+                }
+                Some(prev) => {
+                    let gap = step
+                        .t
+                        .saturating_sub(prev)
+                        .saturating_sub(self.plan.overhead_ns);
+                    prev_end_replay + Duration::from_nanos((gap as f64 * self.think_scale) as u64)
+                }
+            };
+            let now = Instant::now();
+            if target > now {
+                std::thread::sleep(target - now);
+            }
+            self.wait_for(&step.deps);
+            let began = Instant::now();
+            if let Err(e) = self.execute(step, &mut buf) {
+                self.error(format!("{} {}: {e}", step.op.name(), self.describe(step)));
+            }
+            let ended = Instant::now();
+            let p = &self.phases[step.phase];
+            let ns = |t: Instant| t.duration_since(self.start).as_nanos() as u64;
+            p.first_ns.fetch_min(ns(began), Ordering::Relaxed);
+            p.last_ns.fetch_max(ns(ended), Ordering::Relaxed);
+            p.ops.fetch_add(1, Ordering::Relaxed);
+            prev_end_trace = Some(step.t + step.dur);
+            prev_end_replay = ended;
+            self.finished(ti);
+        }
+    }
+
+    fn describe(&self, step: &Step) -> String {
+        match (self.plan.files.get(&step.file), &step.path) {
+            (Some(f), _) => format!("{} {}", f.channel, f.rel.display()),
+            (None, Some(p)) => format!("{} {}", step.channel, p.display()),
+            _ => step.channel.to_string(),
+        }
+    }
+
+    fn execute(&self, step: &Step, buf: &mut AlignedBuffer) -> Result<(), String> {
+        let aligned = step.offset.is_multiple_of(4096) && step.len.is_multiple_of(4096) && step.len > 0;
+        let direct = step.direct && aligned && cfg!(target_os = "linux");
+        let ch = self.channel(step.phase, step.channel);
+        let under = |p: &Path| Path::new(REPLAY_DIR).join(p);
+        match step.op {
+            Op::Open => self.handle(step, false, true).map(|_| ()),
+            Op::Create => {
+                let f = &self.plan.files[&step.file];
+                self.forget(step);
+                let file = ch.create(under(&f.rel)).map_err(|e| e.to_string())?;
+                let mut map = self
+                    .handles
+                    .lock()
+                    .map_err(|_| "a replay thread panicked".to_string())?;
+                map.insert(
+                    (step.phase, step.file, false),
+                    Arc::new(Handle {
+                        file,
+                        opens: AtomicU64::new(1),
+                    }),
+                );
+                Ok(())
+            }
+            Op::Close => {
+                self.close(step);
+                Ok(())
+            }
+            Op::Read => {
+                let h = self.handle(step, direct, false)?;
+                let mut done = 0u64;
+                while done < step.len {
+                    let n = (step.len - done).min(BUFFER as u64) as usize;
+                    let got = h
+                        .file
+                        .read_at(buf.get(n), step.offset + done)
+                        .map_err(|e| e.to_string())?;
+                    if got == 0 {
+                        return Err(format!("read past the end at {}", step.offset + done));
+                    }
+                    done += got as u64;
+                }
+                Ok(())
+            }
+            Op::Write => {
+                let h = self.handle(step, direct, false)?;
+                let mut done = 0u64;
+                while done < step.len {
+                    let n = (step.len - done).min(BUFFER as u64) as usize;
+                    h.file
+                        .write_all_at(buf.noise(n), step.offset + done)
+                        .map_err(|e| e.to_string())?;
+                    done += n as u64;
+                }
+                Ok(())
+            }
+            Op::Sync => {
+                let h = self.handle(step, false, false)?;
+                h.file.sync_data().map_err(|e| e.to_string())
+            }
+            Op::Truncate => {
+                let h = self.handle(step, false, false)?;
+                h.file.set_len(step.len).map_err(|e| e.to_string())
+            }
+            Op::Rename => {
+                let (Some(from), Some(to)) = (&step.path, &step.to) else {
+                    return Err("a rename without its destination (a version 1 trace)".into());
+                };
+                ch.rename(under(from), under(to)).map_err(|e| e.to_string())
+            }
+            Op::Remove => {
+                let p = step.path.as_deref().ok_or("a remove without a path")?;
+                ch.remove_all(under(p)).map_err(|e| e.to_string())
+            }
+            Op::Mkdir => {
+                let p = step.path.as_deref().ok_or("a mkdir without a path")?;
+                ch.create_dir(under(p)).map_err(|e| e.to_string())
+            }
+            Op::DirSync => {
+                let p = step.path.as_deref().unwrap_or(Path::new(""));
+                ch.sync_dir(under(p)).map_err(|e| e.to_string())
+            }
+            Op::Stat => {
+                if let Some(p) = &step.path
+                    && !p.as_os_str().is_empty()
+                {
+                    ch.exists(under(p));
+                }
+                Ok(())
+            }
+            Op::Add | Op::Thread | Op::Phase => Ok(()),
+        }
+    }
+}
+
+/// A reusable buffer aligned for direct I/O, and incompressible bytes to
+/// write.
+struct AlignedBuffer {
+    data: Vec<u8>,
+    noise: Vec<u8>,
+}
+
+impl AlignedBuffer {
+    fn new() -> Self {
+        AlignedBuffer {
+            data: Vec::new(),
+            noise: Vec::new(),
+        }
+    }
+
+    fn get(&mut self, n: usize) -> &mut [u8] {
+        if self.data.len() < n + 4096 {
+            self.data = vec![0; n + 4096];
+        }
+        let skip = self.data.as_ptr().align_offset(4096).min(4095);
+        &mut self.data[skip..skip + n]
+    }
+
+    fn noise(&mut self, n: usize) -> &[u8] {
+        if self.noise.len() < n + 4096 {
+            self.noise = caseload_digests::select::noise(n.max(1 << 16) + 4096, 0x5eed);
+        }
+        let skip = self.noise.as_ptr().align_offset(4096).min(4095);
+        &self.noise[skip..skip + n]
+    }
+}
+
+/// Replay `spec` (see the module documentation); the report is also
+/// written as `run.json` in the layout's case directory.
+pub fn replay(spec: &ReplaySpec, cancel: &AtomicBool) -> Result<RunReport, ReplayError> {
+    let started_at = crate::casedb::now_utc();
+    let file = crate::channel::Channel::new(
+        ChannelKind::Case,
+        spec.trace.parent().unwrap_or(Path::new(".")),
+        Vec::new(),
+    )
+    .open_path_read_only(&spec.trace)
+    .map_err(|e| ReplayError::Refused(e.to_string()))?;
+    let plan = plan(spec, std::io::BufReader::with_capacity(1 << 20, file))?;
+    let dir = |k: ChannelKind| -> Result<PathBuf, ReplayError> {
+        spec.layout.channels.get(&k).cloned().ok_or_else(|| {
+            ReplayError::Refused(format!(
+                "the layout has no {k} channel, which the trace uses"
+            ))
+        })
+    };
+    // Evidence: given files stand for the trace's, in first-use order.
+    let mut files = plan.files.clone();
+    let mut evidence_ids: Vec<(u64, u32)> = plan
+        .threads
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| s.channel == ChannelKind::Evidence && s.file != 0)
+        .map(|s| (s.t, s.file))
+        .collect();
+    evidence_ids.sort_unstable();
+    let mut order: Vec<u32> = Vec::new();
+    for (_, id) in evidence_ids {
+        if !order.contains(&id) {
+            order.push(id);
+        }
+    }
+    let mut notes = plan.notes.clone();
+    if !spec.evidence.is_empty() {
+        if spec.evidence.len() != order.len() {
+            return Err(ReplayError::Refused(format!(
+                "--evidence gives {} file(s) for the trace's {} evidence file(s), which it reads in this order: {}",
+                spec.evidence.len(),
+                order.len(),
+                order
+                    .iter()
+                    .map(|id| files[id].rel.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for (id, given) in order.iter().zip(&spec.evidence) {
+            let need = furthest_read(&plan, *id);
+            let len = std::fs::metadata(given).map(|m| m.len()).map_err(|e| {
+                ReplayError::Refused(format!("--evidence {}: {e}", given.display()))
+            })?;
+            if len < need {
+                return Err(ReplayError::Refused(format!(
+                    "--evidence {} holds {len} bytes, but the trace reads its stand-in up to byte {need}",
+                    given.display()
+                )));
+            }
+            if let Some(f) = files.get_mut(id) {
+                f.in_place = Some(given.clone());
+            }
+        }
+    }
+    // Trace evidence that is not there is made as a stand-in.
+    let mut stand_ins: Vec<(u32, u64)> = Vec::new();
+    for id in &order {
+        let f = files
+            .get_mut(id)
+            .ok_or_else(|| ReplayError::Refused("lost an evidence file".into()))?;
+        let exists = f
+            .in_place
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .is_some_and(|m| m.len() >= furthest_read(&plan, *id));
+        if !exists {
+            f.in_place = None;
+            stand_ins.push((*id, furthest_read(&plan, *id)));
+        }
+    }
+    if !stand_ins.is_empty() {
+        notes.push(format!(
+            "{} evidence file(s) not found where the trace read them: replayed from incompressible stand-ins of the size read",
+            stand_ins.len()
+        ));
+    }
+    let plan = Plan { files, ..plan };
+    // The writable channels exist, are writable and are not the evidence.
+    let protected: Vec<PathBuf> = plan
+        .files
+        .values()
+        .filter_map(|f| f.in_place.as_ref())
+        .map(|p| crate::os::resolve(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    spec.layout
+        .check_writable(&protected)
+        .map_err(|e| ReplayError::Refused(e.to_string()))?;
+    // Room for the files before anything is written.
+    let mut needs: BTreeMap<ChannelKind, u64> = plan.space.clone();
+    for (_, size) in &stand_ins {
+        *needs.entry(ChannelKind::Evidence).or_default() += size;
+    }
+    for (kind, need) in &needs {
+        let d = dir(*kind)?;
+        // The directory may not exist yet: its nearest existing folder.
+        let existing = d.ancestors().find(|a| a.exists()).unwrap_or(&d);
+        if let Some(free) = crate::os::free_bytes(existing)
+            && free < *need
+        {
+            return Err(ReplayError::Refused(format!(
+                "the {kind} channel ({}) has {free} bytes free, and the trace's files there need up to {need}: nothing was written",
+                d.display()
+            )));
+        }
+    }
+    let case_dir = dir(ChannelKind::Case)?;
+    let writable: Vec<ChannelKind> = [ChannelKind::Database, ChannelKind::Case, ChannelKind::Temp]
+        .into_iter()
+        .filter(|k| spec.layout.channels.contains_key(k))
+        .collect();
+    let earlier = case_dir.join("run.json").exists()
+        || writable
+            .iter()
+            .chain(std::iter::once(&ChannelKind::Evidence))
+            .any(|k| {
+                spec.layout
+                    .channels
+                    .get(k)
+                    .is_some_and(|d| d.join(REPLAY_DIR).exists())
+            });
+    if earlier && !spec.force {
+        return Err(ReplayError::Refused(format!(
+            "{} already holds a run or replay (run.json or replay/); give --force to replace it",
+            case_dir.display()
+        )));
+    }
+    // Set up on channels of their own: their I/O is not the replay's.
+    let setup: BTreeMap<ChannelKind, Channel> = ChannelKind::ALL
+        .into_iter()
+        .filter_map(|k| {
+            Some((
+                k,
+                Channel::new(k, spec.layout.channels.get(&k)?.clone(), Vec::new()),
+            ))
+        })
+        .collect();
+    for (k, ch) in &setup {
+        ch.remove_all(REPLAY_DIR)?;
+        if *k != ChannelKind::Evidence || !stand_ins.is_empty() {
+            ch.create_dir(REPLAY_DIR)?;
+        }
+    }
+    let mut buf = AlignedBuffer::new();
+    let mut fill = |ch: &Channel, rel: &Path, size: u64| -> Result<(), ReplayError> {
+        let file = ch.create(Path::new(REPLAY_DIR).join(rel))?;
+        let mut at = 0u64;
+        while at < size {
+            let n = (size - at).min(BUFFER as u64) as usize;
+            file.write_all_at(buf.noise(n), at)
+                .map_err(|e| ReplayError::Refused(format!("making {}: {e}", rel.display())))?;
+            at += n as u64;
+        }
+        file.sync_data()
+            .map_err(|e| ReplayError::Refused(format!("making {}: {e}", rel.display())))?;
+        Ok(())
+    };
+    for (id, size) in &stand_ins {
+        fill(&setup[&ChannelKind::Evidence], &plan.files[id].rel, *size)?;
+    }
+    for f in plan
+        .files
+        .values()
+        .filter(|f| f.channel != ChannelKind::Evidence && f.existed)
+    {
+        let ch = setup.get(&f.channel).ok_or_else(|| {
+            ReplayError::Refused(format!("the layout has no {} channel", f.channel))
+        })?;
+        fill(ch, &f.rel, f.fill)?;
+    }
+    // Files the trace creates have their folders; those it makes itself
+    // with mkdir are left to it.
+    let mkdirs: std::collections::HashSet<(ChannelKind, PathBuf)> = plan
+        .threads
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| s.op == Op::Mkdir)
+        .filter_map(|s| Some((s.channel, s.path.clone()?)))
+        .collect();
+    for f in plan
+        .files
+        .values()
+        .filter(|f| f.channel != ChannelKind::Evidence && !f.existed)
+    {
+        if let Some(parent) = f.rel.parent().filter(|p| !p.as_os_str().is_empty())
+            && !mkdirs.contains(&(f.channel, parent.to_path_buf()))
+            && let Some(ch) = setup.get(&f.channel)
+        {
+            ch.create_dir(Path::new(REPLAY_DIR).join(parent))?;
+        }
+    }
+    // The cache as asked.
+    let evidence_files: Vec<PathBuf> = plan
+        .files
+        .values()
+        .filter_map(|f| f.in_place.clone())
+        .collect();
+    let dirs: Vec<PathBuf> = setup.values().map(|c| c.dir().join(REPLAY_DIR)).collect();
+    let cache_report = match spec.cache {
+        CacheMode::Cold => cache::make_cold(&evidence_files, &dirs),
+        CacheMode::Warm => CacheReport {
+            mode: CacheMode::Warm,
+            method: cache::CacheMethod::None,
+            honoured: true,
+            note: "page cache left as it was after the replay's files were made".into(),
+        },
+    };
+    let model = match &spec.workstation {
+        Some(w) => {
+            let evidence_bytes: u64 = order.iter().map(|id| furthest_read(&plan, *id)).sum();
+            let memory = w
+                .plan(
+                    evidence_bytes.max(1),
+                    plan.threads.len(),
+                    crate::workstation::Suite::Ftk,
+                    false,
+                    &BTreeMap::new(),
+                )
+                .map_err(|e| ReplayError::Refused(e.to_string()))?;
+            notes.push(format!(
+                "modelled page cache: {} bytes (--ram {} for {} bytes of evidence read)",
+                memory.cache_budget_bytes, w.ram, evidence_bytes
+            ));
+            Some(Arc::new(crate::cache::model::PageCacheModel::new(
+                memory.cache_budget_bytes,
+            )))
+        }
+        None => None,
+    };
+    let phases: Vec<PhaseChannels> = plan
+        .phase_names
+        .iter()
+        .map(|_| PhaseChannels {
+            channels: ChannelKind::ALL
+                .into_iter()
+                .map(|k| {
+                    let ch = Channel::new(
+                        k,
+                        spec.layout.channels.get(&k).cloned().unwrap_or_default(),
+                        Vec::new(),
+                    );
+                    if let Some(m) = &model {
+                        ch.set_page_cache(Arc::clone(m));
+                    }
+                    (k, ch)
+                })
+                .collect(),
+            first_ns: AtomicU64::new(u64::MAX),
+            last_ns: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
+        })
+        .collect();
+    let before: Vec<Vec<ChannelSnapshot>> = phases
+        .iter()
+        .map(|p| p.channels.values().map(Channel::snapshot).collect())
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if plan.threads.len() > cpus {
+        notes.push(format!(
+            "the trace has {} threads and this machine {cpus} CPUs: replayed with all its threads, which share the CPUs",
+            plan.threads.len()
+        ));
+    }
+    let scope = if metrics::reset_peak_rss() {
+        PeakScope::Stage
+    } else {
+        PeakScope::Process
+    };
+    let cpu_before = CpuTimes::now();
+    let shared = Shared {
+        plan: &plan,
+        phases,
+        handles: Mutex::new(HashMap::new()),
+        done: plan.threads.iter().map(|_| AtomicU64::new(0)).collect(),
+        wake: (Mutex::new(()), Condvar::new()),
+        errors: Mutex::new(Vec::new()),
+        error_count: AtomicU64::new(0),
+        start: Instant::now(),
+        think_scale: spec.think_scale.max(0.0),
+        cancel,
+    };
+    std::thread::scope(|s| {
+        for ti in 0..plan.threads.len() {
+            let shared = &shared;
+            let _ = std::thread::Builder::new()
+                .name(format!("replay-{ti}"))
+                .spawn_scoped(s, move || shared.run_thread(ti));
+        }
+    });
+    // Every handle closed before the figures are taken.
+    if let Ok(mut m) = shared.handles.lock() {
+        m.clear();
+    }
+    let total_wall = shared.start.elapsed().as_secs_f64();
+    let cpu = CpuTimes::now().since(&cpu_before);
+    let peak = metrics::peak_rss();
+    let errors = shared.errors.lock().map(|e| e.clone()).unwrap_or_default();
+    let error_count = shared.error_count.load(Ordering::Relaxed);
+    let interrupted = cancel.load(Ordering::Relaxed);
+    let single = shared.phases.len() == 1;
+    let mut stages = Vec::new();
+    let mut totals_channels: BTreeMap<ChannelKind, ChannelSnapshot> = BTreeMap::new();
+    for (i, (p, b)) in shared.phases.iter().zip(&before).enumerate() {
+        let ops = p.ops.load(Ordering::Relaxed);
+        if ops == 0 {
+            continue;
+        }
+        let wall = p
+            .last_ns
+            .load(Ordering::Relaxed)
+            .saturating_sub(p.first_ns.load(Ordering::Relaxed)) as f64
+            / 1e9;
+        let mut channels = BTreeMap::new();
+        for ((k, c), before) in p.channels.iter().zip(b) {
+            let d = c.snapshot().since(before);
+            let t = totals_channels.entry(*k).or_default();
+            *t = t.plus(&d);
+            channels.insert(*k, ChannelFigures::from_counters(d, wall));
+        }
+        let mut details = BTreeMap::new();
+        details.insert("operations".to_string(), serde_json::json!(ops));
+        let bytes: u64 = channels
+            .values()
+            .map(|f| f.counters.bytes_read + f.counters.bytes_written)
+            .sum();
+        stages.push(StageReport {
+            name: plan.phase_names[i].clone(),
+            status: if interrupted {
+                "interrupted"
+            } else {
+                "completed"
+            }
+            .into(),
+            error: None,
+            wall_seconds: wall,
+            // CPU and memory are the process's: one phase has them all.
+            cpu_user_seconds: if single { cpu.user.as_secs_f64() } else { 0.0 },
+            cpu_system_seconds: if single {
+                cpu.system.as_secs_f64()
+            } else {
+                0.0
+            },
+            peak_rss_bytes: peak,
+            peak_rss_scope: if single { scope } else { PeakScope::Process },
+            process_io: None,
+            summary: StageSummary {
+                items: ops,
+                bytes,
+                details,
+            },
+            mb_per_s: if wall > 0.0 {
+                bytes as f64 / wall / 1e6
+            } else {
+                0.0
+            },
+            recorded: Recorded::default(),
+            bound_by: crate::report::bound_by(&channels),
+            channels,
+            machine: Default::default(),
+            memory: Default::default(),
+            database_work: Default::default(),
+        });
+    }
+    if let Some(first) = stages.first_mut() {
+        first.recorded.errors = error_count;
+        if !errors.is_empty() {
+            first.error = Some(format!(
+                "{error_count} operation(s) failed in the replay; the first: {}",
+                errors.join("; ")
+            ));
+        }
+    }
+    let evidence_info = SourceInfo {
+        format: SourceFormat::Raw,
+        files: plan
+            .files
+            .values()
+            .filter(|f| f.channel == ChannelKind::Evidence)
+            .map(|f| {
+                f.in_place.clone().unwrap_or_else(|| {
+                    dir(ChannelKind::Evidence)
+                        .unwrap_or_default()
+                        .join(REPLAY_DIR)
+                        .join(&f.rel)
+                })
+            })
+            .collect(),
+        container_bytes: 0,
+        media_size: 0,
+        chunk_size: None,
+        stored_hashes: Default::default(),
+        metadata: vec![("trace".into(), spec.trace.display().to_string())],
+        notes: notes.clone(),
+        read_run_bytes: None,
+    };
+    let status = if interrupted {
+        "interrupted"
+    } else if error_count > 0 {
+        "completed-with-errors"
+    } else {
+        "completed"
+    };
+    let report = RunReport {
+        schema: RUN_SCHEMA.into(),
+        schema_version: RUN_SCHEMA_VERSION,
+        caseload_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        finished_at: crate::casedb::now_utc(),
+        status: status.into(),
+        workload: Some(format!("trace:{}", spec.trace.display())),
+        instance: None,
+        threads: plan.threads.len(),
+        evidence: evidence_info,
+        layout: spec.layout.clone(),
+        channels: spec.layout.channels.iter().map(|(k, d)| (*k, ChannelInfo::at(d))).collect(),
+        database: crate::casedb::DatabaseInfo {
+            path: PathBuf::new(),
+            engine: "none (a replayed trace: the database's files are replayed as the trace touched them)".into(),
+            backend: Default::default(),
+            options: Default::default(),
+            url: None,
+            settings: BTreeMap::new(),
+            accounting: "the replay's own file operations, through the channels".into(),
+            bytes_at_start: None,
+            bytes_at_end: None,
+            note: None,
+            server_temp: None,
+        },
+        cache: cache_report,
+        system: SystemContext::current(),
+        totals: Totals {
+            wall_seconds: if single { total_wall.min(stages.first().map_or(total_wall, |s| s.wall_seconds)) } else { stages.iter().map(|s| s.wall_seconds).sum() },
+            channels: totals_channels,
+            outside_stages: BTreeMap::new(),
+            recorded: Recorded {
+                errors: error_count,
+                ..Recorded::default()
+            },
+        },
+        stages,
+        trace: None,
+        preparation: Vec::new(),
+        channel_fault: None,
+        resumed: None,
+        distributed: None,
+        workstation: None,
+    };
+    let case = Channel::new(ChannelKind::Case, case_dir, Vec::new());
+    let text =
+        serde_json::to_vec_pretty(&report).map_err(|e| ReplayError::Refused(e.to_string()))?;
+    let mut f = case.create_instrument("run.json")?;
+    std::io::Write::write_all(&mut f, &text)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| ReplayError::Refused(format!("writing run.json: {e}")))?;
+    Ok(report)
+}
+
+/// The furthest byte the trace reads of file `id`.
+fn furthest_read(plan: &Plan, id: u32) -> u64 {
+    plan.threads
+        .iter()
+        .flat_map(|(_, s)| s.iter())
+        .filter(|s| s.file == id && s.op == Op::Read)
+        .map(|s| s.offset.saturating_add(s.len))
+        .max()
+        .unwrap_or(0)
+}
