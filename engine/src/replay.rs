@@ -52,6 +52,10 @@ use std::time::{Duration, Instant};
 /// Where a replay's files go inside each writable channel.
 pub const REPLAY_DIR: &str = "replay";
 
+/// Where evidence stand-ins go, inside the case directory, when the layout
+/// names no evidence directory.
+pub const STAND_IN_DIR: &str = "replay-evidence";
+
 /// Largest buffer a replay thread reads or writes through at once.
 const BUFFER: usize = 4 << 20;
 
@@ -151,6 +155,10 @@ struct TraceFile {
     fill: u64,
     /// It existed before the trace began.
     existed: bool,
+    /// Other files of the trace are inside it: a folder opened as a file
+    /// (Process Monitor shows folders opened without the directory
+    /// option); opened and closed as a lookup, made as a folder.
+    folder: bool,
 }
 
 /// The trace as a replay needs it.
@@ -298,6 +306,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
                         in_place: original.is_absolute().then_some(original),
                         fill: 0,
                         existed: false,
+                        folder: false,
                     },
                 );
                 continue;
@@ -444,6 +453,22 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             _ => {}
         }
     }
+    // Files that hold other files are folders.
+    let parents: std::collections::HashSet<(ChannelKind, PathBuf)> = files
+        .values()
+        .flat_map(|f| {
+            f.rel
+                .ancestors()
+                .skip(1)
+                .map(move |a| (f.channel, a.to_path_buf()))
+        })
+        .collect();
+    for f in files.values_mut() {
+        if parents.contains(&(f.channel, f.rel.clone())) {
+            f.folder = true;
+            f.fill = 0;
+        }
+    }
     // Space: each writable channel's files at their largest.
     let mut space: BTreeMap<ChannelKind, u64> = BTreeMap::new();
     let mut largest: HashMap<u32, u64> = HashMap::new();
@@ -508,9 +533,34 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             }
         }
     }
+    // Sorted by end, each entry with the latest step (in thread order)
+    // among those ending by then: the wait a later step needs, found in
+    // one binary search.
     for list in by_key.values_mut().flat_map(|m| m.values_mut()) {
         list.sort_unstable();
+        let mut latest = 0;
+        for e in list.iter_mut() {
+            latest = latest.max(e.1);
+            e.1 = latest;
+        }
     }
+    // A total order of steps consistent with every thread's own order
+    // (start times made non-decreasing along each thread: a source may log
+    // a thread's calls slightly out of time order). A step waits only for
+    // steps before it in this order, so waits never form a circle.
+    let order_of: Vec<Vec<u64>> = threads
+        .iter()
+        .map(|(_, steps)| {
+            let mut t = 0;
+            steps
+                .iter()
+                .map(|s| {
+                    t = t.max(s.t);
+                    t
+                })
+                .collect()
+        })
+        .collect();
     let mut notes = Vec::new();
     let mut deps_total = 0u64;
     for (ti, keys_of) in step_keys.iter().enumerate() {
@@ -529,7 +579,10 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
                     if n > 0 {
                         // The latest such step; the thread's earlier ones
                         // come before it in its own order.
-                        let latest = list[..n].iter().map(|&(_, s)| s).max().unwrap_or(0);
+                        let latest = list[n - 1].1;
+                        if (order_of[other][latest], other, latest) >= (order_of[ti][si], ti, si) {
+                            continue;
+                        }
                         match deps.iter_mut().find(|(th, _)| *th == other) {
                             Some(d) => d.1 = d.1.max(latest),
                             None => deps.push((other, latest)),
@@ -745,11 +798,21 @@ impl Shared<'_> {
     }
 
     fn execute(&self, step: &Step, buf: &mut AlignedBuffer) -> Result<(), String> {
-        let aligned = step.offset.is_multiple_of(4096) && step.len.is_multiple_of(4096) && step.len > 0;
+        let aligned =
+            step.offset.is_multiple_of(4096) && step.len.is_multiple_of(4096) && step.len > 0;
         let direct = step.direct && aligned && cfg!(target_os = "linux");
         let ch = self.channel(step.phase, step.channel);
         let under = |p: &Path| Path::new(REPLAY_DIR).join(p);
+        let folder = step.file != 0 && self.plan.files.get(&step.file).is_some_and(|f| f.folder);
         match step.op {
+            // A folder opened or closed as a file is a lookup.
+            Op::Open | Op::Create | Op::Close if folder => {
+                let f = &self.plan.files[&step.file];
+                if step.op != Op::Close {
+                    ch.exists(under(&f.rel));
+                }
+                Ok(())
+            }
             Op::Open => self.handle(step, false, true).map(|_| ()),
             Op::Create => {
                 let f = &self.plan.files[&step.file];
@@ -874,6 +937,22 @@ impl AlignedBuffer {
 /// Replay `spec` (see the module documentation); the report is also
 /// written as `run.json` in the layout's case directory.
 pub fn replay(spec: &ReplaySpec, cancel: &AtomicBool) -> Result<RunReport, ReplayError> {
+    // Without an evidence directory in the layout, stand-ins go beside the
+    // case (still counted on the evidence channel).
+    let mut layout = spec.layout.clone();
+    let mut evidence_beside_case = None;
+    if !layout.channels.contains_key(&ChannelKind::Evidence)
+        && let Some(case) = layout.channels.get(&ChannelKind::Case).cloned()
+    {
+        layout
+            .channels
+            .insert(ChannelKind::Evidence, case.join(STAND_IN_DIR));
+        evidence_beside_case = Some(case);
+    }
+    let spec = &ReplaySpec {
+        layout,
+        ..spec.clone()
+    };
     let started_at = crate::casedb::now_utc();
     let file = crate::channel::Channel::new(
         ChannelKind::Case,
@@ -1008,6 +1087,9 @@ pub fn replay(spec: &ReplaySpec, cancel: &AtomicBool) -> Result<RunReport, Repla
             case_dir.display()
         )));
     }
+    if let Some(case) = &evidence_beside_case {
+        Channel::new(ChannelKind::Case, case, Vec::new()).create_dir(STAND_IN_DIR)?;
+    }
     // Set up on channels of their own: their I/O is not the replay's.
     let setup: BTreeMap<ChannelKind, Channel> = ChannelKind::ALL
         .into_iter()
@@ -1049,7 +1131,11 @@ pub fn replay(spec: &ReplaySpec, cancel: &AtomicBool) -> Result<RunReport, Repla
         let ch = setup.get(&f.channel).ok_or_else(|| {
             ReplayError::Refused(format!("the layout has no {} channel", f.channel))
         })?;
-        fill(ch, &f.rel, f.fill)?;
+        if f.folder {
+            ch.create_dir(Path::new(REPLAY_DIR).join(&f.rel))?;
+        } else {
+            fill(ch, &f.rel, f.fill)?;
+        }
     }
     // Files the trace creates have their folders; those it makes itself
     // with mkdir are left to it.

@@ -59,5 +59,6 @@ mod run_json;
 mod shared;
 mod study;
 mod trace;
+mod trace_replay;
 mod wine;
 mod workstation;

@@ -286,6 +286,10 @@ pub struct Importer<'a> {
     error: Option<std::io::Error>,
     processes: Vec<String>,
     maps: Vec<PathMap>,
+    /// Windows paths compare without case: each folder and file as first
+    /// spelled, by its lower-case form, so `C:\Users` and `C:\users` are
+    /// one folder on a replaying machine whose names have case.
+    spelling: HashMap<(Channel, String), String>,
 }
 
 impl<'a> Importer<'a> {
@@ -312,6 +316,7 @@ impl<'a> Importer<'a> {
             error: None,
             processes: opts.processes.iter().map(|p| p.to_lowercase()).collect(),
             maps,
+            spelling: HashMap::new(),
         })
     }
 
@@ -335,11 +340,27 @@ impl<'a> Importer<'a> {
             .add(bytes);
     }
 
-    /// The channel and relative path of a source path, if mapped.
-    fn map(&self, path: &str) -> Option<(Channel, String)> {
-        self.maps
+    /// The channel and relative path of a source path, if mapped (a
+    /// Windows path in its first-seen spelling).
+    fn map(&mut self, path: &str) -> Option<(Channel, String)> {
+        let (channel, rel, windows) = self
+            .maps
             .iter()
-            .find_map(|m| relative(m, path).map(|rel| (m.channel, rel)))
+            .find_map(|m| relative(m, path).map(|rel| (m.channel, rel, m.windows())))?;
+        if !windows || rel.is_empty() {
+            return Some((channel, rel));
+        }
+        let mut spelled = String::with_capacity(rel.len());
+        for part in rel.split('/') {
+            if !spelled.is_empty() {
+                spelled.push('/');
+            }
+            spelled.push_str(part);
+            let key = (channel, spelled.to_lowercase());
+            let first = self.spelling.entry(key).or_insert_with(|| spelled.clone());
+            spelled.clone_from(first);
+        }
+        Some((channel, spelled))
     }
 
     fn thread(&mut self, e: &RawEvent, t_ns: u64) -> u32 {

@@ -194,7 +194,9 @@ pub fn volumes(
                     FsGeom::None
                 })
             }
-            Ok(FileSystem::Unsupported(_)) => FsGeom::None,
+            // Meta carving knows FAT's entries and NTFS's records; other
+            // file systems' unallocated space is carved for data only.
+            Ok(_) => FsGeom::None,
             Err(e) => {
                 notes.push(format!(
                     "file system at byte {} could not be opened ({e}): carved whole",
