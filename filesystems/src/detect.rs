@@ -1,6 +1,6 @@
 //! File-system detection: which file system (if any) starts at an offset.
 //!
-//! FAT and NTFS are parsed by this crate; the others are recognised and
+//! FAT, exFAT and NTFS are parsed by this crate; the others are recognised and
 //! reported so the engine can still run stages that need no file system
 //! (carving, keyword search over raw bytes) over the partition.
 

@@ -102,6 +102,9 @@ pub enum ErrorKind {
     Recovery,
     /// A structure of the file system itself (boot sector, FAT) is damaged.
     CorruptFileSystem,
+    /// A stored checksum does not match the bytes it covers (exFAT boot
+    /// region, directory entry set, name hash, up-case table).
+    ChecksumMismatch,
 }
 
 /// A problem recorded against one item (a file record, a partition, a walk)

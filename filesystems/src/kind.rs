@@ -16,7 +16,7 @@ pub enum FsKind {
     Fat32,
     /// NTFS (parsed).
     Ntfs,
-    /// exFAT (reported, not parsed).
+    /// exFAT (parsed).
     ExFat,
     /// ext2 (reported, not parsed).
     Ext2,
@@ -49,7 +49,7 @@ impl FsKind {
     pub fn is_parsed(self) -> bool {
         matches!(
             self,
-            FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 | FsKind::Ntfs
+            FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 | FsKind::Ntfs | FsKind::ExFat
         )
     }
 

@@ -1,5 +1,5 @@
 //! Read-only parsers for volume systems (MBR with extended partitions, GPT)
-//! and file systems (FAT12/16/32 and NTFS; exFAT, ext2/3/4 and others are
+//! and file systems (FAT12/16/32, exFAT and NTFS; ext2/3/4 and others are
 //! detected and reported), over a positioned-read trait.
 //!
 //! Everything reads through [`ReadAt`]; nothing opens files or knows about
@@ -38,7 +38,8 @@
 //!
 //! Records follow TSK's model so a bodyfile built from them compares with
 //! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
-//! inode numbers (FAT: from the entry's position; NTFS: `record-type-id`),
+//! inode numbers (FAT and exFAT: from the entry's position; NTFS:
+//! `record-type-id`),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
 //! recovered as TSK does, NTFS streams read as zeros past their valid-data
@@ -60,14 +61,19 @@
 //! - FAT orphans (deleted entries in clusters no directory reaches) are not
 //!   searched for: `$OrphanFiles` is empty on FAT;
 //! - NTFS encrypted (EFS) streams are reported as [`Content::Encoded`],
-//!   not decoded (compressed ones are decoded, as by TSK).
+//!   not decoded (compressed ones are decoded, as by TSK);
+//! - exFAT: see the [`exfat`] module for its own list (UTC offsets applied,
+//!   zeros past `ValidDataLength`, checksums checked).
 
+mod bitmap;
 mod bytes;
 mod cache;
 pub mod calendar;
+mod clusters;
 pub mod content;
 pub mod detect;
 pub mod error;
+pub mod exfat;
 pub mod fat;
 pub mod kind;
 pub mod lznt1;
@@ -83,6 +89,7 @@ use std::ops::ControlFlow;
 pub use content::ContentReader;
 pub use detect::{FsKind, detect_filesystem};
 pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
+pub use exfat::ExfatFs;
 pub use fat::FatFs;
 pub use ntfs::{NtfsFs, NtfsInfo};
 pub use read::{ReadAt, Window, read_exact_at, read_full};
@@ -99,6 +106,8 @@ pub enum FileSystem<R> {
     Fat(FatFs<R>),
     /// NTFS.
     Ntfs(NtfsFs<R>),
+    /// exFAT.
+    ExFat(ExfatFs<R>),
     /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
     /// parsed; stages that need no file system can still run over the bytes.
     Unsupported(FsKind),
@@ -110,12 +119,13 @@ impl<R: ReadAt> FileSystem<R> {
         match self {
             FileSystem::Fat(f) => f.kind(),
             FileSystem::Ntfs(_) => FsKind::Ntfs,
+            FileSystem::ExFat(_) => FsKind::ExFat,
             FileSystem::Unsupported(k) => *k,
         }
     }
 
     /// Walks the file system, calling `visit` once per record; see
-    /// [`FatFs::walk`] and [`NtfsFs::walk`]. An unsupported file system
+    /// [`FatFs::walk`], [`NtfsFs::walk`] and [`ExfatFs::walk`]. An unsupported file system
     /// gives [`FsError::Unsupported`].
     pub fn walk<F>(&self, visit: F) -> Result<WalkSummary, FsError>
     where
@@ -124,6 +134,7 @@ impl<R: ReadAt> FileSystem<R> {
         match self {
             FileSystem::Fat(f) => f.walk(visit),
             FileSystem::Ntfs(n) => n.walk(visit),
+            FileSystem::ExFat(x) => x.walk(visit),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -133,6 +144,7 @@ impl<R: ReadAt> FileSystem<R> {
         match self {
             FileSystem::Fat(fs) => fs.unallocated_runs(f),
             FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
+            FileSystem::ExFat(fs) => fs.unallocated_runs(f),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -142,6 +154,7 @@ impl<R: ReadAt> FileSystem<R> {
         match self {
             FileSystem::Fat(f) => Some(f.boot_sector().cluster_size()),
             FileSystem::Ntfs(n) => Some(n.info().cluster_size),
+            FileSystem::ExFat(x) => Some(x.boot_sector().cluster_size()),
             FileSystem::Unsupported(_) => None,
         }
     }
@@ -151,6 +164,7 @@ impl<R: ReadAt> FileSystem<R> {
         match self {
             FileSystem::Fat(f) => f.open_errors(),
             FileSystem::Ntfs(n) => n.open_errors(),
+            FileSystem::ExFat(x) => x.open_errors(),
             FileSystem::Unsupported(_) => &[],
         }
     }
@@ -158,7 +172,7 @@ impl<R: ReadAt> FileSystem<R> {
 
 /// Detects and opens the file system at byte `offset` of `src` in a volume
 /// of `len` bytes. File systems this crate does not parse come back as
-/// [`FileSystem::Unsupported`]; only I/O errors and a FAT/NTFS boot sector
+/// [`FileSystem::Unsupported`]; only I/O errors and a FAT/NTFS/exFAT boot sector
 /// that detection accepted but opening then rejects are errors.
 pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileSystem<R>, FsError> {
     let kind = detect_filesystem(&src, offset, len)?;
@@ -167,6 +181,7 @@ pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileS
             FileSystem::Fat(FatFs::open(src, offset, len)?)
         }
         FsKind::Ntfs => FileSystem::Ntfs(NtfsFs::open(src, offset, len)?),
+        FsKind::ExFat => FileSystem::ExFat(ExfatFs::open(src, offset, len)?),
         other => FileSystem::Unsupported(other),
     })
 }

@@ -16,18 +16,7 @@ use caseload_fs::{
 use support::synth::{Fat, FatType, NTFS_ROOT, Ntfs, NtfsData};
 use support::*;
 
-/// Deterministic filler bytes.
-fn bytes(seed: u8, len: usize) -> Vec<u8> {
-    let mut x = u32::from(seed).wrapping_mul(2_654_435_761) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+use support::filler as bytes;
 
 /// What a sample image holds: TSK path -> (content, deleted).
 type Expected = BTreeMap<String, (Vec<u8>, bool)>;

@@ -13,19 +13,17 @@
 
 pub mod boot;
 pub mod dir;
-mod table;
+pub(crate) mod table;
 
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use crate::clusters::{DirGuard, Heap, chain_error, tsk_virtual_files, widen};
 use crate::detect::FsKind;
 use crate::error::{ErrorKind, FsError, ProcessingError};
 use crate::name::hostile_reason;
 use crate::read::{ReadAt, read_exact_at, read_full};
-use crate::record::{
-    Content, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times,
-};
+use crate::record::{Content, Extent, FileKind, FileRecord, MetaAddr, Recovery, TimeBase, Times};
 use crate::walk::{Sink, WalkSummary};
 
 use self::boot::BootSector;
@@ -36,8 +34,6 @@ use self::table::{ChainStop, FatTable, Link, walk_chain};
 const MAX_DIR_BYTES: u64 = 65_536 * 32;
 /// Directories are read in chunks of this many bytes (rounded to sectors).
 const DIR_CHUNK: u64 = 64 * 1024;
-/// Deepest directory nesting followed.
-const MAX_DEPTH: usize = 256;
 /// TSK's first inode number for directory entries (2 is the root).
 const FIRST_NORMAL_INODE: u64 = 3;
 
@@ -147,6 +143,16 @@ impl<R: ReadAt> FatFs<R> {
         self.base + self.cluster_sector(c) * self.bps()
     }
 
+    /// The data area as the cluster helpers FAT and exFAT share see it.
+    fn heap(&self) -> Heap {
+        Heap {
+            start: self.base + self.boot.first_cluster_sector * self.bps(),
+            cluster_size: self.cluster_size(),
+            end: self.base + (self.last_sector + 1) * self.bps(),
+            last_cluster: u64::from(self.fat.last_cluster()),
+        }
+    }
+
     /// TSK inode number of entry `idx` in volume-relative sector `sector`.
     fn inode(&self, sector: u64, idx: u64) -> u64 {
         sector.saturating_sub(self.boot.first_data_sector) * (self.bps() / 32)
@@ -218,9 +224,7 @@ impl<R: ReadAt> FatFs<R> {
         let mut w = Walker {
             fs: self,
             sink: Sink::new(visit, &self.open_errors),
-            stack: Vec::new(),
-            walked_allocated: HashSet::new(),
-            budget: self.boot.cluster_count + 1024,
+            guard: DirGuard::new(self.boot.cluster_count + 1024),
         };
         let root: Arc<[String]> = Arc::from(Vec::new());
         let loc = if self.boot.kind == FsKind::Fat32 {
@@ -250,12 +254,8 @@ enum DirLoc {
 struct Walker<'a, R, F> {
     fs: &'a FatFs<R>,
     sink: Sink<F>,
-    /// First clusters of the directories on the current path.
-    stack: Vec<u32>,
-    /// First clusters of allocated directories already walked.
-    walked_allocated: HashSet<u32>,
-    /// Directory reads left; bounds the work a hostile tree can cause.
-    budget: u64,
+    /// Loops, depth and the directory budget.
+    guard: DirGuard,
 }
 
 /// Long-name pieces met so far, waiting for their short entry.
@@ -302,7 +302,12 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                         at,
                         "directory larger than 65,536 entries; the rest is not read",
                     )),
-                    ref other => self.error(chain_error(fs, at, other, "directory")),
+                    ref other => self.error(chain_error(
+                        at,
+                        other,
+                        u64::from(fs.fat.last_cluster()),
+                        "directory",
+                    )),
                 }
                 let segments = chain
                     .runs
@@ -627,13 +632,13 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         if allocated {
             let max = (MAX_DIR_BYTES / cs).max(1);
             let chain = walk_chain(&fs.fat, &fs.src, start, max);
-            let runs = self.cluster_runs(&chain.runs, u64::MAX);
+            let runs = fs.heap().runs(&widen(&chain.runs), u64::MAX);
             let size = chain.clusters() * cs;
             (size, Content::Runs(runs), Vec::new(), Recovery::Allocated)
         } else {
             match fs.fat.is_allocated(&fs.src, start) {
                 Ok(false) => {
-                    let runs = self.cluster_runs(&[(start, 1)], u64::MAX);
+                    let runs = fs.heap().runs(&[(u64::from(start), 1)], u64::MAX);
                     (cs, Content::Runs(runs), Vec::new(), Recovery::Unallocated)
                 }
                 Ok(true) => (0, Content::None, Vec::new(), Recovery::Overwritten),
@@ -701,137 +706,31 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                         chain.clusters()
                     ),
                 )),
-                other => errors.push(chain_error(fs, fs.cluster_offset(start), other, "file")),
+                other => errors.push(chain_error(
+                    fs.cluster_offset(start),
+                    other,
+                    u64::from(last),
+                    "file",
+                )),
             }
-            (chain.runs, Recovery::Allocated)
+            (widen(&chain.runs), Recovery::Allocated)
         } else {
-            self.recover(start, needed, abs, errors)
+            let mut fat = fs.fat.cursor(&fs.src);
+            // FAT walks have no recovery budget, as before exFAT's.
+            let mut unlimited = u64::MAX;
+            fs.heap().recover(
+                u64::from(start),
+                needed,
+                abs,
+                &mut unlimited,
+                |c| fat.is_allocated(u32::try_from(c).unwrap_or(u32::MAX)),
+                errors,
+            )
         };
-        let runs = self.cluster_runs(&clusters, size);
-        let slack = self.slack(&clusters, size);
+        let heap = fs.heap();
+        let runs = heap.runs(&clusters, size);
+        let slack = heap.slack(&clusters, size);
         (size, Content::Runs(runs), slack, recovery)
-    }
-
-    /// TSK's recovery of a deleted file: if the first cluster is allocated
-    /// the file is overwritten (TSK then shows that one cluster); otherwise
-    /// take unallocated clusters from the first one on, skipping allocated
-    /// ones, until the size is covered.
-    fn recover(
-        &mut self,
-        start: u32,
-        needed: u64,
-        abs: u64,
-        errors: &mut Vec<ProcessingError>,
-    ) -> (Vec<(u32, u32)>, Recovery) {
-        let fs = self.fs;
-        let last = fs.fat.last_cluster();
-        match fs.fat.is_allocated(&fs.src, start) {
-            Err(e) => {
-                errors.push(ProcessingError::at(ErrorKind::Io, abs, e.to_string()));
-                return (Vec::new(), Recovery::Unrecoverable);
-            }
-            Ok(true) => {
-                errors.push(ProcessingError::at(
-                    ErrorKind::Recovery,
-                    abs,
-                    format!(
-                        "first cluster {start} is allocated to another file: content overwritten"
-                    ),
-                ));
-                return (vec![(start, 1)], Recovery::Overwritten);
-            }
-            Ok(false) => {}
-        }
-        let mut runs: Vec<(u32, u32)> = Vec::new();
-        let mut got = 0u64;
-        let mut skipped = false;
-        let mut c = start;
-        let mut fat = fs.fat.cursor(&fs.src);
-        while got < needed {
-            if c > last {
-                errors.push(ProcessingError::at(
-                    ErrorKind::Recovery,
-                    abs,
-                    format!(
-                        "only {got} of {needed} unallocated clusters follow cluster {start}: not recoverable"
-                    ),
-                ));
-                return (vec![(start, 1)], Recovery::Unrecoverable);
-            }
-            match fat.is_allocated(c) {
-                Ok(true) => skipped = true,
-                Ok(false) => {
-                    match runs.last_mut() {
-                        Some((s, n)) if u64::from(*s) + u64::from(*n) == u64::from(c) => *n += 1,
-                        _ => runs.push((c, 1)),
-                    }
-                    got += 1;
-                }
-                Err(e) => {
-                    errors.push(ProcessingError::at(ErrorKind::Io, abs, e.to_string()));
-                    return (runs, Recovery::Unrecoverable);
-                }
-            }
-            c += 1;
-        }
-        let rec = if skipped {
-            Recovery::SkippedAllocated
-        } else {
-            Recovery::Unallocated
-        };
-        (runs, rec)
-    }
-
-    /// Byte runs for cluster runs, clipped to `size` and to the volume.
-    fn cluster_runs(&self, clusters: &[(u32, u32)], size: u64) -> Vec<Run> {
-        let fs = self.fs;
-        let cs = fs.cluster_size();
-        let end = fs.base + (fs.last_sector + 1) * fs.bps();
-        let mut left = size;
-        let mut runs = Vec::new();
-        for &(c, n) in clusters {
-            if left == 0 {
-                break;
-            }
-            let offset = fs.cluster_offset(c);
-            let len = (u64::from(n) * cs)
-                .min(left)
-                .min(end.saturating_sub(offset));
-            if len == 0 {
-                break;
-            }
-            runs.push(Run::Data { offset, len });
-            left -= len;
-        }
-        runs
-    }
-
-    /// The slack after `size` bytes in the last cluster used.
-    fn slack(&self, clusters: &[(u32, u32)], size: u64) -> Vec<Extent> {
-        let fs = self.fs;
-        let cs = fs.cluster_size();
-        let total: u64 = clusters.iter().map(|&(_, n)| u64::from(n) * cs).sum();
-        if total < size || size.is_multiple_of(cs) {
-            return Vec::new();
-        }
-        let mut pos = 0u64;
-        for &(c, n) in clusters {
-            let run = u64::from(n) * cs;
-            if size < pos + run {
-                let within = size - pos;
-                let end_of_cluster = within.div_ceil(cs) * cs;
-                let end = fs.base + (fs.last_sector + 1) * fs.bps();
-                let offset = fs.cluster_offset(c) + within;
-                let len = (end_of_cluster - within).min(end.saturating_sub(offset));
-                return if len > 0 {
-                    vec![Extent { offset, len }]
-                } else {
-                    Vec::new()
-                };
-            }
-            pos += run;
-        }
-        Vec::new()
     }
 
     /// Walks into the subdirectory a just-emitted entry names.
@@ -860,43 +759,22 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             }
         };
         let root_cluster = (fs.boot.kind == FsKind::Fat32).then_some(fs.boot.root_cluster);
-        let refusal = if self.stack.contains(&start) || root_cluster == Some(start) {
-            Some((
-                ErrorKind::DirectoryLoop,
-                "it contains itself or an ancestor",
-            ))
-        } else if allocated && !self.walked_allocated.insert(start) {
-            Some((
-                ErrorKind::DirectoryLoop,
-                "it was already walked through another entry",
-            ))
-        } else if depth + 1 >= MAX_DEPTH || self.budget == 0 {
-            Some((
-                ErrorKind::WalkLimit,
-                "the depth or directory budget is reached",
-            ))
-        } else {
-            None
-        };
-        if let Some((kind, why)) = refusal {
-            self.error(ProcessingError::at(
-                kind,
-                abs,
-                format!(
-                    "directory `{}` (cluster {start}, depth {}) not entered: {why}",
-                    crate::name::escape_component(&name),
-                    depth + 1
-                ),
-            ));
+        if let Err(e) = self.guard.enter(
+            u64::from(start),
+            allocated,
+            root_cluster == Some(start),
+            depth,
+            &name,
+            abs,
+        ) {
+            self.error(e);
             return ControlFlow::Continue(());
         }
-        self.budget -= 1;
         let mut child: Vec<String> = path.to_vec();
         child.push(name);
         let child: Arc<[String]> = Arc::from(child);
-        self.stack.push(start);
         let flow = self.walk_dir(loc, &child, depth + 1);
-        self.stack.pop();
+        self.guard.leave();
         flow
     }
 
@@ -906,52 +784,16 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         let fs = self.fs;
         let bps = fs.bps();
         let nfat = u64::from(fs.boot.fat_count.min(2));
-        let last_entry = fs.inode(fs.last_sector + 1, 0) - 1;
-        let mbr = last_entry + 1;
-        let mut files = vec![("$MBR".to_string(), mbr, fs.base, 512u64, FileKind::Virtual)];
-        for i in 0..nfat {
-            let off =
-                fs.base + (u64::from(fs.boot.reserved_sectors) + i * fs.boot.fat_sectors) * bps;
-            files.push((
-                format!("$FAT{}", i + 1),
-                mbr + 1 + i,
-                off,
-                fs.boot.fat_sectors * bps,
-                FileKind::Virtual,
-            ));
-        }
-        files.push((
-            "$OrphanFiles".to_string(),
-            mbr + 1 + nfat,
-            0,
-            0,
-            FileKind::VirtualDirectory,
-        ));
-        for (name, inode, offset, len, kind) in files {
-            let content = if len > 0 {
-                Content::Runs(vec![Run::Data { offset, len }])
-            } else {
-                Content::None
-            };
-            let rec = FileRecord {
-                parent: root.clone(),
-                raw_name: name.as_bytes().to_vec(),
-                name,
-                short_name: None,
-                stream: None,
-                meta: MetaAddr { inode, attr: None },
-                kind,
-                size: len,
-                times: Times::default(),
-                name_times: None,
-                time_base: TimeBase::LocalWallClock,
-                allocated: true,
-                attributes: 0,
-                content,
-                slack: Vec::new(),
-                recovery: Recovery::Allocated,
-                errors: Vec::new(),
-            };
+        let mbr = fs.inode(fs.last_sector + 1, 0);
+        let fats: Vec<(u64, u64)> = (0..nfat)
+            .map(|i| {
+                (
+                    fs.base + (u64::from(fs.boot.reserved_sectors) + i * fs.boot.fat_sectors) * bps,
+                    fs.boot.fat_sectors * bps,
+                )
+            })
+            .collect();
+        for rec in tsk_virtual_files(root, mbr, fs.base, &fats) {
             self.emit(rec)?;
         }
         ControlFlow::Continue(())
@@ -964,39 +806,5 @@ fn live_or(allocated: bool, deleted: Recovery) -> Recovery {
         Recovery::Allocated
     } else {
         deleted
-    }
-}
-
-fn chain_error<R: ReadAt>(fs: &FatFs<R>, at: u64, stop: &ChainStop, what: &str) -> ProcessingError {
-    let last = fs.fat.last_cluster();
-    match *stop {
-        ChainStop::Loop { at: c, to } => ProcessingError::at(
-            ErrorKind::ChainLoop,
-            at,
-            format!("{what} cluster chain loops: cluster {c} links back to {to}"),
-        ),
-        ChainStop::OutOfRange { at: c, value } => ProcessingError::at(
-            ErrorKind::ChainOutOfRange,
-            at,
-            format!("{what} cluster chain: cluster {c} links to {value}, outside 2..={last}"),
-        ),
-        ChainStop::Broken { at: c, link } => ProcessingError::at(
-            ErrorKind::ChainBroken,
-            at,
-            format!(
-                "{what} cluster chain: cluster {c} is {}",
-                match link {
-                    Link::Free => "free",
-                    Link::Bad => "marked bad",
-                    _ => "invalid",
-                }
-            ),
-        ),
-        ChainStop::Io(ref e) => ProcessingError::at(ErrorKind::Io, at, e.clone()),
-        ChainStop::Eof | ChainStop::Enough => ProcessingError::at(
-            ErrorKind::ChainTooShort,
-            at,
-            format!("{what} chain ended early"),
-        ),
     }
 }

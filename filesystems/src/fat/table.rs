@@ -32,7 +32,10 @@ const CHUNK: u64 = 64 * 1024;
 /// At most this many chunks (4 MiB) are cached, whatever the FAT size.
 const MAX_CHUNKS: usize = 64;
 
-/// Read access to one copy of the FAT.
+/// Read access to one copy of the FAT. exFAT's FAT (`FsKind::ExFat`) is read
+/// with FAT32's arithmetic: 32-bit entries masked to 28 bits, as TSK reads
+/// it, so its end-of-chain (0xFFFFFFFF) and bad (0xFFFFFFF7) values classify
+/// as FAT32's do.
 pub(crate) struct FatTable {
     kind: FsKind,
     /// Absolute offset of the FAT copy in use on the source.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io;
 
-use crate::cache::ChunkCache;
+use crate::bitmap::{Bits, CHUNK};
 use crate::read::{ReadAt, read_full};
 
 use super::mft::DataRun;
@@ -90,17 +90,12 @@ pub(crate) fn read_exact_direct<R: ReadAt + ?Sized>(
     Ok(())
 }
 
-const CHUNK: u64 = 64 * 1024;
-const MAX_CHUNKS: usize = 64;
-
 /// The `$Bitmap` file: one bit per cluster, set when allocated.
 pub(crate) struct ClusterBitmap {
     runs: Vec<DataRun>,
-    bytes: u64,
     cluster_size: u64,
     base: u64,
-    clusters: u64,
-    cache: ChunkCache,
+    bits: Bits,
 }
 
 impl ClusterBitmap {
@@ -113,23 +108,19 @@ impl ClusterBitmap {
     ) -> Self {
         Self {
             runs,
-            bytes,
             cluster_size,
             base,
-            clusters,
-            cache: ChunkCache::new(CHUNK, MAX_CHUNKS),
+            bits: Bits::new(bytes, clusters),
         }
     }
 
     fn read_chunk<R: ReadAt + ?Sized>(&self, src: &R, idx: u64) -> io::Result<Vec<u8>> {
-        let start = idx * CHUNK;
-        let len = CHUNK.min(self.bytes.saturating_sub(start));
-        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        let mut buf = vec![0u8; self.bits.chunk_len(idx)];
         read_logical(
             &self.runs,
             self.cluster_size,
             self.base,
-            start,
+            idx * CHUNK,
             &mut buf,
             |d, at| read_exact_direct(src, d, at),
         )?;
@@ -144,69 +135,17 @@ impl ClusterBitmap {
         first: u64,
         count: u64,
     ) -> io::Result<bool> {
-        let end = first.saturating_add(count);
-        if end > self.bytes.saturating_mul(8) || end > self.clusters {
-            return Ok(true);
-        }
-        let mut c = first;
-        let mut byte = [0u8; 1];
-        while c < end {
-            let got = self
-                .cache
-                .read(c / 8, &mut byte, |idx| self.read_chunk(src, idx))?;
-            if got == 0 {
-                return Ok(true);
-            }
-            let b = byte[0];
-            // Whole zero bytes can be skipped eight clusters at a time.
-            if c.is_multiple_of(8) && end - c >= 8 {
-                if b != 0 {
-                    return Ok(true);
-                }
-                c += 8;
-                continue;
-            }
-            if b & (1 << (c % 8)) != 0 {
-                return Ok(true);
-            }
-            c += 1;
-        }
-        Ok(false)
+        self.bits
+            .any_set(first, count, |idx| self.read_chunk(src, idx))
     }
 
     /// Calls `f(first, count)` for each run of free clusters, in order.
     pub(crate) fn free_runs<R: ReadAt + ?Sized>(
         &self,
         src: &R,
-        mut f: impl FnMut(u64, u64),
+        f: impl FnMut(u64, u64),
     ) -> io::Result<()> {
-        let limit = self.clusters.min(self.bytes.saturating_mul(8));
-        let mut run: Option<(u64, u64)> = None;
-        let chunks = self.bytes.div_ceil(CHUNK);
-        for idx in 0..chunks {
-            let chunk = self.read_chunk(src, idx)?;
-            for (i, &b) in chunk.iter().enumerate() {
-                let first = (idx * CHUNK + i as u64) * 8;
-                for bit in 0..8u64 {
-                    let c = first + bit;
-                    if c >= limit {
-                        break;
-                    }
-                    if b & (1 << bit) == 0 {
-                        run = Some(match run {
-                            Some((s, n)) => (s, n + 1),
-                            None => (c, 1),
-                        });
-                    } else if let Some((s, n)) = run.take() {
-                        f(s, n);
-                    }
-                }
-            }
-        }
-        if let Some((s, n)) = run {
-            f(s, n);
-        }
-        Ok(())
+        self.bits.clear_runs(f, |idx| self.read_chunk(src, idx))
     }
 }
 

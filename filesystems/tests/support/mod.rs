@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod exfat_synth;
 pub mod synth;
 
 use std::collections::BTreeMap;
@@ -75,6 +76,40 @@ pub fn open_image(path: &Path) -> Box<dyn ReadAt> {
     } else {
         Box::new(std::fs::File::open(path).expect("open raw image"))
     }
+}
+
+/// Deterministic filler bytes (xorshift from `seed`).
+pub fn filler(seed: u32, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Unallocated blocks as TSK's `blkls -l` lists them for the file system
+/// at `sector` (sectors for FAT and exFAT, clusters for NTFS), or `None`
+/// if blkls cannot run on the image.
+pub fn blkls_unallocated(image: &Path, sector: u64) -> Option<std::collections::BTreeSet<u64>> {
+    let out = Command::new("blkls")
+        .args(["-l", "-o", &sector.to_string()])
+        .arg(image)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix("|f"))
+            .filter_map(|a| a.parse().ok())
+            .collect(),
+    )
 }
 
 /// Hex MD5 of a record's content read through its runs.
@@ -186,6 +221,7 @@ pub fn by_key(records: &[FileRecord]) -> BTreeMap<(String, String), Vec<&FileRec
 /// MD5 of `icat -o <sector> <image> <addr>`, if icat runs.
 pub fn icat_md5(image: &Path, sector: u64, addr: &str) -> Option<String> {
     let out = Command::new("icat")
+        .env("TZ", "UTC")
         .arg("-o")
         .arg(sector.to_string())
         .arg(image)
@@ -209,6 +245,21 @@ pub const TSK_ZERO_NT_TIME: i64 = 3_373_865_674;
 
 fn tsk_time(t: i64) -> i64 {
     if t == TSK_ZERO_NT_TIME { 0 } else { t }
+}
+
+/// Notes a record whose size or deleted state differs from its TSK line.
+fn size_and_state(r: &FileRecord, l: &BodyLine, failures: &mut Vec<String>) {
+    if r.size != l.size {
+        failures.push(format!("{}: size {} vs TSK {}", l.path, r.size, l.size));
+    }
+    if r.deleted() != l.deleted {
+        failures.push(format!(
+            "{}: deleted {} vs TSK {}",
+            l.path,
+            r.deleted(),
+            l.deleted
+        ));
+    }
 }
 
 /// Checks records against TSK bodyfile lines: every regular-file line must
@@ -236,17 +287,7 @@ pub fn compare_with_bodyfile<R: ReadAt + ?Sized>(
         };
         let r = recs[0];
         checked += 1;
-        if r.size != l.size {
-            failures.push(format!("{}: size {} vs TSK {}", l.path, r.size, l.size));
-        }
-        if r.deleted() != l.deleted {
-            failures.push(format!(
-                "{}: deleted {} vs TSK {}",
-                l.path,
-                r.deleted(),
-                l.deleted
-            ));
-        }
+        size_and_state(r, l, &mut failures);
         let t = &r.times;
         let got = (
             secs(t.accessed),
@@ -334,11 +375,88 @@ pub fn compare_with_bodyfile<R: ReadAt + ?Sized>(
     failures
 }
 
+/// 2038-01-01T00:00:00Z. TSK converts FAT and exFAT dates with `mktime`
+/// after capping the year at 2037, so a later date shows as 0; this crate
+/// keeps it (a deliberate difference).
+pub const TSK_FAT_YEAR_LIMIT: i64 = 2_145_916_800;
+
+/// Whether a time of ours equals TSK's, allowing for its year limit.
+pub fn same_fat_time(ours: i64, tsk: i64) -> bool {
+    ours == tsk || (tsk == 0 && ours >= TSK_FAT_YEAR_LIMIT)
+}
+
+/// Checks records against every line of a TSK bodyfile whatever its type
+/// (files, directories, labels, virtual files, orphans): a record with the
+/// same path and meta address, deleted state, size, the four times and the
+/// MD5 (TSK's bodyfile MD5 is `icat` of the address; lines whose MD5 TSK
+/// could not compute are not hash-checked). `expected_md5` gives the MD5 to
+/// expect for a line, so a test can state a deliberate difference. Every
+/// record must be listed too. Returns the differences.
+pub fn compare_every_line<R: ReadAt + ?Sized>(
+    src: &R,
+    records: &[FileRecord],
+    lines: &[BodyLine],
+    expected_md5: &dyn Fn(&FileRecord, &BodyLine) -> String,
+) -> Vec<String> {
+    let index = by_key(records);
+    let mut failures = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
+    for l in lines {
+        listed.insert((l.path.clone(), l.inode.clone()));
+        let Some(recs) = index.get(&(l.path.clone(), l.inode.clone())) else {
+            failures.push(format!("missing: {} [{}] ({})", l.path, l.inode, l.mode));
+            continue;
+        };
+        let r = recs[0];
+        size_and_state(r, l, &mut failures);
+        let t = &r.times;
+        let got = [
+            secs(t.accessed),
+            secs(t.modified),
+            secs(t.changed),
+            secs(t.created),
+        ];
+        let want = [l.atime, l.mtime, l.ctime, l.crtime];
+        if got.iter().zip(&want).any(|(&g, &w)| !same_fat_time(g, w)) {
+            failures.push(format!(
+                "{}: times a/m/c/cr {got:?} vs TSK {want:?}",
+                l.path
+            ));
+        }
+        if l.md5 != ZERO_MD5 {
+            let want = expected_md5(r, l);
+            let md5 = md5_of(src, r);
+            if md5 != want {
+                failures.push(format!(
+                    "{} [{}]: md5 {md5} vs {want} ({:?}, content {:?})",
+                    l.path, l.inode, r.recovery, r.content
+                ));
+            }
+        }
+    }
+    for r in records {
+        if !listed.contains(&(r.path(), r.meta.to_string())) {
+            failures.push(format!(
+                "extra record not in TSK's listing: {} [{}]",
+                r.path(),
+                r.meta
+            ));
+        }
+    }
+    if lines.is_empty() {
+        failures.push("TSK listed nothing".to_string());
+    }
+    failures
+}
+
 /// TSK's bodyfile for the file system at `sector` of `image`, with the MD5
 /// column filled from `icat` (as the real-image oracles were made), or
 /// `None` if fls/icat cannot run.
 pub fn live_bodyfile(image: &Path, sector: u64) -> Option<Vec<BodyLine>> {
+    // TSK reads FAT (and exFAT) wall-clock times through mktime: UTC
+    // makes them the numbers this crate reports.
     let out = Command::new("fls")
+        .env("TZ", "UTC")
         .args(["-r", "-m", "/", "-o", &sector.to_string()])
         .arg(image)
         .output()

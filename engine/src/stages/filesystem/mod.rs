@@ -557,10 +557,12 @@ impl Filesystem {
             {
                 return ControlFlow::Continue(());
             }
+            // exFAT lists an empty label's entry as TSK names it.
             if rec.kind == FileKind::VolumeLabel
                 && rec.allocated
                 && rec.parent.is_empty()
                 && label.is_none()
+                && rec.name != "$EMPTY_VOLUME_LABEL"
             {
                 label = Some(rec.name.trim_end().to_string());
             }
