@@ -20,7 +20,9 @@
 
 #![allow(unsafe_code)]
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+#[cfg(target_os = "linux")]
+use std::ffi::{CStr, c_char};
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 /// `MD5_CTX` (`openssl/md5.h`): `MD5_LONG` is a 32-bit `unsigned int`.

@@ -43,6 +43,17 @@ enum LabCommand {
     },
     /// Built-in device models and labs.
     List,
+    /// Run any command inside a lab: in its cgroups (its I/O throttles and
+    /// CPU quota), with `CASELOAD_LAB_<CHANNEL>` set to each channel's
+    /// directory, so a real tool (tsk_loaddb, foremost, ewfverify) runs on
+    /// the modelled devices as caseload's own runs do.
+    Exec {
+        /// Lab name (or its lab file); the lab must be up.
+        lab: String,
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Internal: the device server `up` starts.
     #[command(hide = true)]
     Serve {
@@ -203,6 +214,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("  {:<18} {}", l.name, l.description);
             }
             Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Exec { lab: arg, command } => {
+            let state = LabState::load(&lab_name(&arg)?)?;
+            state.ready()?;
+            let (program, rest) = command
+                .split_first()
+                .context("give the command to run after the lab's name")?;
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(rest);
+            for (channel, dir) in &lab::status(&state).channels {
+                cmd.env(format!("CASELOAD_LAB_{}", channel.to_uppercase()), dir);
+            }
+            lab::enter(&state, &mut cmd)?;
+            let status = cmd.status().with_context(|| {
+                format!("starting {} inside lab `{arg}`", program.to_string_lossy())
+            })?;
+            Ok(match status.code() {
+                Some(0) => ExitCode::SUCCESS,
+                Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+                None => ExitCode::FAILURE,
+            })
         }
         LabCommand::Serve { lab: name, mount } => {
             caseload_lab::serve_lab(&name, &mount)?;

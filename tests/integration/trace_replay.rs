@@ -473,6 +473,25 @@ fn trace_compare_gives_lru_hits_the_page_cache_model_agrees_with() {
     );
     let cmp: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(cmp["schema"], "caseload-trace-compare");
+    let schema: Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/trace-compare.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&cmp)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let mut broken = cmp.clone();
+    broken["a"]["figures"]["reuse"]["hit_ratios"][0][1] = 2.0.into();
+    assert!(
+        !validator.is_valid(&broken),
+        "the schema lets a hit ratio of 2 through"
+    );
     let hits: Vec<f64> = (0..2)
         .map(|i| {
             cmp["a"]["figures"]["reuse"]["hit_ratios"][i][1]
