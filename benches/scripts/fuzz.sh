@@ -23,7 +23,7 @@ secs="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split)
+    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split trace)
 fi
 jobs="${JOBS:-1}"
 work="${FUZZ_WORK:-$root/target/fuzz-work}"

@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("scalpel", scalpel),
     ("meta", meta),
     ("split", split),
+    ("trace", trace),
 ];
 
 /// The target called `name`.
@@ -241,6 +242,36 @@ fn read_through(dir: &Path, path: &Path, cap: u64, step: usize, skip_errors: boo
         }
     }
     let _ = source.info();
+}
+
+/// An I/O trace as `trace import` and `trace compare` read it: the same
+/// bytes as a Process Monitor PML log, a Process Monitor CSV export,
+/// strace output and a caseload trace, each through the importer (every
+/// event mapped to a channel, so its whole path is taken), and the
+/// caseload reading through `trace compare`'s figures.
+pub fn trace(data: &[u8]) {
+    use caseload_traces::import::{self, ImportOptions, Importer, PathMap};
+    let mut opts = ImportOptions::default();
+    for m in ["C:\\=case", "/=evidence", "\\\\=temp"] {
+        if let Ok(m) = PathMap::parse(m) {
+            opts.maps.push(m);
+        }
+    }
+    // Each reader through its own importer.
+    for reader in 0..3 {
+        let mut out = Vec::new();
+        let Ok(mut importer) = Importer::new(&opts, &mut out) else {
+            return;
+        };
+        let mut sink = |e| importer.push(e);
+        let _ = match reader {
+            0 => import::pml::read(std::io::Cursor::new(data), &mut sink).map(|_| ()),
+            1 => import::procmon_csv::read(data, &mut sink).map(|_| ()),
+            _ => import::strace::read(data, &mut sink).map(|_| ()),
+        };
+        let _ = importer.finish();
+    }
+    let _ = caseload_traces::analysis::analyse(data, &[1 << 20, 64 << 20], 1.0);
 }
 
 #[cfg(test)]

@@ -476,7 +476,8 @@ fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
             sizes.push((ram, plan.cache_budget_bytes));
         }
         let budgets: Vec<u64> = sizes.iter().map(|s| s.1).collect();
-        let f = analysis::analyse(open()?, &budgets)
+        let rate = analysis::sample_rate(analysis::bytes_moved(open()?)?);
+        let f = analysis::analyse(open()?, &budgets, rate)
             .with_context(|| format!("reading {}", path.display()))?;
         Ok((path, f, sizes))
     };

@@ -17,6 +17,15 @@ use std::io::BufRead;
 /// The page size re-use is counted in (the x86 page cache's).
 pub const PAGE: u64 = 4096;
 
+/// Pages of one request walked at most (64 GiB).
+const MAX_PAGES_PER_REQUEST: u64 = 1 << 24;
+
+/// Distinct pages tracked before re-use is sampled (SHARDS, Waldspurger et
+/// al., FAST 2015: pages whose hash falls under a threshold stand for all,
+/// distances scaled by the rate): about 1 GiB of memory at most, for a
+/// 64 GiB working set; beyond it the hit ratios are estimates.
+pub const MAX_TRACKED_PAGES: u64 = 16 << 20;
+
 /// Request sizes are counted in power-of-two buckets from 512 B to 16 MiB.
 pub const SIZE_BUCKETS: [u64; 16] = [
     512,
@@ -108,6 +117,9 @@ pub struct Reuse {
     /// For each cache size asked for (bytes), the hit ratio of reads an
     /// LRU cache of that size would have had.
     pub hit_ratios: Vec<(u64, f64)>,
+    /// The share of pages followed (1: every page; below 1 the counts are
+    /// of the sampled pages and the hit ratios estimates).
+    pub sample_rate: f64,
 }
 
 /// A Fenwick tree counting marks at access times.
@@ -147,6 +159,9 @@ impl Fenwick {
 
 /// Mattson's stack distances over page accesses, in access order.
 struct StackDistances {
+    /// The share of pages followed (1: all), as a threshold on a hash.
+    rate: f64,
+    threshold: u64,
     last: HashMap<(u32, u64), usize>,
     marks: Fenwick,
     time: usize,
@@ -156,8 +171,11 @@ struct StackDistances {
 }
 
 impl StackDistances {
-    fn new(cache_bytes: &[u64]) -> Self {
+    fn new(cache_bytes: &[u64], rate: f64) -> Self {
+        let rate = rate.clamp(1e-6, 1.0);
         StackDistances {
+            rate,
+            threshold: (rate * (1u64 << 32) as f64) as u64,
             last: HashMap::new(),
             marks: Fenwick(vec![0; 1 << 16]),
             time: 0,
@@ -171,6 +189,17 @@ impl StackDistances {
     }
 
     fn access(&mut self, file: u32, page: u64, read: bool) {
+        if self.rate < 1.0 {
+            // A fixed mixer (splitmix64's), so the same pages are followed
+            // on every run.
+            let mut z = page ^ (u64::from(file) << 40) ^ 0x9e37_79b9_7f4a_7c15;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            if (z & 0xffff_ffff) >= self.threshold {
+                return;
+            }
+        }
         if self.time >= self.marks.0.len() {
             self.marks.grow(self.time + 1);
         }
@@ -189,7 +218,8 @@ impl StackDistances {
             Some(prev) => {
                 // Distinct pages touched since: those whose last touch is
                 // after `prev`.
-                let distance = self.marks.prefix(self.time) - self.marks.prefix(prev + 1);
+                let sampled = self.marks.prefix(self.time) - self.marks.prefix(prev + 1);
+                let distance = (sampled as f64 / self.rate) as u64;
                 self.marks.add(prev, -1);
                 if read {
                     let k = (64 - distance.leading_zeros()) as usize;
@@ -236,15 +266,20 @@ fn bucket(len: u64) -> usize {
 }
 
 /// Read a trace and compute its figures, with the read hit ratio of an
-/// LRU cache of each of `cache_bytes`.
-pub fn analyse(input: impl BufRead, cache_bytes: &[u64]) -> Result<TraceFigures, FormatError> {
+/// LRU cache of each of `cache_bytes`; re-use followed on `rate` of the
+/// pages (1: all; see [`sample_rate`]).
+pub fn analyse(
+    input: impl BufRead,
+    cache_bytes: &[u64],
+    rate: f64,
+) -> Result<TraceFigures, FormatError> {
     let mut reader = TraceReader::new(input)?;
     let mut figures = TraceFigures::default();
     let mut phase = "all".to_string();
     let mut ends: HashMap<u32, u64> = HashMap::new();
     let mut sequential: HashMap<(String, Channel), (u64, u64)> = HashMap::new();
     let mut busy: HashMap<(String, Channel), Busy> = HashMap::new();
-    let mut stack = StackDistances::new(cache_bytes);
+    let mut stack = StackDistances::new(cache_bytes, rate);
     let mut first_t: Option<u64> = None;
     let mut last_t = 0u64;
     while let Some(r) = reader.next_record() {
@@ -310,7 +345,11 @@ pub fn analyse(input: impl BufRead, cache_bytes: &[u64]) -> Result<TraceFigures,
                 ends.insert(r.file, r.offset + r.len);
                 if r.len > 0 {
                     let first = r.offset / PAGE;
-                    let last = (r.offset + r.len - 1) / PAGE;
+                    // A request of more than 64 GiB is no real one; its
+                    // pages past that are not walked (a hostile trace must
+                    // not make this loop for ever).
+                    let last = (r.offset.saturating_add(r.len - 1) / PAGE)
+                        .min(first + MAX_PAGES_PER_REQUEST);
                     for page in first..=last {
                         stack.access(r.file, page, read);
                     }
@@ -338,6 +377,7 @@ pub fn analyse(input: impl BufRead, cache_bytes: &[u64]) -> Result<TraceFigures,
     }
     figures.seconds = last_t.saturating_sub(first_t.unwrap_or(0)) as f64 / 1e9;
     figures.reuse = stack.finish(cache_bytes);
+    figures.reuse.sample_rate = rate;
     Ok(figures)
 }
 
@@ -354,6 +394,31 @@ pub fn evidence_bytes(input: impl BufRead) -> Result<u64, FormatError> {
         }
     }
     Ok(furthest.values().sum())
+}
+
+/// The share of pages to follow for a trace touching `bytes` (its reads
+/// and writes summed: an upper bound on its distinct pages), so that at
+/// most [`MAX_TRACKED_PAGES`] are tracked.
+pub fn sample_rate(bytes: u64) -> f64 {
+    let pages = bytes / PAGE + 1;
+    if pages <= MAX_TRACKED_PAGES {
+        1.0
+    } else {
+        MAX_TRACKED_PAGES as f64 / pages as f64
+    }
+}
+
+/// Bytes a trace reads and writes in all (for [`sample_rate`]).
+pub fn bytes_moved(input: impl BufRead) -> Result<u64, FormatError> {
+    let mut reader = TraceReader::new(input)?;
+    let mut total = 0u64;
+    while let Some(r) = reader.next_record() {
+        let r = r?;
+        if matches!(r.op, Op::Read | Op::Write) {
+            total = total.saturating_add(r.len);
+        }
+    }
+    Ok(total)
 }
 
 /// Mean operations in flight while any was, and the most at once.
@@ -424,7 +489,7 @@ mod tests {
                 t += 100;
             }
         }
-        let f = analyse(&trace(&records)[..], &[7 * PAGE, 8 * PAGE, 100 * PAGE]).unwrap();
+        let f = analyse(&trace(&records)[..], &[7 * PAGE, 8 * PAGE, 100 * PAGE], 1.0).unwrap();
         assert_eq!(f.reuse.read_accesses, 24);
         assert_eq!(f.reuse.read_first_touches, 8);
         assert_eq!(f.reuse.hit_ratios[0].1, 0.0);
@@ -451,7 +516,7 @@ mod tests {
 
     #[test]
     fn the_fenwick_tree_survives_growth() {
-        let mut s = StackDistances::new(&[4 * PAGE]);
+        let mut s = StackDistances::new(&[4 * PAGE], 1.0);
         for i in 0..200_000u64 {
             s.access(1, i % 3, true);
         }
