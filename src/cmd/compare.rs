@@ -149,6 +149,14 @@ pub fn exit_code(status: &str, command: &str) -> ExitCode {
 /// Check the arguments and run the comparison; the report (also written
 /// to `args.out`).
 pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::CompareReport> {
+    if let Some(trace) = args
+        .job
+        .workload
+        .as_deref()
+        .and_then(caseload_workloads::job::trace_workload)
+    {
+        return execute_trace(args, std::path::Path::new(trace));
+    }
     // Everything the runs will be given is checked here, once, so a bad
     // workload or option is one clear error, not a matrix of failed runs.
     let resolved = args.job.resolve()?;
@@ -258,6 +266,86 @@ pub fn execute(args: &Args) -> anyhow::Result<caseload_workloads::report::Compar
         workstation: args.workstation.job(),
         keep_runs: args.keep_runs,
         prober,
+        command: std::env::args().collect(),
+    };
+    let cancel = interrupt_flag();
+    Ok(run_compare(&spec, &Printer, &cancel)?)
+}
+
+/// A comparison whose workload is a trace (`--workload trace:FILE`): each
+/// run is the trace replayed on the layout or lab (`caseload replay`),
+/// its evidence standing for the trace's; the report's stages are the
+/// trace's phases.
+fn execute_trace(
+    args: &Args,
+    trace: &std::path::Path,
+) -> anyhow::Result<caseload_workloads::report::CompareReport> {
+    use caseload_traces::format::{Op, TraceReader};
+    anyhow::ensure!(
+        args.job.stages.is_empty() && args.job.stage_options.is_empty(),
+        "--workload trace:FILE replays the trace: --stages and --stage-option are a run's"
+    );
+    anyhow::ensure!(
+        args.instances.unwrap_or(1) == 1,
+        "--instances with a trace workload: a trace is one job's I/O; run the suite several times to trace several"
+    );
+    let trace =
+        std::fs::canonicalize(trace).with_context(|| format!("trace {}", trace.display()))?;
+    // The stages are the trace's phases (a traced run's stages), else one.
+    let mut reader = TraceReader::new(std::io::BufReader::new(std::fs::File::open(&trace)?))
+        .with_context(|| format!("reading {}", trace.display()))?;
+    let mut phases: Vec<String> = Vec::new();
+    while let Some(r) = reader.next_record() {
+        let r = r.with_context(|| format!("reading {}", trace.display()))?;
+        if r.op == Op::Phase
+            && let Some(p) = r.path
+        {
+            let name = String::from_utf8_lossy(&p).into_owned();
+            if !phases.contains(&name) {
+                phases.push(name);
+            }
+        }
+    }
+    if phases.is_empty() {
+        phases.push("replay".into());
+    }
+    let mut layouts = Vec::new();
+    let mut labs = Vec::new();
+    for arg in &args.layout {
+        layouts.push(caseload_workloads::layouts::resolve(arg)?);
+        labs.push(None);
+    }
+    for name in &args.lab {
+        layouts.push(super::lab::lab_layout(name)?);
+        labs.push(Some(name.clone()));
+    }
+    let stem = trace
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let spec = CompareSpec {
+        exe: std::env::current_exe().context("locating the caseload executable")?,
+        evidence: args.evidence.clone(),
+        layout_stage_options: vec![Vec::new(); layouts.len()],
+        layouts,
+        labs,
+        stages: StageSelection::Workload {
+            arg: format!("trace:{}", trace.display()),
+            name: format!("trace:{stem}"),
+            origin: trace.display().to_string(),
+            stages: phases,
+        },
+        stage_options: Vec::new(),
+        stage_specs: Vec::new(),
+        repeat: args.repeat,
+        out: args.out.clone(),
+        baseline: args.baseline.clone(),
+        instances: 1,
+        threads: None,
+        db: Default::default(),
+        workstation: args.workstation.job(),
+        keep_runs: args.keep_runs,
+        prober: None,
         command: std::env::args().collect(),
     };
     let cancel = interrupt_flag();

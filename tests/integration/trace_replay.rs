@@ -596,3 +596,64 @@ fn a_trace_logged_out_of_time_order_still_replays() {
     assert_eq!(run["totals"]["channels"]["case"]["bytes_written"], 12288);
     assert_eq!(run["totals"]["channels"]["case"]["bytes_read"], 8192);
 }
+
+#[test]
+fn a_trace_is_a_workload_for_compare() {
+    // The Linux build's own trace of a small run, compared on two layouts
+    // as `--workload trace:FILE`: each run of the matrix is the trace
+    // replayed, its stages the traced run's.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let Some((image, root)) = traced_run(w, false) else {
+        return;
+    };
+    let mut layouts = Vec::new();
+    for name in ["a", "b"] {
+        let dir = w.join(name);
+        for d in ["db", "case", "temp"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let file = w.join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "[channels]\ndatabase = \"{0}/db\"\ncase = \"{0}/case\"\ntemp = \"{0}/temp\"\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        layouts.push(file);
+    }
+    let out_dir = w.join("cmp");
+    let mut cmd = common::caseload();
+    cmd.arg("compare")
+        .arg("--evidence")
+        .arg(&image)
+        .arg("--workload")
+        .arg(format!("trace:{}", root.join("case/trace.csv").display()))
+        .args(["--repeat", "1", "--out"])
+        .arg(&out_dir);
+    for l in &layouts {
+        cmd.arg("--layout").arg(l);
+    }
+    common::run_ok(&mut cmd);
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("compare.json")).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["status"], "completed", "{r}");
+    }
+    let stages: Vec<&str> = doc["summary"][0]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["filesystem", "file-hash", "index", "carve"]);
+    assert!(
+        doc["workload"].to_string().contains("trace:"),
+        "{}",
+        doc["workload"]
+    );
+}

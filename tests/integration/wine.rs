@@ -690,3 +690,79 @@ fn a_read_only_drive_is_refused_before_the_run_naming_it() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read_dir(&drive.dir).unwrap().count(), 0);
 }
+
+#[test]
+fn trace_import_and_replay_under_wine_match_linux() {
+    let test = "trace_import_and_replay_under_wine_match_linux";
+    let Some(w) = wine(test) else {
+        return;
+    };
+    // A lab records a suite on one workstation and replays it on another:
+    // a Process Monitor CSV imported by the Windows build gives the trace
+    // the Linux build gives, and replays with the trace's bytes.
+    let work = tempfile::tempdir().unwrap();
+    let csv = work.path().join("job.csv");
+    std::fs::write(
+        &csv,
+        "\u{feff}\"Time of Day\",\"Process Name\",\"PID\",\"Operation\",\"Path\",\"Result\",\"Detail\",\"TID\",\"Duration\"\r\n\
+         \"1:00:00.0000000 PM\",\"FTK.exe\",\"10\",\"CreateFile\",\"F:\\image.dd\",\"SUCCESS\",\"Desired Access: Generic Read, Disposition: Open, Options: , Attributes: n/a, ShareMode: Read, AllocationSize: n/a, OpenResult: Opened\",\"11\",\"0.0000100\"\r\n\
+         \"1:00:00.0001000 PM\",\"FTK.exe\",\"10\",\"ReadFile\",\"F:\\image.dd\",\"SUCCESS\",\"Offset: 0, Length: 65,536, Priority: Normal\",\"11\",\"0.0000500\"\r\n\
+         \"1:00:00.0002000 PM\",\"FTK.exe\",\"10\",\"CreateFile\",\"G:\\case\\items.db\",\"SUCCESS\",\"Desired Access: Generic Write, Disposition: OverwriteIf, Options: , Attributes: N, ShareMode: None, AllocationSize: 0, OpenResult: Created\",\"12\",\"0.0000100\"\r\n\
+         \"1:00:00.0003000 PM\",\"FTK.exe\",\"10\",\"WriteFile\",\"G:\\case\\items.db\",\"SUCCESS\",\"Offset: 0, Length: 8,192, Priority: Normal\",\"12\",\"0.0000300\"\r\n\
+         \"1:00:00.0004000 PM\",\"FTK.exe\",\"10\",\"FlushBuffersFile\",\"G:\\case\\items.db\",\"SUCCESS\",\"\",\"12\",\"0.0010000\"\r\n\
+         \"1:00:00.0005000 PM\",\"FTK.exe\",\"10\",\"CloseFile\",\"G:\\case\\items.db\",\"SUCCESS\",\"\",\"12\",\"0.0000100\"\r\n",
+    )
+    .unwrap();
+    let maps = ["--map", "F:\\=evidence", "--map", "G:\\case=database"];
+    let linux = work.path().join("linux.trace");
+    common::run_ok(
+        common::caseload()
+            .args(["trace", "import"])
+            .arg(&csv)
+            .arg("--out")
+            .arg(&linux)
+            .args(maps),
+    );
+    let windows = work.path().join("windows.trace");
+    let mut args = vec!["trace", "import"];
+    let (csv_w, windows_w) = (win(&csv), win(&windows));
+    args.extend([csv_w.as_str(), "--out", windows_w.as_str()]);
+    args.extend(maps);
+    w.run_ok(&args);
+    let strip_source = |t: String| {
+        t.lines()
+            .filter(|l| !l.starts_with("# source "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        strip_source(std::fs::read_to_string(&windows).unwrap()),
+        strip_source(std::fs::read_to_string(&linux).unwrap())
+    );
+    // Replayed by the Windows build: the trace's bytes on each channel.
+    let dirs: Vec<PathBuf> = ["db", "case", "tmp"]
+        .iter()
+        .map(|d| work.path().join(d))
+        .collect();
+    for d in &dirs {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let (db, case, tmp) = (win(&dirs[0]), win(&dirs[1]), win(&dirs[2]));
+    let out = w.run_ok(&[
+        "replay",
+        &windows_w,
+        "--database",
+        &db,
+        "--case",
+        &case,
+        "--temp",
+        &tmp,
+        "--cache",
+        "warm",
+        "--json",
+    ]);
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["totals"]["channels"]["evidence"]["bytes_read"], 65536);
+    assert_eq!(run["totals"]["channels"]["database"]["bytes_written"], 8192);
+    assert_eq!(run["totals"]["channels"]["database"]["fsyncs"], 1);
+}

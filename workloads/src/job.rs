@@ -122,8 +122,13 @@ impl JobSpec {
     }
 
     /// The arguments of `caseload` (after the program name) that run this
-    /// job.
+    /// job: `run`, or `replay` for a trace workload (`trace:FILE`).
     pub fn command_line(&self) -> Vec<OsString> {
+        if let JobStages::Workload(w) = &self.stages
+            && let Some(trace) = trace_workload(w)
+        {
+            return self.replay_command_line(trace);
+        }
         let mut a: Vec<OsString> = vec!["run".into(), "--evidence".into()];
         a.push(self.evidence.clone().into());
         // A lab brings its own layout.
@@ -178,6 +183,49 @@ impl JobSpec {
     }
 }
 
+impl JobSpec {
+    /// A trace workload's job: the trace replayed on the job's layout or
+    /// lab, its evidence standing for the trace's. Stage options, threads,
+    /// instances and database options are a run's and do not apply.
+    fn replay_command_line(&self, trace: &str) -> Vec<OsString> {
+        let mut a: Vec<OsString> = vec!["replay".into(), trace.into(), "--evidence".into()];
+        a.push(self.evidence.clone().into());
+        match (&self.lab, &self.layout) {
+            (Some(l), _) => a.extend(["--lab".into(), l.into()]),
+            (None, Some(l)) => a.extend(["--layout".into(), l.into()]),
+            (None, None) => {}
+        }
+        for (flag, dir) in [
+            ("--database", &self.database),
+            ("--case", &self.case),
+            ("--temp", &self.temp),
+        ] {
+            if let Some(d) = dir {
+                a.push(flag.into());
+                a.push(d.clone().into());
+            }
+        }
+        a.extend(["--cache".into(), self.cache.as_str().into()]);
+        let w = WorkstationFlags {
+            cpu_scale: None,
+            ..self.workstation.clone()
+        };
+        a.extend(w.command_line());
+        if self.force {
+            a.push("--force".into());
+        }
+        if self.json {
+            a.push("--json".into());
+        }
+        a
+    }
+}
+
+/// The trace of a trace workload (`trace:FILE`), if `workload` is one.
+pub fn trace_workload(workload: &str) -> Option<&str> {
+    workload.strip_prefix("trace:").filter(|t| !t.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +256,26 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("--database") && !line.contains("--force"));
+    }
+
+    #[test]
+    fn a_trace_workload_is_replayed() {
+        let mut job = JobSpec::new("/ev/a.dd".into());
+        job.lab = Some("ftk4-base".into());
+        job.case = Some("/c".into());
+        job.stages = JobStages::Workload("trace:/t/ftk.trace".into());
+        job.threads = Some(4);
+        job.json = true;
+        job.workstation.ram = Some(32 << 30);
+        job.workstation.cpu_scale = Some(0.5);
+        let line: Vec<String> = job
+            .command_line()
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            line.join(" "),
+            "replay /t/ftk.trace --evidence /ev/a.dd --lab ftk4-base --case /c --cache cold --ram 34359738368B --json"
+        );
     }
 }
