@@ -265,22 +265,20 @@ fn file_systems_caseload_does_not_parse_are_reported_as_such() {
             .is_some_and(|n| n >= 60),
         "{text}"
     );
-    for (image, fs) in [("ewf/image.dd", "ext2")] {
-        let (case, _) = preprocess(&root.join(image));
-        let out = std::process::Command::new("sqlite3")
-            .arg(case.path().join("case.sqlite"))
-            .arg("SELECT fs_type, parsed FROM volumes; SELECT count(*) FROM processing_errors WHERE severity = 'warning' AND message LIKE '%not parsed%';")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.lines()
-                .any(|l| l.eq_ignore_ascii_case(&format!("{fs}|0"))),
-            "{image}: {text}"
-        );
-        assert!(
-            text.lines().last().is_some_and(|l| l.trim() != "0"),
-            "{image}: {text}"
-        );
-    }
+    // ext2 is not parsed yet: reported as such.
+    let (case, _) = preprocess(&root.join("ewf/image.dd"));
+    let out = std::process::Command::new("sqlite3")
+        .arg(case.path().join("case.sqlite"))
+        .arg("SELECT fs_type, parsed FROM volumes; SELECT count(*) FROM processing_errors WHERE severity = 'warning' AND message LIKE '%not parsed%';")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().any(|l| l.eq_ignore_ascii_case("ext2|0")),
+        "ext2: {text}"
+    );
+    assert!(
+        text.lines().last().is_some_and(|l| l.trim() != "0"),
+        "ext2: {text}"
+    );
 }
