@@ -46,7 +46,7 @@ tool_cmd() {
     tsk_loaddb) echo 'rm -f "$CASELOAD_LAB_DATABASE/tsk.db"; tsk_loaddb -d "$CASELOAD_LAB_DATABASE/tsk.db" "$CASELOAD_LAB_EVIDENCE/image.dd"' ;;
     foremost) echo 'rm -rf "$CASELOAD_LAB_CASE/foremost"; foremost -Q -i "$CASELOAD_LAB_EVIDENCE/image.dd" -o "$CASELOAD_LAB_CASE/foremost"' ;;
     ewfverify) echo 'ewfverify -q "$CASELOAD_LAB_EVIDENCE/image.E01"' ;;
-    caseload) echo "\"$BIN\" run --layout \"\$CASELOAD_LAB_LAYOUT\" --workload ftk4-default --evidence \"\$CASELOAD_LAB_EVIDENCE/image.dd\" --force --cache warm >/dev/null" ;;
+    caseload) echo "\"$BIN\" run --layout \"\$CASELOAD_LAB_LAYOUT\" --workload ftk4-default --evidence \"\$CASELOAD_LAB_EVIDENCE/image.dd\" --hashset known=\"$WORK/corpus/NSRLFile.txt\" --force --cache warm >/dev/null" ;;
   esac
 }
 tool_present() {
@@ -64,11 +64,19 @@ done
 # `run --layout` inside `lab exec` needs the layout file's path.
 layout_of() { "$BIN" lab status "$1" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['layout'])"; }
 
+declare -A LAYOUT
+for lab in $TRACE_LAB $LABS; do LAYOUT[$lab]=$(layout_of "$lab"); done
 in_lab() { # LAB CMD...: run in the lab with CASELOAD_LAB_LAYOUT set
   local lab=$1; shift
-  CASELOAD_LAB_LAYOUT=$(layout_of "$lab") "$BIN" lab exec "$lab" "$@"
+  CASELOAD_LAB_LAYOUT=${LAYOUT[$lab]} "$BIN" lab exec "$lab" "$@"
 }
-timed() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); echo "$t1 - $t0" | bc -l; }
+# A tool's own time inside the lab (not `lab exec`'s start), as a trace's
+# span and a replay's wall time count it: LAB CMD [TRACER...].
+timed_in_lab() {
+  local lab=$1 cmd=$2; shift 2
+  in_lab "$lab" "$@" sh -c "t0=\$(date +%s%N); $cmd; t1=\$(date +%s%N); echo \$((t1 - t0)) > '$WORK/t.ns'" >/dev/null 2>&1
+  echo "$(cat "$WORK/t.ns") / 1000000000" | bc -l
+}
 
 echo "replay-check: corpus $SIZE ($IMG), trace lab $TRACE_LAB, labs $LABS, $REPEAT runs each; cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load $(cat /proc/loadavg)"
 printf "%-11s %-18s %9s %9s %8s\n" tool lab "real s" "replay s" error
@@ -77,26 +85,29 @@ for tool in $TOOLS; do
   tool_present "$tool" || { echo "$tool: not installed, skipped"; continue; }
   cmd=$(tool_cmd "$tool")
   # Traced on the trace lab, and its plain time there for the overhead.
-  cold; plain=$(timed in_lab "$TRACE_LAB" sh -c "$cmd")
-  cold; traced=$(timed in_lab "$TRACE_LAB" strace -f -qq -ttt -T -y -e trace=desc,file -o "$WORK/$tool.strace" sh -c "$cmd")
+  cold; plain=$(timed_in_lab "$TRACE_LAB" "$cmd")
+  cold; traced=$(timed_in_lab "$TRACE_LAB" "$cmd" strace -f -qq -ttt -T -y -e trace=desc,file -o "$WORK/$tool.strace")
   maps=()
   for c in evidence database case temp; do maps+=(--map "$(chan "$TRACE_LAB" $c)=$c"); done
-  "$BIN" trace import "$WORK/$tool.strace" "${maps[@]}" --out "$WORK/$tool.trace" \
+  # The tracer's cost per stop from the plain run: the best figure there is.
+  "$BIN" trace import "$WORK/$tool.strace" "${maps[@]}" --out "$WORK/$tool.trace" --plain-seconds "$plain" \
       --exclude 'run.json*' --exclude 'run.progress*' --exclude '.caseload-probe-*' > "$WORK/$tool.import.txt"
-  echo "$tool: plain $plain s, under strace $traced s on $TRACE_LAB ($(grep -o 'cost per call measured here: [0-9]* ns' "$WORK/$tool.import.txt" || echo 'no overhead measured'))"
+  echo "$tool: plain $plain s, under strace $traced s on $TRACE_LAB ($(grep -o "strace's cost per stop from the plain run: [0-9]* ns ([^)]*)" "$WORK/$tool.import.txt" || echo 'no overhead measured'))"
   for lab in $LABS; do
     : > "$WORK/t.real"; : > "$WORK/t.replay"
     ev=$(chan "$lab" evidence)/$(evidence_of "$tool")
     for _ in $(seq "$REPEAT"); do
-      cold; timed in_lab "$lab" sh -c "$cmd" >> "$WORK/t.real"
-      "$BIN" replay "$WORK/$tool.trace" --lab "$lab" --evidence "$ev" --force --json > "$WORK/replay.json"
+      cold; timed_in_lab "$lab" "$cmd" >> "$WORK/t.real"
+      # Exit 2: replayed, with operations that failed (counted in run.json).
+      "$BIN" replay "$WORK/$tool.trace" --lab "$lab" --evidence "$ev" --force --json > "$WORK/replay.json" || [ $? = 2 ]
       python3 -c "import json; print(json.load(open('$WORK/replay.json'))['totals']['wall_seconds'])" >> "$WORK/t.replay"
     done
     r=$(median < "$WORK/t.real"); p=$(median < "$WORK/t.replay")
     e=$(echo "$p / $r - 1" | bc -l)
-    errors+=("$(echo "if ($e < 0) -$e else $e" | bc -l)")
-    printf "%-11s %-18s %9.2f %9.2f %+7.1f%%   real: %s replay: %s\n" "$tool" "$lab" "$r" "$p" "$(echo "$e * 100" | bc -l)" \
-      "$(tr '\n' ' ' < "$WORK/t.real")" "$(tr '\n' ' ' < "$WORK/t.replay")"
+    errors+=("$(echo "$e" | awk '{print ($1 < 0) ? -$1 : $1}')")
+    failed=$(python3 -c "import json; print(json.load(open('$WORK/replay.json'))['totals']['recorded']['errors'])")
+    printf "%-11s %-18s %9.2f %9.2f %+7.1f%%   real: %s replay: %s (operations failed in the last replay: %s)\n" "$tool" "$lab" "$r" "$p" "$(echo "$e * 100" | bc -l)" \
+      "$(tr '\n' ' ' < "$WORK/t.real")" "$(tr '\n' ' ' < "$WORK/t.replay")" "$failed"
   done
 done
 if [ ${#errors[@]} -gt 0 ]; then

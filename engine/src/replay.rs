@@ -135,6 +135,9 @@ struct Step {
     offset: u64,
     len: u64,
     direct: bool,
+    /// The tracer's stops in the gap before it (the trace's `calls`; 1
+    /// where not counted).
+    calls: u32,
     channel: ChannelKind,
     path: Option<PathBuf>,
     to: Option<PathBuf>,
@@ -376,6 +379,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             offset: r.offset,
             len: r.len,
             direct: r.direct,
+            calls: r.calls.max(1),
             channel,
             path,
             to,
@@ -453,8 +457,10 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             _ => {}
         }
     }
-    // Files that hold other files are folders.
-    let parents: std::collections::HashSet<(ChannelKind, PathBuf)> = files
+    // Files that hold other files, or that the trace made with mkdir, are
+    // folders (strace shows a folder opened without O_DIRECTORY, to list
+    // it, as an open like a file's).
+    let mut parents: std::collections::HashSet<(ChannelKind, PathBuf)> = files
         .values()
         .flat_map(|f| {
             f.rel
@@ -463,6 +469,13 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
                 .map(move |a| (f.channel, a.to_path_buf()))
         })
         .collect();
+    parents.extend(
+        threads
+            .iter()
+            .flat_map(|(_, steps)| steps.iter())
+            .filter(|s| s.op == Op::Mkdir)
+            .filter_map(|s| Some((s.channel, s.path.clone()?))),
+    );
     for f in files.values_mut() {
         if parents.contains(&(f.channel, f.rel.clone())) {
             f.folder = true;
@@ -745,6 +758,7 @@ impl Shared<'_> {
 
     /// Replay one thread's steps.
     fn run_thread(&self, ti: usize) {
+        crate::os::precise_sleeps();
         let steps = &self.plan.threads[ti].1;
         let mut buf = AlignedBuffer::new();
         let mut prev_end_trace: Option<u64> = None;
@@ -761,17 +775,14 @@ impl Shared<'_> {
                     self.start + Duration::from_nanos((step.t as f64 * self.think_scale) as u64)
                 }
                 Some(prev) => {
-                    let gap = step
-                        .t
-                        .saturating_sub(prev)
-                        .saturating_sub(self.plan.overhead_ns);
+                    // Every stop of the thread the tracer made since its
+                    // previous operation cost it the tracer's time.
+                    let tracer = self.plan.overhead_ns.saturating_mul(u64::from(step.calls));
+                    let gap = step.t.saturating_sub(prev).saturating_sub(tracer);
                     prev_end_replay + Duration::from_nanos((gap as f64 * self.think_scale) as u64)
                 }
             };
-            let now = Instant::now();
-            if target > now {
-                std::thread::sleep(target - now);
-            }
+            wait_until(target);
             self.wait_for(&step.deps);
             let began = Instant::now();
             if let Err(e) = self.execute(step, &mut buf) {
@@ -898,6 +909,25 @@ impl Shared<'_> {
                 Ok(())
             }
             Op::Add | Op::Thread | Op::Phase => Ok(()),
+        }
+    }
+}
+
+/// Wait until `target`: asleep until shortly before it, then spinning, so a
+/// think time of a few microseconds is not stretched to a sleep's
+/// granularity (tens of microseconds, thousands of times over).
+fn wait_until(target: Instant) {
+    const SPIN: Duration = Duration::from_micros(100);
+    loop {
+        let now = Instant::now();
+        if now >= target {
+            return;
+        }
+        let left = target - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
         }
     }
 }

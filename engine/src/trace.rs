@@ -352,6 +352,7 @@ pub fn format_record(r: &TraceRecord, line: &mut Vec<u8>) {
             direct: false,
             path: bytes(&r.path),
             to: bytes(&r.to),
+            calls: 0,
         },
         line,
     );

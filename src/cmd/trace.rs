@@ -70,6 +70,12 @@ pub struct ImportArgs {
     /// nanoseconds.
     #[arg(long, default_value = "auto")]
     pub tracer_overhead: String,
+    /// How long the traced command took without the tracer (timed once,
+    /// on the same machine): the tracer's cost per stop is then the
+    /// trace's extra time over this, divided by its stops, the best
+    /// figure there is (strace traces; overrides --tracer-overhead).
+    #[arg(long, value_name = "SECONDS")]
+    pub plain_seconds: Option<f64>,
     /// Import what a damaged file holds up to the damage (said in the
     /// report and in the trace's header) instead of refusing it.
     #[arg(long)]
@@ -194,7 +200,49 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
         "give --map PREFIX=CHANNEL for the paths the trace uses (e.g. --map 'F:\\=evidence' --map 'G:\\=database'); a caseload trace needs none"
     );
     let mut notes: Vec<String> = Vec::new();
+    // strace's own time inside each call's recorded duration: the
+    // fastest calls' (a first pass over the trace).
+    let strace_info = if format == SourceFormat::Strace {
+        import::strace::read(
+            BufReader::with_capacity(1 << 20, std::fs::File::open(&a.file)?),
+            &mut |_| {},
+        )
+        .ok()
+    } else {
+        None
+    };
+    let in_call_ns = match (&strace_info, a.tracer_overhead.as_str()) {
+        (Some(info), t) if t != "none" => info.in_call_ns(),
+        _ => 0,
+    };
+    if in_call_ns > 0 {
+        notes.push(format!(
+            "strace's share of each call's recorded duration: {in_call_ns} ns (the fastest tenth of the calls), taken off every duration"
+        ));
+    }
+    let from_plain = match (a.plain_seconds, format) {
+        (Some(plain), SourceFormat::Strace) => {
+            anyhow::ensure!(
+                plain >= 0.0 && plain.is_finite(),
+                "--plain-seconds must be 0 or more"
+            );
+            let info = strace_info
+                .clone()
+                .context("the trace could not be read for --plain-seconds")?;
+            let extra = (info.span_ns as f64 - plain * 1e9).max(0.0);
+            let ns = (extra / info.stops().max(1) as f64) as u64;
+            notes.push(format!(
+                "strace's cost per stop from the plain run: {ns} ns ({:.3} s traced against {plain:.3} s plain, {} stops)",
+                info.span_ns as f64 / 1e9,
+                info.stops()
+            ));
+            Some(Some(ns))
+        }
+        (Some(_), _) => anyhow::bail!("--plain-seconds is for strace traces (the tracer's cost)"),
+        (None, _) => None,
+    };
     let tracer_overhead_ns = match (a.tracer_overhead.as_str(), format) {
+        _ if from_plain.is_some() => from_plain.flatten(),
         ("none", _) => None,
         ("auto", SourceFormat::Strace) => match measure_strace_overhead() {
             Ok(ns) => {
@@ -221,6 +269,7 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
         processes: a.processes.clone(),
         keep_paging: a.keep_paging,
         tracer_overhead_ns,
+        tracer_in_call_ns: in_call_ns,
         meta: vec![(
             "source".into(),
             format!("{} {}", format.name(), a.file.display()),

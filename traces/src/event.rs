@@ -34,6 +34,11 @@ pub struct RawEvent {
     /// The cache manager's or memory manager's paging I/O (Process
     /// Monitor's `Paging I/O`), not the application's own call.
     pub paging: bool,
+    /// The source's calls this event ends: itself and the thread's calls
+    /// since its previous event that made no event (strace's `lseek`,
+    /// signals, ...). A tracer stops the thread on each, so the gap before
+    /// this event holds that many times the tracer's cost per call.
+    pub calls: u32,
 }
 
 /// The operations a source records, as far as a replay cares.

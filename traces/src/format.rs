@@ -20,7 +20,7 @@ pub const HEADER_V1: &str = "# caseload-trace 1";
 /// The first line of a version 2 trace.
 pub const HEADER_V2: &str = "# caseload-trace 2";
 /// The column line after the header (for readers; ignored when read).
-pub const COLUMNS_V2: &str = "# t_ns,dur_ns,thread,channel,file,op,offset,len,flags,path,to";
+pub const COLUMNS_V2: &str = "# t_ns,dur_ns,thread,channel,file,op,offset,len,flags,path,to,calls";
 
 const FORMAT: &str = "caseload";
 
@@ -189,6 +189,11 @@ pub struct Record {
     pub path: Option<Vec<u8>>,
     /// A rename's destination.
     pub to: Option<Vec<u8>>,
+    /// The traced tool's system calls this record ends since the thread's
+    /// previous record (itself included): the tracer's stops in the gap
+    /// before it, which a replay takes out (`# tracer-overhead-ns` each).
+    /// 0 where not counted (a run's own trace: no tracer).
+    pub calls: u32,
 }
 
 /// Append `bytes` escaped for a trace field.
@@ -224,6 +229,9 @@ pub fn write_record(r: &Record, line: &mut Vec<u8>) {
     line.push(b',');
     if let Some(p) = &r.to {
         escape(p, line);
+    }
+    if r.calls > 0 {
+        let _ = write!(line, ",{}", r.calls);
     }
     line.push(b'\n');
 }
@@ -270,10 +278,11 @@ pub fn parse_record(text: &[u8], version: u32, line: u64) -> Result<Record, Form
     let fields: Vec<&[u8]> = if version == 1 {
         text.splitn(7, |&b| b == b',').collect()
     } else {
-        text.splitn(11, |&b| b == b',').collect()
+        text.splitn(12, |&b| b == b',').collect()
     };
     let want = if version == 1 { 7 } else { 11 };
-    if fields.len() != want {
+    // Version 2's `calls` is written where counted.
+    if fields.len() != want && !(version == 2 && fields.len() == 12) {
         return Err(bad(format!(
             "{} fields where a version {version} record has {want}",
             fields.len()
@@ -339,6 +348,7 @@ pub fn parse_record(text: &[u8], version: u32, line: u64) -> Result<Record, Form
             direct: false,
             path: path(fields[6])?,
             to: None,
+            calls: 0,
         });
     }
     let flags = fields[8];
@@ -367,6 +377,12 @@ pub fn parse_record(text: &[u8], version: u32, line: u64) -> Result<Record, Form
         direct,
         path: path(fields[9])?,
         to: path(fields[10])?,
+        calls: match fields.get(11) {
+            Some(c) => {
+                u32::try_from(num("calls", c)?).map_err(|_| bad("calls too large".into()))?
+            }
+            None => 0,
+        },
     })
 }
 

@@ -350,6 +350,12 @@ pub fn lower_thread_priority() -> bool {
     unsafe { th::SetThreadPriority(th::GetCurrentThread(), th::THREAD_PRIORITY_BELOW_NORMAL) != 0 }
 }
 
+/// Precise sleeps: Windows' timer resolution is process-wide and left as
+/// it is (the replay's waits end by spinning instead); false.
+pub fn precise_sleeps() -> bool {
+    false
+}
+
 /// Start `cmd` in a process group of its own (`CREATE_NEW_PROCESS_GROUP`),
 /// so that a console Ctrl-Break can be sent to it alone.
 pub fn own_process_group(cmd: &mut std::process::Command) {

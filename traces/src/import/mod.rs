@@ -165,6 +165,10 @@ pub struct ImportOptions {
     /// A strace tracer's cost per call, in nanoseconds, recorded in the
     /// trace so the replay takes it out of the think time.
     pub tracer_overhead_ns: Option<u64>,
+    /// The tracer's share of each recorded call duration, taken off every
+    /// duration as it is imported (strace's `-T` includes its own
+    /// handling; see `strace::StraceInfo::in_call_ns`).
+    pub tracer_in_call_ns: u64,
     /// `# key value` comments to write into the trace's header.
     pub meta: Vec<(String, String)>,
     /// Leave out files whose name (last component) matches one of these
@@ -286,6 +290,9 @@ pub struct Importer<'a> {
     error: Option<std::io::Error>,
     processes: Vec<String>,
     maps: Vec<PathMap>,
+    /// Per source thread, calls of events left out since its last kept
+    /// one: their tracer stops are in the next kept one's gap.
+    carried: HashMap<(u32, u32), u32>,
     /// Windows paths compare without case: each folder and file as first
     /// spelled, by its lower-case form, so `C:\Users` and `C:\users` are
     /// one folder on a replaying machine whose names have case.
@@ -298,6 +305,12 @@ impl<'a> Importer<'a> {
         let mut meta = opts.meta.clone();
         if let Some(ns) = opts.tracer_overhead_ns {
             meta.push(("tracer-overhead-ns".into(), ns.to_string()));
+        }
+        if opts.tracer_in_call_ns > 0 {
+            meta.push((
+                "tracer-in-call-ns".into(),
+                opts.tracer_in_call_ns.to_string(),
+            ));
         }
         format::write_header(out, &meta)?;
         let mut maps = opts.maps.clone();
@@ -316,6 +329,7 @@ impl<'a> Importer<'a> {
             error: None,
             processes: opts.processes.iter().map(|p| p.to_lowercase()).collect(),
             maps,
+            carried: HashMap::new(),
             spelling: HashMap::new(),
         })
     }
@@ -404,6 +418,13 @@ impl<'a> Importer<'a> {
     /// Take one event.
     pub fn push(&mut self, e: RawEvent) {
         self.report.events += 1;
+        // Its calls count towards the next event of its thread that is
+        // kept (its own, if it is): left-out calls took tracer time too.
+        let calls = {
+            let c = self.carried.entry((e.pid, e.tid)).or_default();
+            *c = c.saturating_add(e.calls.max(1));
+            *c
+        };
         let t0 = *self.t0.get_or_insert(e.t_ns);
         let t_ns = e.t_ns.saturating_sub(t0);
         self.last_t = self.last_t.max(t_ns.saturating_add(e.dur_ns));
@@ -468,10 +489,11 @@ impl<'a> Importer<'a> {
         let thread = self.thread(&e, t_ns);
         let mut r = Record {
             t_ns,
-            dur_ns: e.dur_ns,
+            dur_ns: e.dur_ns.saturating_sub(self.opts.tracer_in_call_ns),
             thread,
             channel: Some(channel),
             direct: e.direct,
+            calls,
             ..Record::default()
         };
         if let RawOp::Read { offset, .. } | RawOp::Write { offset, .. } = kind
@@ -565,6 +587,7 @@ impl<'a> Importer<'a> {
             }
             RawOp::Map | RawOp::Other(_) | RawOp::NotFile(_) => return,
         }
+        self.carried.remove(&(e.pid, e.tid));
         let totals = self.report.channels.entry(channel).or_default();
         match r.op {
             Op::Read => totals.read.add(r.len),
@@ -655,6 +678,7 @@ mod tests {
             result: "SUCCESS".into(),
             direct: false,
             paging: false,
+            calls: 1,
         }
     }
 

@@ -584,6 +584,7 @@ fn read_event<R: Read + Seek>(
         result,
         direct,
         paging,
+        calls: 1,
     })
 }
 

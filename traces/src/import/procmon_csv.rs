@@ -310,6 +310,7 @@ impl Columns {
             result,
             direct,
             paging,
+            calls: 1,
         })
     }
 

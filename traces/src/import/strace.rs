@@ -38,6 +38,35 @@ pub struct StraceInfo {
     pub other_lines: u64,
     /// Whether descriptors carried their paths (`-y`).
     pub with_paths: bool,
+    /// First timestamp to last, nanoseconds.
+    pub span_ns: u64,
+    /// Calls by their duration (`-T`), in microseconds: `[k]` counts
+    /// calls of k µs (the last: 1 ms and more).
+    pub durations_us: Vec<u64>,
+}
+
+impl StraceInfo {
+    /// The tracer stopped the traced threads this many times: each call
+    /// and each signal.
+    pub fn stops(&self) -> u64 {
+        self.calls + self.other_lines
+    }
+
+    /// The tracer's share of each call's recorded duration: `-T` times a
+    /// call from its entry stop to its exit stop, so even a call that takes
+    /// the kernel a microsecond shows the tracer's handling. The fastest
+    /// tenth of the calls are nothing else; their duration is taken as it.
+    pub fn in_call_ns(&self) -> u64 {
+        let total: u64 = self.durations_us.iter().sum();
+        let mut seen = 0;
+        for (us, n) in self.durations_us.iter().enumerate() {
+            seen += n;
+            if seen * 10 >= total && total > 0 {
+                return us as u64 * 1000;
+            }
+        }
+        0
+    }
 }
 
 /// Whether `line` looks like strace output with timestamps (for guessing
@@ -120,6 +149,11 @@ struct Reader<'s> {
     /// Folders seen (made, or holding a file opened): an fsync of one of
     /// them is a directory sync, whatever flags it was opened with.
     dirs: std::collections::HashSet<String>,
+    /// Per thread, the calls (and signal stops) since its last event.
+    pending: HashMap<u32, u32>,
+    /// The first and last timestamps seen.
+    first_ns: Option<u64>,
+    last_ns: u64,
     info: StraceInfo,
     first_pid: Option<u32>,
 }
@@ -135,7 +169,13 @@ pub fn read(
         unfinished: HashMap::new(),
         sizes: HashMap::new(),
         dirs: Default::default(),
-        info: StraceInfo::default(),
+        pending: HashMap::new(),
+        first_ns: None,
+        last_ns: 0,
+        info: StraceInfo {
+            durations_us: vec![0; 1001],
+            ..StraceInfo::default()
+        },
         first_pid: None,
     };
     let mut buf = Vec::new();
@@ -168,6 +208,7 @@ pub fn read(
         r.line(line, line_no)?;
     }
     r.info.unfinished = r.unfinished.len() as u64;
+    r.info.span_ns = r.last_ns.saturating_sub(r.first_ns.unwrap_or(r.last_ns));
     Ok(r.info)
 }
 
@@ -195,6 +236,13 @@ impl Reader<'_> {
         // Without -f there is one process and no pid column.
         let pid = pid.or(self.first_pid).unwrap_or(0);
         self.first_pid.get_or_insert(pid);
+        self.first_ns.get_or_insert(t_ns);
+        self.last_ns = self.last_ns.max(t_ns);
+        // Every line is a stop of the thread: a call, a half of one, a
+        // signal; the halves of one call count once (at its resumption).
+        if !rest.ends_with("<unfinished ...>") {
+            *self.pending.entry(pid).or_default() += 1;
+        }
         if rest.starts_with("+++") || rest.starts_with("---") {
             self.info.other_lines += 1;
             return Ok(());
@@ -242,6 +290,13 @@ impl Reader<'_> {
         let ok = ret.is_some_and(|v| v >= 0);
         let result = ret_text.split(" <").next().unwrap_or("").trim().to_string();
         self.info.calls += 1;
+        if let Some(slot) = self
+            .info
+            .durations_us
+            .get_mut(((dur_ns / 1000) as usize).min(1000))
+        {
+            *slot += 1;
+        }
         let task = self.task(pid);
         let event = |op: RawOp, path: String, direct: bool| RawEvent {
             t_ns,
@@ -255,6 +310,8 @@ impl Reader<'_> {
             result: result.clone(),
             direct,
             paging: false,
+            // Set by `emit`: the calls since this thread's last event.
+            calls: 0,
         };
         let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
         match name {
@@ -549,7 +606,8 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn emit(&mut self, e: RawEvent) {
+    fn emit(&mut self, mut e: RawEvent) {
+        e.calls = self.pending.remove(&e.tid).unwrap_or(0).max(1);
         (self.sink)(e);
     }
 }
