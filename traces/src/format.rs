@@ -192,7 +192,7 @@ pub struct Record {
     /// The traced tool's system calls this record ends since the thread's
     /// previous record (itself included): the tracer's stops in the gap
     /// before it, which a replay takes out (`# tracer-overhead-ns` each).
-    /// 0 where not counted (a run's own trace: no tracer).
+    /// 0 (or 1) where not counted: a run's own trace has no tracer.
     pub calls: u32,
 }
 
@@ -230,7 +230,8 @@ pub fn write_record(r: &Record, line: &mut Vec<u8>) {
     if let Some(p) = &r.to {
         escape(p, line);
     }
-    if r.calls > 0 {
+    // One call per record is the rule: written only where more.
+    if r.calls > 1 {
         let _ = write!(line, ",{}", r.calls);
     }
     line.push(b'\n');
@@ -551,6 +552,7 @@ mod tests {
             direct: true,
             path: Some(b"/case/a,b \"c\"\n%d\xff.txt".to_vec()),
             to: Some(b"C:\\x y\\z".to_vec()),
+            calls: 3,
         };
         let mut text = Vec::new();
         write_header(&mut text, &[("source".into(), "test\nline".into())]).unwrap();

@@ -987,6 +987,8 @@ mod tests {
             },
             "dup shares the position"
         );
+        // The dup left no event: its tracer stop is in this read's gap.
+        assert_eq!((ev[1].calls, ev[2].calls), (1, 2));
         assert_eq!(ev[2].path, "/ev/a.E01");
         assert_eq!(
             ev[4].op,
