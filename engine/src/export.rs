@@ -63,16 +63,42 @@ pub fn export(
 }
 
 /// TSK's mode string: name type / meta type and permission bits.
-fn mode_string(kind: &str, attributes: Option<i64>) -> &'static str {
-    let read_only = attributes.is_some_and(|a| a & 1 != 0);
-    match (kind, read_only) {
-        ("directory", false) => "d/drwxrwxrwx",
-        ("directory", true) => "d/dr-xr-xr-x",
-        ("virtual", _) => "v/v---------",
-        ("virtual-directory", _) => "V/V---------",
-        (_, false) => "r/rrwxrwxrwx",
-        (_, true) => "r/rr-xr-xr-x",
+/// The bodyfile's mode column as TSK prints it: the type (twice: the
+/// name's and the metadata's) and `rwx` triplets with set-user-ID,
+/// set-group-ID and sticky bits. Cases before schema version 4 have no
+/// stored mode: it comes from the read-only attribute bit, as FAT's.
+fn mode_string(kind: &str, attributes: Option<i64>, owner: Option<[i64; 3]>) -> String {
+    let t = match kind {
+        "directory" => 'd',
+        "virtual" => 'v',
+        "virtual-directory" => 'V',
+        "symlink" => 'l',
+        "fifo" => 'p',
+        "char-device" => 'c',
+        "block-device" => 'b',
+        "socket" => 's',
+        _ => 'r',
+    };
+    let mode = match owner {
+        Some([m, ..]) => m,
+        None if matches!(t, 'v' | 'V') => 0,
+        None if attributes.is_some_and(|a| a & 1 != 0) => 0o555,
+        None => 0o777,
+    };
+    let mut out = format!("{t}/{t}");
+    // (read, write, execute, special bit, its letter) per class.
+    for (shift, special, letter) in [(6, 0o4000, 's'), (3, 0o2000, 's'), (0, 0o1000, 't')] {
+        let bits = (mode >> shift) & 7;
+        out.push(if bits & 4 != 0 { 'r' } else { '-' });
+        out.push(if bits & 2 != 0 { 'w' } else { '-' });
+        out.push(match (bits & 1 != 0, mode & special != 0) {
+            (true, true) => letter,
+            (false, true) => letter.to_ascii_uppercase(),
+            (true, false) => 'x',
+            (false, false) => '-',
+        });
     }
+    out
 }
 
 /// `\xNN` for each character `escaped` picks, and for `\` itself, so that
@@ -102,12 +128,14 @@ fn bodyfile_line(r: &Row, out: &mut dyn Write) -> Result<(), ExportError> {
     let t = |v: Option<i64>| v.unwrap_or(0);
     writeln!(
         out,
-        "{}|/{}{}|{}|{}|0|0|{}|{}|{}|{}|{}",
+        "{}|/{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
         r.md5.as_deref().unwrap_or("0"),
         bodyfile_field(&r.path),
         if r.allocated { "" } else { " (deleted)" },
         bodyfile_field(r.meta_addr.as_deref().unwrap_or("0")),
-        mode_string(&r.kind, r.attributes),
+        mode_string(&r.kind, r.attributes, r.owner),
+        r.owner.map_or(0, |o| o[1]),
+        r.owner.map_or(0, |o| o[2]),
         r.size,
         t(r.times[0]),
         t(r.times[1]),
@@ -334,7 +362,39 @@ mod tests {
             assert_eq!(csv_field(f), format!("'{f}"));
         }
         assert_eq!(csv_field("a-b=c"), "a-b=c");
-        assert_eq!(mode_string("directory", Some(0x10)), "d/drwxrwxrwx");
-        assert_eq!(mode_string("file", Some(0x21)), "r/rr-xr-xr-x");
+        // Older cases: from the read-only bit.
+        assert_eq!(mode_string("directory", Some(0x10), None), "d/drwxrwxrwx");
+        assert_eq!(mode_string("file", Some(0x21), None), "r/rr-xr-xr-x");
+        assert_eq!(mode_string("virtual", Some(0), None), "v/v---------");
+        // Stored modes, as TSK prints them (ls's letters for the special
+        // bits: lower case over execute, upper case without).
+        assert_eq!(
+            mode_string("file", None, Some([0o644, 0, 0])),
+            "r/rrw-r--r--"
+        );
+        assert_eq!(
+            mode_string("symlink", None, Some([0o777, 0, 0])),
+            "l/lrwxrwxrwx"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o4755, 0, 0])),
+            "r/rrwsr-xr-x"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o2644, 0, 0])),
+            "r/rrw-r-Sr--"
+        );
+        assert_eq!(
+            mode_string("directory", None, Some([0o1777, 0, 0])),
+            "d/drwxrwxrwt"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o1776, 0, 0])),
+            "r/rrwxrwxrwT"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o111, 0, 0])),
+            "r/r--x--x--x"
+        );
     }
 }

@@ -311,6 +311,7 @@ pub(crate) fn structure_record(
         time_base: TimeBase::LocalWallClock,
         allocated: true,
         attributes: 0,
+        owner: crate::record::Owner::default(),
         content,
         slack: Vec::new(),
         recovery: Recovery::Allocated,

@@ -282,6 +282,51 @@ impl Recovery {
     }
 }
 
+/// Permissions and owner of a record, as The Sleuth Kit reports them. Unix
+/// file systems store them; for the others TSK derives them from the
+/// attribute bits, and so does this crate, rule for rule (FAT and exFAT:
+/// `r-x` for everyone when read-only, else `rwx`; NTFS: `x` always, `r`
+/// unless read-only, `w` unless hidden, the owner id of
+/// `$STANDARD_INFORMATION` as UID).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Owner {
+    /// Permission bits, `0o7777` (set-user-ID, set-group-ID and sticky
+    /// included).
+    pub mode: u16,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+
+impl Owner {
+    /// Read, write and execute for everyone, or read and execute where
+    /// `read_only`: TSK's rule for FAT and exFAT.
+    pub fn fat(read_only: bool) -> Owner {
+        Owner {
+            mode: if read_only { 0o555 } else { 0o777 },
+            ..Owner::default()
+        }
+    }
+
+    /// TSK's rule for NTFS's DOS attribute bits: execute always, read
+    /// unless read-only (bit 0), write unless hidden (bit 1).
+    pub fn ntfs(attributes: u32, owner_id: u32) -> Owner {
+        let mut mode = 0o111;
+        if attributes & 1 == 0 {
+            mode |= 0o444;
+        }
+        if attributes & 2 == 0 {
+            mode |= 0o222;
+        }
+        Owner {
+            mode,
+            uid: owner_id,
+            gid: 0,
+        }
+    }
+}
+
 /// One name in a file system, as a walk yields it.
 ///
 /// Names are kept verbatim (they may contain `/`, NUL, control characters or
@@ -320,6 +365,9 @@ pub struct FileRecord {
     pub allocated: bool,
     /// File-system attribute bits (FAT attribute byte; NTFS file attributes).
     pub attributes: u32,
+    /// Permissions and owner as TSK reports them (`fls -m`'s mode, UID and
+    /// GID columns).
+    pub owner: Owner,
     /// Where the content is.
     pub content: Content,
     /// File slack: stored bytes after the end of the content up to the end

@@ -306,6 +306,7 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
                 recovery: "allocated",
                 recoverable: true,
                 attributes: 0,
+                owner: [0o644, 0, 0],
                 times: [None; 4],
                 fn_times: [None; 4],
                 content: StoredContent::Runs(Extents::single(*at as u64, *len as u64)),

@@ -38,6 +38,7 @@ mod evidence_reads;
 mod ewf_convert;
 mod ewf_real_images;
 mod floors;
+mod forensics_samples;
 mod fuzz_replay;
 mod index_corpus;
 mod index_formats;

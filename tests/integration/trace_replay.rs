@@ -205,6 +205,46 @@ fn a_replay_moves_exactly_the_trace_bytes_and_leaves_the_evidence_alone() {
     assert!(!replay.join("case/replay").join("image.dd").exists());
     // run.json is where the case channel is; a second replay needs --force.
     assert!(replay.join("case/run.json").exists());
+    // A replay's run.json is a recorded run for predict (and so advise):
+    // the same devices on both sides give back the replay's own stages.
+    let same = common::run_ok(
+        common::caseload()
+            .args(["predict", "--json", "--run"])
+            .arg(replay.join("case/run.json"))
+            .args(["--from", "ftk4-base", "--devices", "ftk4-base"]),
+    );
+    let same: Value = serde_json::from_slice(&same.stdout).unwrap();
+    let predicted: Vec<&str> = same["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(predicted, names, "predict's stages are the replay's");
+    for (p, r) in same["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(run["stages"].as_array().unwrap())
+    {
+        let (ps, rs) = (
+            p["predicted_s"].as_f64().unwrap(),
+            r["wall_seconds"].as_f64().unwrap(),
+        );
+        assert!((ps - rs).abs() < 1e-6, "{}: {ps} against {rs}", p["name"]);
+    }
+    let faster = common::run_ok(
+        common::caseload()
+            .args(["predict", "--json", "--run"])
+            .arg(replay.join("case/run.json"))
+            .args(["--from", "ftk4-base", "--devices", "ftk4-high-end"]),
+    );
+    let faster: Value = serde_json::from_slice(&faster.stdout).unwrap();
+    let total = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        total(&faster, "predicted_total_s") <= total(&same, "predicted_total_s"),
+        "faster devices predict no slower: {faster}"
+    );
     let again = replay_cmd(&[]).output().unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));

@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The schema version stored in `meta` (`schema_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 /// Oldest schema version that readers (export) still open.
 pub const OLDEST_READABLE_SCHEMA: u32 = 1;
 

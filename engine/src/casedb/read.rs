@@ -688,44 +688,57 @@ impl CaseReader {
         f: &mut dyn FnMut(ListedFile) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut stopped: Option<E> = None;
-        let listed = self.conn()?.for_each(
+        // Cases before schema version 4 have no mode, uid or gid.
+        let owner = if self.schema_version()?.parse::<u32>().unwrap_or(0) >= 4 {
+            "f.mode, f.uid, f.gid"
+        } else {
+            "NULL, NULL, NULL"
+        };
+        let sql = format!(
             "SELECT f.id, v.slot, v.\"offset\", v.fs_type, f.meta_addr, f.path, f.name, f.short_name, f.kind, f.size,
                     f.allocated, f.recovery, f.attributes, f.atime, f.mtime, f.ctime, f.crtime, f.extents, f.md5, f.sha1, f.sha256,
-                    f.signature, f.extension_mismatch, f.entropy, f.duplicate_group, f.kff
-             FROM files f JOIN volumes v ON v.id = f.volume_id ORDER BY f.volume_id, f.id",
-            &[],
-            &mut |mut r| {
-                let file = ListedFile {
-                    id: r.get(0)?,
-                    volume_slot: r.get(1)?,
-                    volume_offset: r.get(2)?,
-                    fs_type: r.get(3)?,
-                    meta_addr: r.get(4)?,
-                    path: r.get(5)?,
-                    name: r.get(6)?,
-                    short_name: r.get(7)?,
-                    kind: r.get(8)?,
-                    size: r.get(9)?,
-                    allocated: r.get(10)?,
-                    recovery: r.get(11)?,
-                    attributes: r.get(12)?,
-                    times: [r.get(13)?, r.get(14)?, r.get(15)?, r.get(16)?],
-                    extents: r.get(17)?,
-                    md5: r.get(18)?,
-                    sha1: r.get(19)?,
-                    sha256: r.get(20)?,
-                    signature: r.get(21)?,
-                    extension_mismatch: r.get(22)?,
-                    entropy: r.get(23)?,
-                    duplicate_group: r.get(24)?,
-                    kff: r.get(25)?,
-                };
-                f(file).map_err(|e| {
-                    stopped = Some(e);
-                    DbError::Writer("listing stopped".into())
-                })
-            },
+                    f.signature, f.extension_mismatch, f.entropy, f.duplicate_group, f.kff, {owner}
+             FROM files f JOIN volumes v ON v.id = f.volume_id ORDER BY f.volume_id, f.id"
         );
+        let listed = self.conn()?.for_each(&sql, &[], &mut |mut r| {
+            let file = ListedFile {
+                id: r.get(0)?,
+                volume_slot: r.get(1)?,
+                volume_offset: r.get(2)?,
+                fs_type: r.get(3)?,
+                meta_addr: r.get(4)?,
+                path: r.get(5)?,
+                name: r.get(6)?,
+                short_name: r.get(7)?,
+                kind: r.get(8)?,
+                size: r.get(9)?,
+                allocated: r.get(10)?,
+                recovery: r.get(11)?,
+                attributes: r.get(12)?,
+                times: [r.get(13)?, r.get(14)?, r.get(15)?, r.get(16)?],
+                extents: r.get(17)?,
+                md5: r.get(18)?,
+                sha1: r.get(19)?,
+                sha256: r.get(20)?,
+                signature: r.get(21)?,
+                extension_mismatch: r.get(22)?,
+                entropy: r.get(23)?,
+                duplicate_group: r.get(24)?,
+                kff: r.get(25)?,
+                owner: match (
+                    r.get::<Option<i64>>(26)?,
+                    r.get::<Option<i64>>(27)?,
+                    r.get::<Option<i64>>(28)?,
+                ) {
+                    (Some(m), Some(u), Some(g)) => Some([m, u, g]),
+                    _ => None,
+                },
+            };
+            f(file).map_err(|e| {
+                stopped = Some(e);
+                DbError::Writer("listing stopped".into())
+            })
+        });
         match (stopped, listed) {
             (Some(e), _) => Err(e),
             (None, r) => r.map_err(E::from),

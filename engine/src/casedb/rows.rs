@@ -307,6 +307,9 @@ pub struct NewFile {
     pub recoverable: bool,
     /// File-system attribute bits.
     pub attributes: i64,
+    /// Permission bits, user id and group id, as TSK reports them (`fls
+    /// -m`'s mode, UID and GID).
+    pub owner: [i64; 3],
     /// Modified, accessed, changed, created (Unix seconds).
     pub times: [Option<i64>; 4],
     /// NTFS $FILE_NAME times.
@@ -584,6 +587,9 @@ pub struct ListedFile {
     pub recovery: String,
     /// Attribute bits.
     pub attributes: Option<i64>,
+    /// Permission bits, user id and group id (cases of schema version 4
+    /// on).
+    pub owner: Option<[i64; 3]>,
     /// Accessed, modified, changed, created.
     pub times: [Option<i64>; 4],
     /// Stored extents text.

@@ -283,8 +283,8 @@ impl Write {
                 let (extents, encoding, first_offset, resident) = f.content.columns();
                 let sql = "INSERT INTO files (volume_id, meta_addr, path, name, raw_name, short_name, kind, size, allocated, recovery, recoverable,
                                 attributes, mtime, atime, ctime, crtime, fn_mtime, fn_atime, fn_ctime, fn_crtime,
-                                extents, encoding, first_offset, resident_data, slack)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)";
+                                extents, encoding, first_offset, resident_data, slack, mode, uid, gid)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
                 let params = [
                     f.volume_id.into(),
                     f.meta_addr.clone().into(),
@@ -311,6 +311,9 @@ impl Write {
                     first_offset.into(),
                     resident.into(),
                     f.slack.as_ref().map(|s| s.encode()).into(),
+                    f.owner[0].into(),
+                    f.owner[1].into(),
+                    f.owner[2].into(),
                 ];
                 if f.errors.is_empty() {
                     conn.execute(sql, &params)?;

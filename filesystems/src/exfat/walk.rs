@@ -18,6 +18,10 @@ use crate::read::{ReadAt, read_full};
 use crate::record::{Content, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times};
 use crate::walk::{Sink, WalkSummary};
 
+/// TSK's mode for exFAT's structure entries (label, bitmap, up-case
+/// table): execute bits only.
+const STRUCTURE_MODE: u16 = 0o111;
+
 /// Largest directory read: the exFAT specification's 256 MiB.
 const MAX_DIR_BYTES: u64 = 256 * 1024 * 1024;
 /// Directories are read in chunks of this many bytes.
@@ -659,6 +663,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             time_base,
             allocated: name_allocated,
             attributes: u32::from(attr),
+            owner: crate::record::Owner::fat(attr & entry::ATTR_READ_ONLY != 0),
             content,
             slack,
             recovery,
@@ -678,7 +683,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
         } else {
             ("$EMPTY_VOLUME_LABEL".to_string(), Vec::new())
         };
-        structure_record(
+        let mut rec = structure_record(
             path,
             name,
             raw,
@@ -687,7 +692,10 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             0,
             Content::None,
             errors,
-        )
+        );
+        // TSK gives exFAT's structure entries execute bits only.
+        rec.owner.mode = STRUCTURE_MODE;
+        rec
     }
 
     /// A record for an allocation bitmap, up-case table, volume GUID or
@@ -714,7 +722,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             _ => ("$TEX_FAT", 0, Content::None),
         };
         let raw = name.as_bytes().to_vec();
-        structure_record(
+        let mut rec = structure_record(
             path,
             name.to_string(),
             raw,
@@ -723,7 +731,9 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             size,
             content,
             Vec::new(),
-        )
+        );
+        rec.owner.mode = STRUCTURE_MODE;
+        rec
     }
 
     /// TSK's virtual files: `$MBR`, `$FAT1` (`$FAT2`), `$OrphanFiles`,

@@ -520,6 +520,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             time_base: TimeBase::LocalWallClock,
             allocated,
             attributes: u32::from(attr),
+            owner: crate::record::Owner::fat(attr & dir::ATTR_READ_ONLY != 0),
             content,
             slack,
             recovery,

@@ -31,8 +31,8 @@ use crate::error::{ErrorKind, FsError, ProcessingError};
 use crate::name::hostile_reason;
 use crate::read::{ReadAt, read_full};
 use crate::record::{
-    Content, Encoding, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times,
-    clip_runs, push_run,
+    Content, Encoding, Extent, FileKind, FileRecord, MetaAddr, Owner, Recovery, Run, TimeBase,
+    Times, clip_runs, push_run,
 };
 use crate::walk::{Sink, WalkSummary};
 
@@ -1067,6 +1067,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             time_base: TimeBase::Utc,
             allocated,
             attributes: 0,
+            owner: Owner::default(),
             content: Content::None,
             slack: Vec::new(),
             recovery: if allocated {
@@ -1102,6 +1103,9 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                             accessed: t(24),
                         };
                         base.attributes = crate::bytes::u32_at(v, 32).unwrap_or(0);
+                        // NTFS 3.0's longer form holds the owner id.
+                        let owner_id = crate::bytes::u32_at(v, 48).unwrap_or(0);
+                        base.owner = Owner::ntfs(base.attributes, owner_id);
                     }
                 }
                 ATTR_FILE_NAME => {
@@ -1206,6 +1210,7 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             time_base: TimeBase::Utc,
             allocated: true,
             attributes: 0,
+            owner: Owner::default(),
             content: Content::None,
             slack: Vec::new(),
             recovery: Recovery::Allocated,

@@ -156,7 +156,11 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             let id = file_id(reply, conn)?;
             let obj = FILE_OBJ_BASE + id;
             let fs_obj = FS_OBJ_BASE + f.volume_id;
-            let (parent_path, _) = split_path(&f.path);
+            // TSK's parent paths start at the root: `/`, `/dir/`.
+            let parent_path = match split_path(&f.path).0 {
+                p if p.starts_with('/') => p.to_string(),
+                p => format!("/{p}"),
+            };
             // The parent directory's object: TSK looks it up for every
             // file it adds (the root's parent is the file system).
             let parent = match parent_path.trim_end_matches('/').rsplit_once('/') {
@@ -192,7 +196,8 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 allocated: f.allocated,
                 size: f.size,
                 times: f.times,
-                parent_path: parent_path.to_string(),
+                owner: f.owner,
+                parent_path: parent_path.clone(),
                 extension,
             };
             row.insert(conn, &runs)?;
@@ -256,6 +261,28 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 .insert(conn, &slack)?;
             }
         }
+        (Write::VolumeFs(v), _) => {
+            // TSK_FS_TYPE_ENUM, as tsk_loaddb stores it (checked against
+            // tsk_loaddb on each file system).
+            let code: i64 = match v.fs_type.as_str() {
+                "NTFS" => 0x1,
+                "FAT12" => 0x2,
+                "FAT16" => 0x4,
+                "FAT32" => 0x8,
+                "exFAT" => 0xa,
+                "Ext2" => 0x80,
+                "Ext3" => 0x100,
+                "Ext4" => 0x2000,
+                "HFS+" => 0x1000,
+                "ISO9660" => 0x800,
+                "APFS" => 0x10000,
+                _ => 0,
+            };
+            conn.execute(
+                "UPDATE tsk_fs_info SET fs_type = ?1 WHERE obj_id = ?2",
+                &[code.into(), (FS_OBJ_BASE + v.volume_id).into()],
+            )?;
+        }
         (Write::FileDigests(d), _) => {
             // Autopsy's hash lookup and file type modules each update the
             // file's row; caseload records both results at once.
@@ -291,6 +318,8 @@ struct TskFile {
     allocated: bool,
     size: u64,
     times: [Option<i64>; 4],
+    /// Permission bits, user and group id.
+    owner: [i64; 3],
     parent_path: String,
     extension: Option<String>,
 }
@@ -303,7 +332,7 @@ impl TskFile {
             "INSERT INTO tsk_files (obj_id, fs_obj_id, data_source_obj_id, attr_type, attr_id, name, meta_addr, meta_seq, type, has_layout,
                 has_path, dir_type, meta_type, dir_flags, meta_flags, size, ctime, crtime, atime, mtime, mode, uid, gid, md5, known,
                 parent_path, mime_type, extension)
-             VALUES (?1, ?2, 1, ?3, 0, ?4, ?5, 0, ?6, ?7, 1, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, 0, 0, NULL, 0, ?17, NULL, ?18)",
+             VALUES (?1, ?2, 1, ?3, 0, ?4, ?5, 0, ?6, ?7, 1, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?19, ?20, ?21, NULL, 0, ?17, NULL, ?18)",
             &[
                 self.obj.into(),
                 self.fs_obj.into(),
@@ -327,6 +356,9 @@ impl TskFile {
                 mtime.into(),
                 self.parent_path.clone().into(),
                 self.extension.clone().into(),
+                self.owner[0].into(),
+                self.owner[1].into(),
+                self.owner[2].into(),
             ],
         )?;
         for (seq, (start, len)) in runs.iter().enumerate() {

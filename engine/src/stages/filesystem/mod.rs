@@ -171,6 +171,11 @@ fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
         recovery: recovery_name(rec.recovery),
         recoverable: rec.recoverable(),
         attributes: i64::from(rec.attributes),
+        owner: [
+            i64::from(rec.owner.mode),
+            i64::from(rec.owner.uid),
+            i64::from(rec.owner.gid),
+        ],
         times: [
             secs(t.modified),
             secs(t.accessed),

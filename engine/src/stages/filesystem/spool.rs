@@ -36,6 +36,8 @@ struct File {
     recovery: String,
     recoverable: bool,
     attributes: i64,
+    #[serde(default)]
+    owner: [i64; 3],
     times: [Option<i64>; 4],
     fn_times: [Option<i64>; 4],
     content: Content,
@@ -76,6 +78,7 @@ impl File {
             recovery: f.recovery.to_string(),
             recoverable: f.recoverable,
             attributes: f.attributes,
+            owner: f.owner,
             times: f.times,
             fn_times: f.fn_times,
             content: match f.content {
@@ -139,6 +142,7 @@ impl File {
             recovery: named(&self.recovery, &super::RECOVERIES)?,
             recoverable: self.recoverable,
             attributes: self.attributes,
+            owner: self.owner,
             times: self.times,
             fn_times: self.fn_times,
             content,
