@@ -61,8 +61,11 @@ pub(crate) trait Layout: Send + Sync {
 
 /// Inflated units kept for the next read of the same grain or cluster.
 pub(crate) struct UnitCache {
-    entries: Mutex<Vec<(usize, u64, Arc<Vec<u8>>)>>,
+    entries: Mutex<Vec<Unit>>,
 }
+
+/// An inflated unit: its file, its offset there, its bytes.
+type Unit = (usize, u64, Arc<Vec<u8>>);
 
 /// Inflated units kept at most (a few grains; a QCOW2 cluster is at most
 /// 2 MiB, a grain at most [`crate::vmdk`]'s cap).

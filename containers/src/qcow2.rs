@@ -70,7 +70,7 @@ impl Layout for Qcow2 {
         }
         let l2_at = l2 + (cluster_index % l2_entries) * entry_size;
         let path = || files.path(self.file).to_path_buf();
-        if l2 % cluster != 0 {
+        if !l2.is_multiple_of(cluster) {
             return Err(ContainerError::Corrupt {
                 start: unit.0,
                 end: unit.1,
@@ -139,7 +139,7 @@ impl Qcow2 {
         unit: (u64, u64),
     ) -> Result<Mapping, ContainerError> {
         let cluster = 1u64 << self.cluster_bits;
-        if host % cluster != 0 {
+        if !host.is_multiple_of(cluster) {
             return Err(ContainerError::Corrupt {
                 start: unit.0,
                 end: unit.1,
@@ -260,7 +260,7 @@ pub(crate) fn open(
             "QCOW2 L1 table has {l1_entries} entries, {needed} are needed: the media past them reads as zeros"
         ));
     }
-    if l1 % 512 != 0 || l1.saturating_add(l1_entries.min(needed) * 8) > files.len(main) {
+    if !l1.is_multiple_of(512) || l1.saturating_add(l1_entries.min(needed) * 8) > files.len(main) {
         return Err(format(
             &path,
             40,

@@ -203,12 +203,15 @@ fn current_header(
     Ok(h)
 }
 
-/// The valid region table: (BAT offset, length), (metadata offset, length).
+/// A region's file offset and length.
+type Region = (u64, u64);
+
+/// The valid region table's BAT and metadata regions.
 fn regions(
     files: &Files,
     main: usize,
     notes: &mut Vec<String>,
-) -> Result<((u64, u64), (u64, u64)), ContainerError> {
+) -> Result<(Region, Region), ContainerError> {
     let path = files.path(main);
     let mut table = None;
     for (i, at) in [3 * KIB64, 4 * KIB64].into_iter().enumerate() {
@@ -253,7 +256,7 @@ fn regions(
                 ),
             ));
         }
-        if offset % MIB != 0 || offset < MIB {
+        if !offset.is_multiple_of(MIB) || offset < MIB {
             return Err(format(
                 path,
                 here,

@@ -143,9 +143,14 @@ impl Sparse {
         let span = self.grain * self.gtes;
         let err = |e: ContainerError| e.at_media(unit.0, unit.1);
         let gde_at = self.gd + (rel / span) * 4;
+        // An unreadable grain directory entry or table loses every grain
+        // the table maps.
+        let table_start = rel - rel % span;
+        let table_end = (table_start.saturating_add(span)).min(self.capacity);
+        let table_err = |e: ContainerError| e.at_media(base + table_start, base + table_end);
         let gde = files
             .u32_le(self.file, gde_at, "grain directory entry")
-            .map_err(err)?;
+            .map_err(table_err)?;
         if gde == 0 {
             return Ok(Mapping {
                 len: span - rel % span,
@@ -159,7 +164,7 @@ impl Sparse {
         let gte_at = u64::from(gde) * SECTOR + ((rel % span) / self.grain) * 4;
         let gte = files
             .u32_le(self.file, gte_at, "grain table entry")
-            .map_err(err)?;
+            .map_err(table_err)?;
         let within = rel - grain_start;
         let len = self.grain - within;
         // 0: never written; 1: written as zeros (VMDK 2's zeroed-grain entry).
