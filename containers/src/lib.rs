@@ -45,6 +45,18 @@
 //! # }
 //! ```
 //!
+//! # For an evidence source
+//!
+//! The engine implements [`Backing`] over its channel's read-only file
+//! (caching the file's length), checks EWF's signature first, then asks
+//! [`detect`]; a container opens with [`Container::open`], handing the
+//! main file and an opener that opens further files on the same channel.
+//! [`Container::media_size`], [`Container::read_at`] and
+//! [`Container::damage_unit`] answer the source's `size`, `read_at` and
+//! `damage_unit`; [`Container::files`] and [`Container::notes`] its
+//! record. A [`ContainerError::Corrupt`] carries the damaged media range
+//! ([`ContainerError::media_range`]) for the source's sector-range error.
+//!
 //! # What each format reads
 //!
 //! - VMDK: hosted sparse extents (`KDMV`: monolithicSparse,
@@ -63,6 +75,8 @@
 //! - QCOW2: v2 and v3, L1/L2, zero clusters, deflate-compressed clusters,
 //!   extended L2 (subclusters). Refused: backing files, encryption,
 //!   external data files, zstd compression, unknown incompatible features.
+
+#![warn(missing_docs)]
 
 mod error;
 mod io;
@@ -332,5 +346,62 @@ impl Container {
             len: m.len.clamp(1, self.size - offset),
             stored: !matches!(m.piece, Piece::Zero),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_is_strict() {
+        let mut head = vec![0u8; 512];
+        let tail = vec![0u8; 512];
+        assert_eq!(detect_bytes(&head, &tail), None);
+        head[..8].copy_from_slice(b"EVF\x09\x0d\x0a\xff\x00");
+        assert_eq!(detect_bytes(&head, &tail), None);
+        // Magic numbers without sane fields are not enough.
+        head[..8].copy_from_slice(b"KDMV\x07\0\0\0");
+        assert_eq!(detect_bytes(&head, &tail), None);
+        head[..8].copy_from_slice(b"QFI\xfb\0\0\0\x09");
+        assert_eq!(detect_bytes(&head, &tail), None);
+        let mut t = tail.clone();
+        t[..8].copy_from_slice(b"conectix");
+        t[60..64].copy_from_slice(&3u32.to_be_bytes());
+        assert_eq!(
+            detect_bytes(&head, &t),
+            None,
+            "VHD footer with a bad checksum"
+        );
+        let sum = t.iter().fold(0u32, |s, &b| s.wrapping_add(u32::from(b)));
+        t[64..68].copy_from_slice(&(!sum).to_be_bytes());
+        assert_eq!(detect_bytes(&head, &t), Some(ContainerKind::Vhd));
+        // A sane sparse header and a descriptor are.
+        let mut k = vec![0u8; 512];
+        k[..8].copy_from_slice(b"KDMV\x01\0\0\0");
+        k[20..28].copy_from_slice(&128u64.to_le_bytes());
+        k[44..48].copy_from_slice(&512u32.to_le_bytes());
+        assert_eq!(detect_bytes(&k, &tail), Some(ContainerKind::Vmdk));
+        assert_eq!(
+            detect_bytes(b"# Disk DescriptorFile\nversion=1\n", &[]),
+            Some(ContainerKind::Vmdk)
+        );
+        assert_eq!(detect_bytes(b"# Disk Descriptor", &[]), None);
+        assert_eq!(detect_bytes(&[], &[]), None);
+    }
+
+    #[test]
+    fn empty_and_tiny_backings_are_not_containers() {
+        let opener =
+            |_: &Path| -> std::io::Result<Box<dyn Backing>> { Err(std::io::Error::other("none")) };
+        for bytes in [
+            Vec::new(),
+            b"KDMV".to_vec(),
+            b"vhdxfile".to_vec(),
+            b"QFI\xfb\0\0\0\x03".to_vec(),
+        ] {
+            let r = Container::open(Path::new("x"), Box::new(bytes), &opener);
+            assert!(r.is_err());
+        }
     }
 }

@@ -124,6 +124,34 @@ fn vmdk_stream_optimized() {
     check_media(&c, &case.raw);
     libyal_size("vmdkinfo", &case.image, c.media_size());
     tsk_agrees(&case.image, &c);
+    // As VMware streams it: the header's grain directory offset is
+    // GD_AT_END and the footer (marker, header copy, end-of-stream) says
+    // where it is. qemu writes the directory's place in the header, so
+    // move it to a footer.
+    let mut img = std::fs::read(&case.image).unwrap();
+    let header = img[..512].to_vec();
+    img.truncate(img.len() - 512); // the end-of-stream marker
+    let mut marker = vec![0u8; 512];
+    marker[12..16].copy_from_slice(&3u32.to_le_bytes()); // footer marker
+    img.extend_from_slice(&marker);
+    img.extend_from_slice(&header);
+    img.extend_from_slice(&[0u8; 512]);
+    img[56..64].copy_from_slice(&u64::MAX.to_le_bytes());
+    let streamed = case.dir.join("streamed.vmdk");
+    std::fs::write(&streamed, &img).unwrap();
+    let c = Container::open_path(&streamed, &FileBacking::opener).unwrap();
+    check_media(&c, &case.raw);
+    libyal_size("vmdkinfo", &streamed, c.media_size());
+    assert!(
+        qemu_raw(&streamed, &case.dir) == case.raw,
+        "qemu-img reads the footer too"
+    );
+    // Without the footer, a clear error.
+    img.truncate(img.len() - 1024);
+    img.extend_from_slice(&[0u8; 1024]);
+    std::fs::write(&streamed, &img).unwrap();
+    let e = Container::open_path(&streamed, &FileBacking::opener).unwrap_err();
+    assert!(e.to_string().contains("footer"), "{e}");
 }
 
 #[test]
