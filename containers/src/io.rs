@@ -109,6 +109,10 @@ impl Backing for FileBacking {
     }
 }
 
+/// Opens a file a container names (a VMDK descriptor's extents, relative
+/// to the descriptor's folder), so the caller can count its reads.
+pub type Opener<'a> = dyn Fn(&Path) -> io::Result<Box<dyn Backing>> + 'a;
+
 /// Size of one page of the table cache.
 const PAGE: u64 = 64 << 10;
 /// Pages the table cache holds (4 MiB): grain tables, L2 tables and BATs

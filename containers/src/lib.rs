@@ -87,16 +87,12 @@ mod vhdx;
 mod vmdk;
 
 pub use error::ContainerError;
-pub use io::{Backing, FileBacking};
+pub use io::{Backing, FileBacking, Opener};
 
 use io::Files;
 use map::{Layout, Piece, UnitCache};
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// Opens a file a container names (a VMDK descriptor's extents, relative
-/// to the descriptor's folder), so the caller can count its reads.
-pub type Opener<'a> = dyn Fn(&Path) -> std::io::Result<Box<dyn Backing>> + 'a;
 
 /// The container formats read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -179,14 +175,6 @@ pub fn detect_bytes(head: &[u8], tail: &[u8]) -> Option<ContainerKind> {
         return Some(ContainerKind::Vhd);
     }
     None
-}
-
-/// What a format's parser hands back.
-pub(crate) struct Opened {
-    pub(crate) variant: String,
-    pub(crate) size: u64,
-    pub(crate) unit: u64,
-    pub(crate) layout: Box<dyn Layout>,
 }
 
 /// A run of media bytes and whether the container stores data for it.

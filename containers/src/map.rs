@@ -53,6 +53,17 @@ pub(crate) struct Mapping {
     pub(crate) unit: (u64, u64),
 }
 
+/// What a format's parser hands back.
+pub(crate) struct Opened {
+    /// The format's name of its variant.
+    pub(crate) variant: String,
+    /// Media size in bytes.
+    pub(crate) size: u64,
+    /// The damage unit.
+    pub(crate) unit: u64,
+    pub(crate) layout: Box<dyn Layout>,
+}
+
 /// A format's view of its media.
 pub(crate) trait Layout: Send + Sync {
     /// The run of media bytes starting at `offset` (< media size).
@@ -68,7 +79,7 @@ pub(crate) struct UnitCache {
 type Unit = (usize, u64, Arc<Vec<u8>>);
 
 /// Inflated units kept at most (a few grains; a QCOW2 cluster is at most
-/// 2 MiB, a grain at most [`crate::vmdk`]'s cap).
+/// 2 MiB, a VMDK grain at most 16 MiB).
 const UNITS: usize = 4;
 
 impl UnitCache {

@@ -2,10 +2,9 @@
 //! extended, with 32 subclusters), zero clusters, deflate-compressed
 //! clusters. Refcounts and snapshots are not needed to read the media.
 
-use crate::Opened;
 use crate::error::{ContainerError, format, unsupported};
 use crate::io::{Files, be32, be64};
-use crate::map::{Codec, Compressed, Layout, Mapping, Piece};
+use crate::map::{Codec, Compressed, Layout, Mapping, Opened, Piece};
 
 const OFFSET_MASK: u64 = 0x00ff_ffff_ffff_fe00;
 const COMPRESSED: u64 = 1 << 62;

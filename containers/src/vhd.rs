@@ -2,10 +2,9 @@
 //! `conectix` footer) and dynamic disks (footer copy, `cxsparse` header,
 //! block allocation table, blocks of a sector bitmap then data).
 
-use crate::Opened;
 use crate::error::{ContainerError, format, unsupported};
 use crate::io::{Files, be32, be64};
-use crate::map::{Layout, Mapping, Piece};
+use crate::map::{Layout, Mapping, Opened, Piece};
 
 const SECTOR: u64 = 512;
 const UNALLOCATED: u32 = u32::MAX;

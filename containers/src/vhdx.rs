@@ -3,10 +3,9 @@
 //! disk size, sector size, parent flag) and the BAT of payload blocks.
 //! Read-only: a log that still holds entries is noted, never replayed.
 
-use crate::Opened;
 use crate::error::{ContainerError, format, unsupported};
 use crate::io::{Files, crc32c, le16, le32, le64};
-use crate::map::{Layout, Mapping, Piece};
+use crate::map::{Layout, Mapping, Opened, Piece};
 
 const KIB64: u64 = 64 << 10;
 const MIB: u64 = 1 << 20;

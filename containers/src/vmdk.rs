@@ -3,9 +3,9 @@
 //! naming FLAT, SPARSE and ZERO extents.
 
 use crate::error::{ContainerError, format, unsupported};
+use crate::io::Opener;
 use crate::io::{Files, le16, le32, le64};
-use crate::map::{Codec, Compressed, Layout, Mapping, Piece};
-use crate::{Opened, Opener};
+use crate::map::{Codec, Compressed, Layout, Mapping, Opened, Piece};
 use std::path::{Component, Path, PathBuf};
 
 const SECTOR: u64 = 512;
