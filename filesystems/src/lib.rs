@@ -74,6 +74,7 @@ pub mod content;
 pub mod detect;
 pub mod error;
 pub mod exfat;
+pub mod ext;
 pub mod fat;
 pub mod kind;
 pub mod lznt1;
@@ -90,6 +91,7 @@ pub use content::ContentReader;
 pub use detect::{FsKind, detect_filesystem};
 pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
 pub use exfat::ExfatFs;
+pub use ext::ExtFs;
 pub use fat::FatFs;
 pub use ntfs::{NtfsFs, NtfsInfo};
 pub use read::{ReadAt, Window, read_exact_at, read_full};
@@ -108,6 +110,8 @@ pub enum FileSystem<R> {
     Ntfs(NtfsFs<R>),
     /// exFAT.
     ExFat(ExfatFs<R>),
+    /// ext2, ext3 or ext4 ([`FileSystem::kind`] tells which).
+    Ext(ExtFs<R>),
     /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
     /// parsed; stages that need no file system can still run over the bytes.
     Unsupported(FsKind),
@@ -120,6 +124,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.kind(),
             FileSystem::Ntfs(_) => FsKind::Ntfs,
             FileSystem::ExFat(_) => FsKind::ExFat,
+            FileSystem::Ext(e) => e.kind(),
             FileSystem::Unsupported(k) => *k,
         }
     }
@@ -135,6 +140,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.walk(visit),
             FileSystem::Ntfs(n) => n.walk(visit),
             FileSystem::ExFat(x) => x.walk(visit),
+            FileSystem::Ext(e) => e.walk(visit),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -145,6 +151,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(fs) => fs.unallocated_runs(f),
             FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
             FileSystem::ExFat(fs) => fs.unallocated_runs(f),
+            FileSystem::Ext(fs) => fs.unallocated_runs(f),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -155,6 +162,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => Some(f.boot_sector().cluster_size()),
             FileSystem::Ntfs(n) => Some(n.info().cluster_size),
             FileSystem::ExFat(x) => Some(x.boot_sector().cluster_size()),
+            FileSystem::Ext(e) => Some(e.block_size()),
             FileSystem::Unsupported(_) => None,
         }
     }
@@ -165,6 +173,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.open_errors(),
             FileSystem::Ntfs(n) => n.open_errors(),
             FileSystem::ExFat(x) => x.open_errors(),
+            FileSystem::Ext(e) => e.open_errors(),
             FileSystem::Unsupported(_) => &[],
         }
     }
@@ -182,6 +191,9 @@ pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileS
         }
         FsKind::Ntfs => FileSystem::Ntfs(NtfsFs::open(src, offset, len)?),
         FsKind::ExFat => FileSystem::ExFat(ExfatFs::open(src, offset, len)?),
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            FileSystem::Ext(ExtFs::open(src, offset, len)?)
+        }
         other => FileSystem::Unsupported(other),
     })
 }
