@@ -1,5 +1,5 @@
 //! Read-only parsers for volume systems (MBR with extended partitions, GPT)
-//! and file systems (FAT12/16/32, exFAT and NTFS; ext2/3/4 and others are
+//! and file systems (FAT12/16/32, exFAT, NTFS and ext2/3/4; others are
 //! detected and reported), over a positioned-read trait.
 //!
 //! Everything reads through [`ReadAt`]; nothing opens files or knows about
@@ -39,7 +39,7 @@
 //! Records follow TSK's model so a bodyfile built from them compares with
 //! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
 //! inode numbers (FAT and exFAT: from the entry's position; NTFS:
-//! `record-type-id`),
+//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
 //! recovered as TSK does, NTFS streams read as zeros past their valid-data
@@ -64,6 +64,13 @@
 //!   not decoded (compressed ones are decoded, as by TSK);
 //! - exFAT: see the [`exfat`] module for its own list (UTC offsets applied,
 //!   zeros past `ValidDataLength`, checksums checked).
+//! - ext2/3/4: see the [`ext`] module (names in directory slack and
+//!   orphan inodes found as TSK finds them; a fast symlink's content is its
+//!   target, not zeros; htree index blocks are not read as names; sparse
+//!   files larger than the volume are read whole; checksums checked; the
+//!   journal is not replayed). Record [`FileRecord::attributes`] holds
+//!   the inode's mode ([`ext::mode_type`] gives its type: symlinks,
+//!   devices, FIFOs and sockets are [`FileKind::File`]).
 
 mod bitmap;
 mod bytes;

@@ -21,9 +21,8 @@
 //!   TSK's `ext2fs_dent_parse_block` does: names in the slack of a live
 //!   entry's `rec_len`, entries with inode 0 and everything in a deleted
 //!   directory are deleted names. Hashed (htree) directories are read the
-//!   same way, all blocks as linear leaves: the `dx_root`/`dx_node` fake
-//!   entries fail the entry test (name length 0) and are skipped, as TSK
-//!   skips them. A name repeated with the same inode in one directory is
+//!   same way, all leaf blocks as linear ones; the index blocks
+//!   (`dx_root`, `dx_node`) are skipped (see below). A name repeated with the same inode in one directory is
 //!   listed once, the live copy winning. `.` and `..` are not listed.
 //! - A name's metadata is its inode as it stands now, allocated or not (by
 //!   the inode bitmap). A deleted name whose inode is allocated again
@@ -66,6 +65,14 @@
 //!   (`metadata_csum`, crc32c), block numbers past the volume (the map
 //!   stops there; TSK drops the whole content), extent trees that loop or
 //!   whose depths do not descend, absurd inline sizes.
+//! - An extent-mapped file with a hole longer than the volume has blocks
+//!   (a sparse file larger than the file system) is read whole; TSK
+//!   4.11.1's `icat` stops with "Invalid address in run" (the filler run
+//!   it makes for the hole fails its block-number check) and its `istat`
+//!   block list is cut short.
+//! - htree index blocks (`dx_root` past `..`, `dx_node` blocks) are not
+//!   parsed for names; TSK scans them as slack and lists garbage deleted
+//!   names from the hash entries (seen with `e2fsck -D` directories).
 //! - Block groups flagged `INODE_UNINIT` are not searched for orphans
 //!   (their inode tables may hold anything); `BLOCK_UNINIT` groups' free
 //!   blocks are worked out from the group's own metadata, as the kernel
@@ -565,7 +572,7 @@ impl<R: ReadAt> ExtFs<R> {
         // None for a hole, count).
         let mut map: Vec<(u64, Option<u64>, u64)> = Vec::new();
         if inode.flags & FL_EXTENTS != 0 {
-            self.extent_map(inode, blocks, at, &mut map, errors);
+            self.extent_map(inode, at, &mut map, errors);
         } else {
             self.block_map(inode, blocks, at, &mut map, errors);
         }
@@ -657,7 +664,6 @@ impl<R: ReadAt> ExtFs<R> {
     fn extent_map(
         &self,
         inode: &Inode,
-        blocks: u64,
         at: u64,
         map: &mut Vec<(u64, Option<u64>, u64)>,
         errors: &mut Vec<ProcessingError>,
@@ -669,7 +675,6 @@ impl<R: ReadAt> ExtFs<R> {
             }
         };
         self.extent_node(&inode.block, None, at + 0x28, &mut visited, map, &mut err);
-        let _ = blocks;
         map.sort_by_key(|&(l, _, _)| l);
     }
 
