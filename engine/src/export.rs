@@ -79,8 +79,19 @@ fn mode_string(kind: &str, attributes: Option<i64>, owner: Option<[i64; 3]>) -> 
         "socket" => 's',
         _ => 'r',
     };
+    // The file type a Unix file system stores with the mode wins (the
+    // record's kind says file for links, FIFOs, devices and sockets).
+    let t = match owner.map_or(0, |o| o[0] & 0o170000) {
+        0o040000 => 'd',
+        0o120000 => 'l',
+        0o010000 => 'p',
+        0o020000 => 'c',
+        0o060000 => 'b',
+        0o140000 => 's',
+        _ => t,
+    };
     let mode = match owner {
-        Some([m, ..]) => m,
+        Some([m, ..]) => m & 0o7777,
         None if matches!(t, 'v' | 'V') => 0,
         None if attributes.is_some_and(|a| a & 1 != 0) => 0o555,
         None => 0o777,
@@ -395,6 +406,19 @@ mod tests {
         assert_eq!(
             mode_string("file", None, Some([0o111, 0, 0])),
             "r/r--x--x--x"
+        );
+        // ext's type bits.
+        assert_eq!(
+            mode_string("file", None, Some([0o120777, 0, 0])),
+            "l/lrwxrwxrwx"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o010644, 0, 0])),
+            "p/prw-r--r--"
+        );
+        assert_eq!(
+            mode_string("file", None, Some([0o100600, 0, 0])),
+            "r/rrw-------"
         );
     }
 }

@@ -18,11 +18,11 @@ pub enum FsKind {
     Ntfs,
     /// exFAT (parsed).
     ExFat,
-    /// ext2 (reported, not parsed).
+    /// ext2 (parsed).
     Ext2,
-    /// ext3: ext with a journal (reported, not parsed).
+    /// ext3: ext with a journal (parsed).
     Ext3,
-    /// ext4: ext with extents or other ext4-only features (reported, not parsed).
+    /// ext4: ext with extents or other ext4-only features (parsed).
     Ext4,
     /// HFS+ or HFSX (reported, not parsed).
     HfsPlus,
@@ -49,7 +49,14 @@ impl FsKind {
     pub fn is_parsed(self) -> bool {
         matches!(
             self,
-            FsKind::Fat12 | FsKind::Fat16 | FsKind::Fat32 | FsKind::Ntfs | FsKind::ExFat
+            FsKind::Fat12
+                | FsKind::Fat16
+                | FsKind::Fat32
+                | FsKind::Ntfs
+                | FsKind::ExFat
+                | FsKind::Ext2
+                | FsKind::Ext3
+                | FsKind::Ext4
         )
     }
 

@@ -1,5 +1,5 @@
 //! Read-only parsers for volume systems (MBR with extended partitions, GPT)
-//! and file systems (FAT12/16/32, exFAT and NTFS; ext2/3/4 and others are
+//! and file systems (FAT12/16/32, exFAT, NTFS and ext2/3/4; others are
 //! detected and reported), over a positioned-read trait.
 //!
 //! Everything reads through [`ReadAt`]; nothing opens files or knows about
@@ -39,7 +39,7 @@
 //! Records follow TSK's model so a bodyfile built from them compares with
 //! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
 //! inode numbers (FAT and exFAT: from the entry's position; NTFS:
-//! `record-type-id`),
+//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
 //! recovered as TSK does, NTFS streams read as zeros past their valid-data
@@ -64,6 +64,13 @@
 //!   not decoded (compressed ones are decoded, as by TSK);
 //! - exFAT: see the [`exfat`] module for its own list (UTC offsets applied,
 //!   zeros past `ValidDataLength`, checksums checked).
+//! - ext2/3/4: see the [`ext`] module (names in directory slack and
+//!   orphan inodes found as TSK finds them; a fast symlink's content is its
+//!   target, not zeros; htree index blocks are not read as names; sparse
+//!   files larger than the volume are read whole; checksums checked; the
+//!   journal is not replayed). Record [`FileRecord::attributes`] holds
+//!   the inode's mode ([`ext::mode_type`] gives its type: symlinks,
+//!   devices, FIFOs and sockets are [`FileKind::File`]).
 
 mod bitmap;
 mod bytes;
@@ -74,6 +81,7 @@ pub mod content;
 pub mod detect;
 pub mod error;
 pub mod exfat;
+pub mod ext;
 pub mod fat;
 pub mod kind;
 pub mod lznt1;
@@ -90,6 +98,7 @@ pub use content::ContentReader;
 pub use detect::{FsKind, detect_filesystem};
 pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
 pub use exfat::ExfatFs;
+pub use ext::ExtFs;
 pub use fat::FatFs;
 pub use ntfs::{NtfsFs, NtfsInfo};
 pub use read::{ReadAt, Window, read_exact_at, read_full};
@@ -108,6 +117,8 @@ pub enum FileSystem<R> {
     Ntfs(NtfsFs<R>),
     /// exFAT.
     ExFat(ExfatFs<R>),
+    /// ext2, ext3 or ext4 ([`FileSystem::kind`] tells which).
+    Ext(ExtFs<R>),
     /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
     /// parsed; stages that need no file system can still run over the bytes.
     Unsupported(FsKind),
@@ -120,6 +131,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.kind(),
             FileSystem::Ntfs(_) => FsKind::Ntfs,
             FileSystem::ExFat(_) => FsKind::ExFat,
+            FileSystem::Ext(e) => e.kind(),
             FileSystem::Unsupported(k) => *k,
         }
     }
@@ -135,6 +147,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.walk(visit),
             FileSystem::Ntfs(n) => n.walk(visit),
             FileSystem::ExFat(x) => x.walk(visit),
+            FileSystem::Ext(e) => e.walk(visit),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -145,6 +158,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(fs) => fs.unallocated_runs(f),
             FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
             FileSystem::ExFat(fs) => fs.unallocated_runs(f),
+            FileSystem::Ext(fs) => fs.unallocated_runs(f),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -155,6 +169,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => Some(f.boot_sector().cluster_size()),
             FileSystem::Ntfs(n) => Some(n.info().cluster_size),
             FileSystem::ExFat(x) => Some(x.boot_sector().cluster_size()),
+            FileSystem::Ext(e) => Some(e.block_size()),
             FileSystem::Unsupported(_) => None,
         }
     }
@@ -165,6 +180,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Fat(f) => f.open_errors(),
             FileSystem::Ntfs(n) => n.open_errors(),
             FileSystem::ExFat(x) => x.open_errors(),
+            FileSystem::Ext(e) => e.open_errors(),
             FileSystem::Unsupported(_) => &[],
         }
     }
@@ -182,6 +198,9 @@ pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileS
         }
         FsKind::Ntfs => FileSystem::Ntfs(NtfsFs::open(src, offset, len)?),
         FsKind::ExFat => FileSystem::ExFat(ExfatFs::open(src, offset, len)?),
+        FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
+            FileSystem::Ext(ExtFs::open(src, offset, len)?)
+        }
         other => FileSystem::Unsupported(other),
     })
 }

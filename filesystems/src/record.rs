@@ -290,8 +290,10 @@ impl Recovery {
 /// `$STANDARD_INFORMATION` as UID).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Owner {
-    /// Permission bits, `0o7777` (set-user-ID, set-group-ID and sticky
-    /// included).
+    /// POSIX mode: permission bits (`0o7777`, set-user-ID, set-group-ID
+    /// and sticky included) and, where the file system stores one (ext),
+    /// the file type (`0o170000`: symbolic link, FIFO, device, socket);
+    /// 0 there elsewhere.
     pub mode: u16,
     /// User id.
     pub uid: u32,

@@ -623,11 +623,11 @@ fn volume_systems_agree_with_mmls() {
     }
 }
 
-/// ext2 is detected and reported as not parsed, so the engine can still
-/// run stages that need no file system over it.
+/// ext2 is detected and parsed (tests/ext.rs compares it with TSK's
+/// bodyfile line by line).
 #[test]
-fn ext2_is_reported_not_parsed() {
-    let Some(root) = real_images("ext2_is_reported_not_parsed") else {
+fn ext2_is_detected_and_parsed() {
+    let Some(root) = real_images("ext2_is_detected_and_parsed") else {
         return;
     };
     for (image, sector, kind) in [
@@ -642,12 +642,17 @@ fn ext2_is_reported_not_parsed() {
             .find(|p| p.start_sector == sector)
             .expect("partition");
         assert_eq!(p.filesystem, kind, "{image}");
-        assert!(!kind.is_parsed());
+        assert!(kind.is_parsed());
         let fs = open_filesystem(&*src, p.offset, p.length).expect("open");
-        assert!(matches!(fs, caseload_fs::FileSystem::Unsupported(k) if k == kind));
-        assert!(
-            matches!(fs.walk(|_| std::ops::ControlFlow::Continue(())), Err(caseload_fs::FsError::Unsupported(k)) if k == kind)
-        );
+        assert!(matches!(fs, caseload_fs::FileSystem::Ext(_)));
+        assert_eq!(fs.kind(), kind);
+        let mut n = 0;
+        fs.walk(|_| {
+            n += 1;
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("walk");
+        assert_eq!(n, 9, "{image}");
     }
 }
 

@@ -80,6 +80,8 @@ fn bodyfile_export_agrees_with_the_sleuth_kit_on_every_regular_file() {
         ("ewf/nps-2010-emails.E01", "nps-2010-emails.E01"),
         ("ewf/imageformat_mmls_1.E01", "imageformat_mmls_1.E01"),
         ("dftt-e01/8-jpeg-search.E01", "8-jpeg-search.dd"),
+        ("ewf/image.dd", "image.dd"),
+        ("ewf/image.E01", "image.dd"),
     ];
     for (image, oracle) in cases {
         let (_case, ours) = preprocess(&root.join(image));
@@ -235,16 +237,11 @@ fn e01_and_raw_twins_give_identical_listings() {
 }
 
 #[test]
-fn file_systems_caseload_does_not_parse_are_reported_as_such() {
-    let Some(root) =
-        common::real_images("file_systems_caseload_does_not_parse_are_reported_as_such")
-    else {
+fn exfat_and_ext2_real_images_are_parsed() {
+    let Some(root) = common::real_images("exfat_and_ext2_real_images_are_parsed") else {
         return;
     };
-    if !common::have_tool(
-        "file_systems_caseload_does_not_parse_are_reported_as_such",
-        "sqlite3",
-    ) {
+    if !common::have_tool("exfat_and_ext2_real_images_are_parsed", "sqlite3") {
         return;
     }
     // exFAT is parsed now: its files are the case's, deleted ones too.
@@ -265,7 +262,7 @@ fn file_systems_caseload_does_not_parse_are_reported_as_such() {
             .is_some_and(|n| n >= 60),
         "{text}"
     );
-    // ext2 is not parsed yet: reported as such.
+    // ext2 is parsed now too.
     let (case, _) = preprocess(&root.join("ewf/image.dd"));
     let out = std::process::Command::new("sqlite3")
         .arg(case.path().join("case.sqlite"))
@@ -274,11 +271,11 @@ fn file_systems_caseload_does_not_parse_are_reported_as_such() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().any(|l| l.eq_ignore_ascii_case("ext2|0")),
+        text.lines().any(|l| l.eq_ignore_ascii_case("ext2|1")),
         "ext2: {text}"
     );
     assert!(
-        text.lines().last().is_some_and(|l| l.trim() != "0"),
+        text.lines().last().is_some_and(|l| l.trim() == "0"),
         "ext2: {text}"
     );
 }

@@ -356,7 +356,8 @@ impl TskFile {
                 mtime.into(),
                 self.parent_path.clone().into(),
                 self.extension.clone().into(),
-                self.owner[0].into(),
+                // TSK's mode column holds the permission bits alone.
+                (self.owner[0] & 0o7777).into(),
                 self.owner[1].into(),
                 self.owner[2].into(),
             ],
