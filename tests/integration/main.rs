@@ -34,6 +34,7 @@ mod engine_image_hash;
 mod engine_instances;
 mod engine_preprocess_corpus;
 mod engine_preprocess_real;
+mod evidence_containers;
 mod evidence_reads;
 mod ewf_convert;
 mod ewf_real_images;

@@ -1,15 +1,18 @@
 //! Evidence sources: positioned, read-only access to the media bytes of a
-//! raw image (single or split) or an EWF set, from any thread.
+//! raw image (single or split), an EWF set or a virtual-disk container
+//! (VMDK, VHD, VHDX, QCOW2), from any thread.
 //!
 //! Every byte a source reads from the evidence files is counted on the
 //! evidence channel it was opened with.
 
+mod container;
 mod ewf;
 mod raw;
 mod runs;
 mod stream;
 
 pub use self::ewf::EwfSource;
+pub use container::ContainerSource;
 pub use raw::RawSource;
 pub use runs::{DEFAULT_RUN_BYTES, MAX_RUN_BYTES, MIN_RUN_BYTES, ReadOptions};
 pub(crate) use stream::read_block;
@@ -54,7 +57,7 @@ pub enum SourceError {
         reason: String,
     },
     /// The container could not be parsed.
-    #[error("cannot parse EWF container `{}`: {reason}", path.display())]
+    #[error("cannot parse evidence container `{}`: {reason}", path.display())]
     Format {
         /// The first segment.
         path: PathBuf,
@@ -102,6 +105,14 @@ pub enum SourceFormat {
     Ewf,
     /// Expert Witness Format version 2 (Ex01).
     Ewf2,
+    /// A VMware virtual disk (sparse, stream-optimized or flat).
+    Vmdk,
+    /// A Virtual PC / Hyper-V VHD (fixed or dynamic).
+    Vhd,
+    /// A Hyper-V VHDX.
+    Vhdx,
+    /// A QEMU QCOW2.
+    Qcow2,
 }
 
 /// Hashes an acquisition tool stored in the container.
@@ -213,7 +224,8 @@ impl caseload_fs::ReadAt for EvidenceReader {
 }
 
 /// Open evidence by path, choosing the format from the file's content
-/// (EWF signature) and name (`.001` split parts). Reads count on `channel`.
+/// (EWF signature, a container's magic number) and name (`.001` split
+/// parts, `.vhd`). Reads count on `channel`.
 pub fn open_evidence(
     path: &Path,
     channel: &Channel,
@@ -237,6 +249,11 @@ pub fn open_evidence(
     drop(file);
     if n == 8 && (signature == *b"EVF\x09\x0d\x0a\xff\x00" || signature == *b"EVF2\r\n\x81\x00") {
         return Ok(Box::new(EwfSource::open(path, channel, read)?));
+    }
+    if container::may_be_container(&signature[..n], path)
+        && let Some(c) = ContainerSource::open(path, channel)?
+    {
+        return Ok(Box::new(c));
     }
     Ok(Box::new(RawSource::open(path, channel, read)?))
 }
