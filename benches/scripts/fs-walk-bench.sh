@@ -42,7 +42,7 @@ if [ -z "${IMAGE:-}" ]; then
     fi
 fi
 # First partition's start sector (0 when there is no partition table).
-SECTOR=$(mmls "$IMAGE" 2>/dev/null | awk '$2 ~ /^[0-9][0-9][0-9]:[0-9][0-9][0-9]$/ {print $3 + 0; exit}')
+SECTOR=$( (mmls "$IMAGE" 2>/dev/null || true) | awk '$2 ~ /^[0-9][0-9][0-9]:[0-9][0-9][0-9]$/ {print $3 + 0; exit}')
 SECTOR=${SECTOR:-0}
 
 RECORDS=$("$FSWALK" "$IMAGE" | grep -c '^  [0-9]')
