@@ -23,7 +23,7 @@ secs="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split trace)
+    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split trace container)
 fi
 jobs="${JOBS:-1}"
 work="${FUZZ_WORK:-$root/target/fuzz-work}"
@@ -124,6 +124,20 @@ def chunk(t,d): return struct.pack('>I',len(d))+t+d+struct.pack('>I',zlib.crc32(
 open(sys.argv[1],'wb').write(png+chunk(b'IHDR',struct.pack('>IIBBBBB',1,1,8,0,0,0,0))+chunk(b'IDAT',zlib.compress(b'\\0\\0'))+chunk(b'IEND',b''))
 " "$scratch/p.png"
     cp "$scratch/p.png" "$seeds/carve/png"
+fi
+if [ -d "$seeds/container" ] && need_tool qemu-img qemu-utils; then
+    # A small disk with data and holes, in every container format qemu
+    # writes (a descriptor VMDK's extents are not there: its opening fails
+    # early, which is worth fuzzing too).
+    head -c 196608 /dev/urandom > "$scratch/disk.raw"
+    truncate -s 524288 "$scratch/disk.raw"
+    for spec in "sparse.vmdk vmdk subformat=monolithicSparse" "stream.vmdk vmdk subformat=streamOptimized" \
+        "disk.vhd vpc subformat=dynamic,force_size=on" "disk.vhdx vhdx subformat=dynamic" \
+        "disk.qcow2 qcow2 cluster_size=4096" "c.qcow2 qcow2 cluster_size=4096,compression_type=zlib"; do
+        set -- $spec
+        extra=(); [ "$1" = c.qcow2 ] && extra=(-c)
+        qemu-img convert "${extra[@]}" -O "$2" -o "$3" "$scratch/disk.raw" "$seeds/container/$1" 2>/dev/null || true
+    done
 fi
 if [ -d "$seeds/scalpel" ]; then
     printf 'jpg\ty\t200000\t\\xff\\xd8\\xff\\xe0\\x00\\x10\t\\xff\\xd9\nhtm\tn\t50000\t<html\t</html>\tREVERSE\nNONE\ty\t1000\tab??cd\t\tNEXT\n\0<html>x</html>y</html>' > "$seeds/scalpel/conf"

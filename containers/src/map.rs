@@ -144,6 +144,12 @@ pub(crate) fn read(
                     .read_exact(file, at, out, "data")
                     .map_err(|e| e.at_media(m.unit.0, m.unit.1))?;
             }
+            // A whole unit asked for (a sequential reader's usual case):
+            // inflated straight into the caller's buffer, with no copy and
+            // no cache entry that no later read would use.
+            Piece::Compressed(c) if c.skip == 0 && n as u64 == c.out_len => {
+                inflate_into(files, &c, out).map_err(|e| e.at_media(m.unit.0, m.unit.1))?;
+            }
             Piece::Compressed(c) => {
                 let data = match units.get(c.file, c.offset) {
                     Some(d) => d,
@@ -171,9 +177,17 @@ pub(crate) fn read(
 /// `out_len` with a proper stream end is kept (the rest reads as zeros: the
 /// last grain of a disk may be written short); a bad stream is an error.
 fn inflate(files: &Files, c: &Compressed) -> Result<Vec<u8>, ContainerError> {
+    let out_len = usize::try_from(c.out_len).map_err(|_| {
+        crate::error::format(files.path(c.file), c.offset, "compressed unit too large")
+    })?;
+    let mut out = vec![0u8; out_len];
+    inflate_into(files, c, &mut out)?;
+    Ok(out)
+}
+
+/// Inflates one compressed unit into `out` (its inflated length).
+fn inflate_into(files: &Files, c: &Compressed, out: &mut [u8]) -> Result<(), ContainerError> {
     let path = files.path(c.file);
-    let out_len = usize::try_from(c.out_len)
-        .map_err(|_| crate::error::format(path, c.offset, "compressed unit too large"))?;
     let available = files.len(c.file).saturating_sub(c.offset);
     if available == 0 {
         return Err(crate::error::format(
@@ -189,13 +203,34 @@ fn inflate(files: &Files, c: &Compressed) -> Result<Vec<u8>, ContainerError> {
     // claims.
     let cap = c.out_len.saturating_mul(2).saturating_add(4096);
     let stored = c.stored.min(available).min(cap);
-    let mut input = vec![0u8; usize::try_from(stored).unwrap_or(0)];
-    let got = files.read_some(c.file, c.offset, &mut input)?;
-    input.truncate(got);
-    let mut out = vec![0u8; out_len];
+    let stored = usize::try_from(stored).unwrap_or(0);
+    INPUT.with_borrow_mut(|input| {
+        // The thread's buffer, grown as needed and never zeroed again: the
+        // read fills what the inflater looks at.
+        if input.len() < stored {
+            input.resize(stored, 0);
+        }
+        let got = files.read_some(c.file, c.offset, &mut input[..stored])?;
+        inflate_stored(c, path, &input[..got], out)
+    })
+}
+
+thread_local! {
+    /// Compressed bytes of the unit being inflated, per reading thread.
+    static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Inflates `input`, the stored bytes of `c`, into `out`.
+fn inflate_stored(
+    c: &Compressed,
+    path: &std::path::Path,
+    input: &[u8],
+    out: &mut [u8],
+) -> Result<(), ContainerError> {
+    let out_len = out.len();
     let mut z = Decompress::new(c.codec == Codec::Zlib);
     let status = z
-        .decompress(&input, &mut out, FlushDecompress::Finish)
+        .decompress(input, out, FlushDecompress::Finish)
         .map_err(|e| {
             crate::error::format(
                 path,
@@ -221,5 +256,5 @@ fn inflate(files: &Files, c: &Compressed) -> Result<Vec<u8>, ContainerError> {
         }
     }
     out[produced..].fill(0);
-    Ok(out)
+    Ok(())
 }

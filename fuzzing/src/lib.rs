@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("meta", meta),
     ("split", split),
     ("trace", trace),
+    ("container", container),
 ];
 
 /// The target called `name`.
@@ -272,6 +273,57 @@ pub fn trace(data: &[u8]) {
         let _ = importer.finish();
     }
     let _ = caseload_traces::analysis::analyse(data, &[1 << 20, 64 << 20], 1.0);
+}
+
+/// A virtual-disk container (VMDK sparse or stream-optimized, a VMDK
+/// descriptor, VHD, VHDX, QCOW2) as its only file (a descriptor's extents
+/// are not there): detection, headers and tables, then the media read
+/// through in 64 KiB pieces (capped), each piece's region asked, and the
+/// file system of what it presents walked.
+pub fn container(data: &[u8]) {
+    use caseload_containers::{Backing, Container};
+    let _ = caseload_containers::detect_bytes(
+        &data[..data.len().min(512)],
+        &data[data.len().saturating_sub(512)..],
+    );
+    let none = |p: &Path| -> std::io::Result<Box<dyn Backing>> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{}: only the main file is here", p.display()),
+        ))
+    };
+    let main: Box<dyn Backing> = Box::new(data.to_vec());
+    let Ok(c) = Container::open(Path::new("disk"), main, &none) else {
+        return;
+    };
+    let _ = (c.kind(), c.variant(), c.notes(), c.files(), c.damage_unit());
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = 0u64;
+    while at < c.media_size().min(16 << 20) {
+        let _ = c.region(at);
+        match c.read_at(&mut buf, at) {
+            Ok(0) => break,
+            // A damaged unit: the next piece may be readable.
+            Ok(_) | Err(_) => at += buf.len() as u64,
+        }
+    }
+    let media = MediaOf(&c);
+    walk_filesystem(&media, 0, c.media_size().min(64 << 20));
+}
+
+/// A container's media as the file-system parsers' positioned reads.
+struct MediaOf<'a>(&'a caseload_containers::Container);
+
+impl caseload_fs::ReadAt for MediaOf<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.0
+            .read_at(buf, offset)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    fn len(&self) -> u64 {
+        self.0.media_size()
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ use std::path::Path;
 fn preprocess(evidence: &Path, case: &Path) -> (Value, String) {
     std::fs::create_dir_all(case).unwrap();
     let out = common::run_ok(
-        &mut common::stage_run("image-hash,filesystem,file-hash", evidence, case, &[])
-            .arg("--json"),
+        common::stage_run("image-hash,filesystem,file-hash", evidence, case, &[]).arg("--json"),
     );
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     let body = String::from_utf8(common::export(case, "bodyfile", &[])).unwrap();

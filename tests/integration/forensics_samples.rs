@@ -35,7 +35,7 @@ type Body = BTreeMap<(String, String), Vec<String>>;
 
 /// The decompressed image `fs.<name>`, or `None` (said) where the package
 /// or a tool is missing.
-fn sample(test: &str, name: &str, dir: &Path) -> Option<PathBuf> {
+pub(crate) fn sample(test: &str, name: &str, dir: &Path) -> Option<PathBuf> {
     let packed = Path::new(SAMPLES).join(format!("fs.{name}.xz"));
     if !packed.is_file() {
         eprintln!(

@@ -63,4 +63,5 @@ mod study;
 mod trace;
 mod trace_replay;
 mod wine;
+mod workload_new_filesystems;
 mod workstation;
