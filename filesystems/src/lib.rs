@@ -68,9 +68,14 @@
 //!   orphan inodes found as TSK finds them; a fast symlink's content is its
 //!   target, not zeros; htree index blocks are not read as names; sparse
 //!   files larger than the volume are read whole; checksums checked; the
-//!   journal is not replayed). Record [`FileRecord::attributes`] holds
-//!   the inode's mode ([`ext::mode_type`] gives its type: symlinks,
-//!   devices, FIFOs and sockets are [`FileKind::File`]).
+//!   journal is not replayed). Record [`FileRecord::attributes`] and
+//!   [`FileRecord::owner`] hold the inode's mode ([`ext::mode_type`] gives
+//!   its type: symlinks, devices, FIFOs and sockets are
+//!   [`FileKind::File`]; a bodyfile shows their type from the mode).
+//! - Permissions and owners ([`Owner`]) follow TSK's rules per file
+//!   system, except NTFS's owner id from a short (NTFS 1.2)
+//!   `$STANDARD_INFORMATION`: TSK reads it past the attribute's end,
+//!   this crate gives 0.
 
 mod bitmap;
 mod bytes;
