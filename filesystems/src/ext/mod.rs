@@ -27,7 +27,7 @@
 //! - A name's metadata is its inode as it stands now, allocated or not (by
 //!   the inode bitmap). A deleted name whose inode is allocated again
 //!   shows that inode (TSK's "realloc"); its recovery is
-//!   [`Recovery::Overwritten`]. A deleted directory is entered when its
+//!   [`Recovery::Overwritten`](crate::Recovery::Overwritten). A deleted directory is entered when its
 //!   inode is unallocated too; all it holds is deleted.
 //! - Content is physical runs for every file: block maps (direct, single,
 //!   double and triple indirect; zero pointers are holes read as zeros),
@@ -41,8 +41,8 @@
 //!   size when it frees it, and ext3 zeroes block pointers, so files
 //!   deleted by a kernel normally have no content here or in TSK; ext2
 //!   (and e2fsprogs' `debugfs rm`/`kill_file`) leave the map, and that
-//!   content is given, [`Recovery::Unallocated`] when every block is still
-//!   free, [`Recovery::Overwritten`] when some are allocated again.
+//!   content is given, [`Recovery::Unallocated`](crate::Recovery::Unallocated) when every block is still
+//!   free, [`Recovery::Overwritten`](crate::Recovery::Overwritten) when some are allocated again.
 //! - Orphans: unallocated inodes with a change time that no name reached
 //!   (TSK's inode walk with its "used" test) are listed under
 //!   `$OrphanFiles` as `OrphanFile-<inode>`; orphan directories are walked
