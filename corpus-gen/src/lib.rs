@@ -12,6 +12,7 @@ pub mod boot;
 pub mod calibrate;
 pub mod content;
 pub mod error;
+pub mod exfat;
 pub mod fat;
 pub mod generate;
 pub mod geometry;

@@ -170,7 +170,7 @@ pub enum Parent {
 }
 
 /// An entry of a directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Child {
     /// A file of the group.
     Item(usize),
