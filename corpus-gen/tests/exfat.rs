@@ -1,0 +1,414 @@
+//! exFAT corpora against independent oracles: `fsck.exfat -n` (exfatprogs),
+//! The Sleuth Kit's `fls` and `icat`, caseload-fs's exFAT walk, and
+//! exfat-fuse mounted read-only where root and FUSE are available. A
+//! missing tool prints `SKIPPED: <tool>` and the check passes.
+
+use caseload_corpus::manifest::{EntryKind, FileEntry};
+use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_exfat};
+use md5::{Digest, Md5};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+fn opts(dir: &Path, size: u64, seed: u64, threads: usize) -> Options {
+    Options {
+        out_dir: dir.to_path_buf(),
+        size,
+        seed,
+        profile: Profile::by_name("workstation").expect("profile"),
+        threads,
+        partition_table: None,
+        fat: None,
+        ntfs: false,
+        decoys: 10,
+        discard_image: false,
+        image_digests: ImageDigests::default(),
+    }
+}
+
+struct Corpus {
+    _dir: tempfile::TempDir,
+    image: PathBuf,
+    manifest: Manifest,
+}
+
+fn corpus(size: u64, seed: u64, threads: usize) -> Corpus {
+    let dir = tempfile::tempdir().expect("tempdir");
+    if let Ok(keep) = std::env::var("EXFAT_KEEP") {
+        let d = PathBuf::from(keep).join(format!("{size}-{seed}-{threads}"));
+        let _ = generate_exfat(&opts(&d, size, seed, threads), &NoProgress, None);
+    }
+    generate_exfat(&opts(dir.path(), size, seed, threads), &NoProgress, None).expect("generate");
+    let manifest: Manifest = serde_json::from_slice(
+        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
+    )
+    .expect("parse manifest");
+    Corpus {
+        image: dir.path().join(caseload_corpus::IMAGE),
+        _dir: dir,
+        manifest,
+    }
+}
+
+fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        println!("SKIPPED: {tool}");
+    }
+    found
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The manifest's files and folders (no streams): TSK path → entry.
+fn entries(m: &Manifest) -> Vec<&FileEntry> {
+    m.files.iter().filter(|e| e.stream.is_none()).collect()
+}
+
+fn part(c: &Corpus) -> (u64, u64) {
+    let p = &c.manifest.partition_table.partitions[0];
+    (p.offset, p.sectors * 512)
+}
+
+/// The partition alone, for tools that take a volume.
+fn volume_file(c: &Corpus) -> tempfile::NamedTempFile {
+    let (off, len) = part(c);
+    let img = std::fs::read(&c.image).expect("image");
+    let f = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
+    f
+}
+
+fn check_fsck(c: &Corpus) {
+    if !have("fsck.exfat") {
+        return;
+    }
+    let v = volume_file(c);
+    let out = Command::new("fsck.exfat")
+        .arg("-n")
+        .arg(v.path())
+        .output()
+        .expect("fsck.exfat");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "fsck.exfat -n failed:\n{text}");
+    assert!(
+        !text.contains("corrupt") && !text.contains("ERROR"),
+        "fsck.exfat -n reported:\n{text}"
+    );
+}
+
+/// What TSK lists that is the file system's own: system files, the label.
+fn system_name(path: &str) -> bool {
+    let first = path.split('/').next().unwrap_or("");
+    first.starts_with('$') || first.ends_with("(Volume Label Entry)")
+}
+
+/// `fls -r -p` against the manifest: names, deleted state and inode
+/// numbers; then `icat` of every allocated file against its MD5.
+fn check_tsk(c: &Corpus) {
+    if !have("fls") || !have("icat") {
+        return;
+    }
+    let sector = (part(c).0 / 512).to_string();
+    let out = Command::new("fls")
+        .args(["-r", "-p", "-o", &sector])
+        .arg(&c.image)
+        .output()
+        .expect("fls");
+    assert!(out.status.success(), "fls failed");
+    let mut listed: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((meta, path)) = line.split_once(":\t") else {
+            continue;
+        };
+        if system_name(path) {
+            continue;
+        }
+        let deleted = meta.contains('*');
+        let inode: u64 = meta
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.split('-').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("fls line {line:?}"));
+        assert!(
+            listed.insert((path.to_string(), deleted), inode).is_none(),
+            "fls lists {path} twice"
+        );
+    }
+    let mut want: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for e in entries(&c.manifest) {
+        let inode = e
+            .inode
+            .unwrap_or_else(|| panic!("{} has no inode number", e.path));
+        want.insert((e.tsk_path.clone(), e.deleted), inode);
+    }
+    let only_fls: Vec<_> = listed.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !listed.contains_key(k)).collect();
+    assert!(
+        only_fls.is_empty() && only_mf.is_empty(),
+        "fls and the manifest differ: only in fls {:?}, only in the manifest {:?}",
+        &only_fls[..only_fls.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    assert_eq!(listed, want, "inode numbers differ");
+    let live = c.manifest.summary.deleted_files;
+    assert!(live > 0, "the corpus holds no deleted files");
+    let mut checked = 0;
+    for e in entries(&c.manifest) {
+        if e.kind != EntryKind::File || e.deleted {
+            continue;
+        }
+        let out = Command::new("icat")
+            .args(["-o", &sector])
+            .arg(&c.image)
+            .arg(e.inode.expect("inode").to_string())
+            .output()
+            .expect("icat");
+        assert_eq!(
+            Some(hex(&Md5::digest(&out.stdout))),
+            e.md5,
+            "icat of {} ({:?})",
+            e.path,
+            e.inode
+        );
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} files checked");
+}
+
+/// caseload-fs's exFAT walk against the manifest: every name, its deleted
+/// state, inode, size, and each allocated file's MD5.
+fn check_walk(c: &Corpus) {
+    use caseload_fs::record::{Content, Run};
+    let (off, len) = part(c);
+    let file = std::fs::File::open(&c.image).expect("image");
+    let fs = caseload_fs::ExfatFs::open(&file, off, len).expect("open exFAT");
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    assert_eq!(fs.label(), Some("CASELOAD"));
+    let img = std::fs::read(&c.image).expect("image");
+    let mut got: BTreeMap<(String, bool), (u64, u64, Option<String>)> = BTreeMap::new();
+    let summary = fs
+        .walk(|r| {
+            let mut path: Vec<String> = r.parent.iter().cloned().collect();
+            path.push(r.name.clone());
+            let path = path.join("/");
+            // Orphans are File-entry look-alikes TSK's search finds in free
+            // space (random and binary content); only the tree must be clean.
+            use caseload_fs::record::FileKind;
+            if system_name(&path) || !matches!(r.kind, FileKind::File | FileKind::Directory) {
+                return std::ops::ControlFlow::Continue(());
+            }
+            assert!(r.errors.is_empty(), "{path}: {:?}", r.errors);
+            let md5 = match (&r.content, r.allocated) {
+                (Content::Runs(runs), true) => {
+                    let mut h = Md5::new();
+                    for run in runs {
+                        if let Run::Data { offset, len } = *run {
+                            h.update(&img[offset as usize..(offset + len) as usize]);
+                        }
+                    }
+                    Some(hex(&h.finalize()))
+                }
+                _ => None,
+            };
+            let md5 = if r.kind == caseload_fs::record::FileKind::File && r.allocated {
+                md5.or_else(|| Some(hex(&Md5::digest(b""))))
+            } else {
+                None
+            };
+            got.insert(
+                (path, !r.allocated),
+                (
+                    r.meta.inode,
+                    if r.kind == caseload_fs::record::FileKind::Directory {
+                        0
+                    } else {
+                        r.size
+                    },
+                    md5,
+                ),
+            );
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("walk");
+    assert!(summary.records > 0);
+    let mut want = BTreeMap::new();
+    for e in entries(&c.manifest) {
+        want.insert(
+            (e.tsk_path.clone(), e.deleted),
+            (
+                e.inode.expect("inode"),
+                e.size,
+                if e.kind == EntryKind::File && !e.deleted {
+                    e.md5.clone()
+                } else {
+                    None
+                },
+            ),
+        );
+    }
+    let only_walk: Vec<_> = got.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !got.contains_key(k)).collect();
+    assert!(
+        only_walk.is_empty() && only_mf.is_empty(),
+        "walk and manifest differ: only walked {:?}, only in the manifest {:?}",
+        &only_walk[..only_walk.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "{k:?}");
+    }
+}
+
+/// exfat-fuse, read-only: the live tree and every file's MD5.
+fn check_fuse(c: &Corpus) {
+    let tool = ["mount.exfat-fuse", "exfat-fuse"]
+        .into_iter()
+        .find(|t| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {t}"))
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        });
+    let Some(tool) = tool else {
+        println!("SKIPPED: exfat-fuse");
+        return;
+    };
+    // SAFETY-free check for root: the effective user id from `id -u`.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    if !root || !Path::new("/dev/fuse").exists() {
+        println!("SKIPPED: exfat-fuse mount (needs root and /dev/fuse)");
+        return;
+    }
+    let v = volume_file(c);
+    let mnt = tempfile::tempdir().expect("mountpoint");
+    let st = Command::new(tool)
+        .args(["-o", "ro"])
+        .arg(v.path())
+        .arg(mnt.path())
+        .status()
+        .expect("mount");
+    if !st.success() {
+        println!("SKIPPED: exfat-fuse mount failed here");
+        return;
+    }
+    let mut got = BTreeMap::new();
+    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        names.sort();
+        for p in names {
+            let rel = p
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            if p.is_dir() {
+                got.insert(rel, None);
+                walk(root, &p, got);
+            } else {
+                let b = std::fs::read(&p).expect("read");
+                got.insert(rel, Some(hex(&Md5::digest(&b))));
+            }
+        }
+    }
+    walk(mnt.path(), mnt.path(), &mut got);
+    let _ = Command::new("umount").arg(mnt.path()).status();
+    let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| !e.deleted)
+        .map(|e| {
+            (
+                e.path.clone(),
+                if e.kind == EntryKind::File {
+                    e.md5.clone()
+                } else {
+                    None
+                },
+            )
+        })
+        .collect();
+    let a: BTreeSet<_> = got.keys().collect();
+    let b: BTreeSet<_> = want.keys().collect();
+    assert_eq!(
+        a.symmetric_difference(&b).take(10).collect::<Vec<_>>(),
+        Vec::<&&String>::new(),
+        "exfat-fuse tree differs"
+    );
+    assert_eq!(got, want, "exfat-fuse content differs");
+}
+
+fn check_all(size: u64, seed: u64) {
+    let c = corpus(size, seed, 2);
+    assert_eq!(c.manifest.filesystem.fs_type.name(), "exFAT");
+    assert!(c.manifest.filesystem.exfat.is_some());
+    check_fsck(&c);
+    check_tsk(&c);
+    check_walk(&c);
+    check_fuse(&c);
+}
+
+#[test]
+fn corpus_64_mib_seed_1_passes_every_oracle() {
+    check_all(64 * MIB, 1);
+}
+
+#[test]
+fn corpus_64_mib_seed_2_passes_every_oracle() {
+    check_all(64 * MIB, 2);
+}
+
+#[test]
+fn smallest_corpus_passes_every_oracle() {
+    check_all(32 * MIB, 3);
+    check_all(32 * MIB, 4);
+}
+
+#[test]
+fn image_and_manifest_do_not_depend_on_threads() {
+    let a = corpus(40 * MIB, 9, 1);
+    let b = corpus(40 * MIB, 9, 2);
+    let ia = std::fs::read(&a.image).expect("a");
+    let ib = std::fs::read(&b.image).expect("b");
+    assert!(ia == ib, "images differ");
+    let ma = std::fs::read(a.image.with_file_name(caseload_corpus::MANIFEST)).expect("a");
+    let mb = std::fs::read(b.image.with_file_name(caseload_corpus::MANIFEST)).expect("b");
+    assert!(ma == mb, "manifests differ");
+}
+
+#[test]
+fn refusals_name_the_problem() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = generate_exfat(&opts(dir.path(), 31 * MIB, 1, 1), &NoProgress, None)
+        .expect_err("31 MiB accepted");
+    assert!(e.to_string().contains("minimum") && e.to_string().contains("32 MiB"), "{e}");
+    let mut o = opts(dir.path(), 64 * MIB, 1, 1);
+    o.ntfs = true;
+    let e = generate_exfat(&o, &NoProgress, None).expect_err("NTFS accepted");
+    assert!(e.to_string().contains("exFAT"), "{e}");
+    let mut o = opts(dir.path(), 64 * MIB, 1, 1);
+    o.fat = Some(caseload_corpus::FatType::Fat16);
+    assert!(generate_exfat(&o, &NoProgress, None).is_err());
+}
