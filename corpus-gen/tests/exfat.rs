@@ -300,15 +300,31 @@ fn check_fuse(c: &Corpus) {
         println!("SKIPPED: exfat-fuse mount (needs root and /dev/fuse)");
         return;
     }
-    let v = volume_file(c);
+    // exfat-fuse run as root wants a block device: a read-only loop
+    // device over the partition.
+    if !have("losetup") {
+        return;
+    }
+    let (off, len) = part(c);
+    let lo = Command::new("losetup")
+        .args(["-f", "--show", "-r", "-o", &off.to_string(), "--sizelimit", &len.to_string()])
+        .arg(&c.image)
+        .output()
+        .expect("losetup");
+    let dev = String::from_utf8_lossy(&lo.stdout).trim().to_string();
+    if !lo.status.success() || dev.is_empty() {
+        println!("SKIPPED: exfat-fuse (no loop device here)");
+        return;
+    }
     let mnt = tempfile::tempdir().expect("mountpoint");
     let st = Command::new(tool)
         .args(["-o", "ro"])
-        .arg(v.path())
+        .arg(&dev)
         .arg(mnt.path())
         .status()
         .expect("mount");
     if !st.success() {
+        let _ = Command::new("losetup").arg("-d").arg(&dev).status();
         println!("SKIPPED: exfat-fuse mount failed here");
         return;
     }
@@ -336,6 +352,7 @@ fn check_fuse(c: &Corpus) {
     }
     walk(mnt.path(), mnt.path(), &mut got);
     let _ = Command::new("umount").arg(mnt.path()).status();
+    let _ = Command::new("losetup").arg("-d").arg(&dev).status();
     let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
         .into_iter()
         .filter(|e| !e.deleted)
