@@ -429,3 +429,39 @@ fn refusals_name_the_problem() {
     o.fat = Some(caseload_corpus::FatType::Fat16);
     assert!(generate_exfat(&o, &NoProgress, None).is_err());
 }
+
+/// The oracles can fail: a File entry whose set checksum is broken is
+/// reported by fsck.exfat and by caseload-fs's walk.
+#[test]
+fn a_broken_set_checksum_is_caught() {
+    let c = corpus(32 * MIB, 5, 1);
+    let e = entries(&c.manifest)
+        .into_iter()
+        .find(|e| e.kind == EntryKind::File && !e.deleted)
+        .expect("a file");
+    let heap = c.manifest.filesystem.data_offset;
+    let at = heap + (e.inode.expect("inode") - 3) * 32;
+    let mut img = std::fs::read(&c.image).expect("image");
+    assert_eq!(img[at as usize], 0x85, "no File entry at {}'s inode", e.path);
+    img[at as usize + 2] ^= 0x5A;
+    std::fs::write(&c.image, &img).expect("write");
+    if have("fsck.exfat") {
+        let v = volume_file(&c);
+        let out = Command::new("fsck.exfat")
+            .arg("-n")
+            .arg(v.path())
+            .output()
+            .expect("fsck.exfat");
+        assert!(!out.status.success(), "fsck.exfat -n passed a broken checksum");
+    }
+    let (off, len) = part(&c);
+    let file = std::fs::File::open(&c.image).expect("image");
+    let fs = caseload_fs::ExfatFs::open(&file, off, len).expect("open exFAT");
+    let mut errors = 0;
+    fs.walk(|r| {
+        errors += r.errors.len();
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("walk");
+    assert!(errors > 0, "the walk did not report the broken checksum");
+}

@@ -98,6 +98,10 @@ impl FsLayout for ExfatLayout {
     }
 
     fn pack(&self, _vol: &Volume, _k: u32, _items: &mut [ItemPlan]) {}
+
+    fn storable_name(&self, name: &str) -> Option<String> {
+        super::storable_name(name)
+    }
 }
 
 /// Entries skeleton directory `i` needs (an upper bound for the skeleton's

@@ -410,6 +410,12 @@ pub trait FsLayout: std::fmt::Debug + Send + Sync {
     /// Last changes to the files before placement, from their own random
     /// stream (NTFS: compressed and sparse files).
     fn pack(&self, vol: &Volume, k: u32, items: &mut [ItemPlan]);
+    /// The name the file system stores for a drawn `name` it cannot
+    /// store as it is (exFAT: forbidden characters replaced, as Windows
+    /// renames them); `None` keeps it.
+    fn storable_name(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// A batch's folder in a group leaf, as the skeleton lists it.
