@@ -989,7 +989,10 @@ fn write_exfat_fat(
     };
     push(&mut buf, 0xFFFF_FFF8);
     push(&mut buf, EOC);
-    for (first, n) in [(2, p.bitmap_clusters), (p.upcase_cluster(), p.upcase_clusters)] {
+    for (first, n) in [
+        (2, p.bitmap_clusters),
+        (p.upcase_cluster(), p.upcase_clusters),
+    ] {
         for c in first..first + n {
             push(&mut buf, if c + 1 == first + n { EOC } else { c + 1 });
         }

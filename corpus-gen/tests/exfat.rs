@@ -276,16 +276,14 @@ fn check_walk(c: &Corpus) {
 
 /// exfat-fuse, read-only: the live tree and every file's MD5.
 fn check_fuse(c: &Corpus) {
-    let tool = ["mount.exfat-fuse", "exfat-fuse"]
-        .into_iter()
-        .find(|t| {
-            Command::new("sh")
-                .arg("-c")
-                .arg(format!("command -v {t}"))
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        });
+    let tool = ["mount.exfat-fuse", "exfat-fuse"].into_iter().find(|t| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {t}"))
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    });
     let Some(tool) = tool else {
         println!("SKIPPED: exfat-fuse");
         return;
@@ -307,7 +305,15 @@ fn check_fuse(c: &Corpus) {
     }
     let (off, len) = part(c);
     let lo = Command::new("losetup")
-        .args(["-f", "--show", "-r", "-o", &off.to_string(), "--sizelimit", &len.to_string()])
+        .args([
+            "-f",
+            "--show",
+            "-r",
+            "-o",
+            &off.to_string(),
+            "--sizelimit",
+            &len.to_string(),
+        ])
         .arg(&c.image)
         .output()
         .expect("losetup");
@@ -420,7 +426,10 @@ fn refusals_name_the_problem() {
     let dir = tempfile::tempdir().expect("tempdir");
     let e = generate_exfat(&opts(dir.path(), 31 * MIB, 1, 1), &NoProgress, None)
         .expect_err("31 MiB accepted");
-    assert!(e.to_string().contains("minimum") && e.to_string().contains("32 MiB"), "{e}");
+    assert!(
+        e.to_string().contains("minimum") && e.to_string().contains("32 MiB"),
+        "{e}"
+    );
     let mut o = opts(dir.path(), 64 * MIB, 1, 1);
     o.ntfs = true;
     let e = generate_exfat(&o, &NoProgress, None).expect_err("NTFS accepted");
@@ -442,7 +451,11 @@ fn a_broken_set_checksum_is_caught() {
     let heap = c.manifest.filesystem.data_offset;
     let at = heap + (e.inode.expect("inode") - 3) * 32;
     let mut img = std::fs::read(&c.image).expect("image");
-    assert_eq!(img[at as usize], 0x85, "no File entry at {}'s inode", e.path);
+    assert_eq!(
+        img[at as usize], 0x85,
+        "no File entry at {}'s inode",
+        e.path
+    );
     img[at as usize + 2] ^= 0x5A;
     std::fs::write(&c.image, &img).expect("write");
     if have("fsck.exfat") {
@@ -452,7 +465,10 @@ fn a_broken_set_checksum_is_caught() {
             .arg(v.path())
             .output()
             .expect("fsck.exfat");
-        assert!(!out.status.success(), "fsck.exfat -n passed a broken checksum");
+        assert!(
+            !out.status.success(),
+            "fsck.exfat -n passed a broken checksum"
+        );
     }
     let (off, len) = part(&c);
     let file = std::fs::File::open(&c.image).expect("image");

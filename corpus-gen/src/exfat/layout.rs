@@ -360,4 +360,3 @@ pub fn used_clusters(plan: &GroupPlan) -> Vec<bool> {
     }
     used
 }
-

@@ -300,7 +300,12 @@ pub fn encode_root_head(out: &mut Vec<u8>, p: &ExfatParams) {
 pub const ROOT_HEAD_ENTRIES: usize = 3;
 
 /// The 12-sector boot region (main and backup are the same bytes).
-pub fn boot_region(p: &ExfatParams, part_start_lba: u64, serial: u32, percent_in_use: u8) -> Vec<u8> {
+pub fn boot_region(
+    p: &ExfatParams,
+    part_start_lba: u64,
+    serial: u32,
+    percent_in_use: u8,
+) -> Vec<u8> {
     let s = SECTOR as usize;
     let mut r = vec![0u8; 12 * s];
     let b = &mut r[..s];

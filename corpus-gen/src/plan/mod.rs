@@ -1138,8 +1138,9 @@ mod tests {
 
     #[test]
     fn the_logical_plan_is_the_same_on_every_file_system() {
-        // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB) and NTFS (4 KiB
-        // and its own records) hold the same batches.
+        // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB), NTFS (4 KiB
+        // and its own records) and exFAT (32 KiB, entry sets) hold the
+        // same batches.
         let size = 1 << 30;
         let seed = 11;
         let pool = Pool::build(seed).expect("pool");
@@ -1147,6 +1148,7 @@ mod tests {
             Geometry::plan(size, None, Some(crate::fat::FatType::Fat16)).expect("fat16"),
             Geometry::plan(size, None, Some(crate::fat::FatType::Fat32)).expect("fat32"),
             Geometry::plan_ntfs(size, None).expect("ntfs"),
+            Geometry::plan_exfat(size, None).expect("exfat"),
         ];
         let mut plans: Vec<Vec<Vec<String>>> = Vec::new();
         for geo in geos {
@@ -1173,7 +1175,7 @@ mod tests {
                 "group {k}: {} items",
                 plans[0][k].len()
             );
-            for (fs, p) in ["FAT32", "NTFS"].iter().zip(&plans[1..]) {
+            for (fs, p) in ["FAT32", "NTFS", "exFAT"].iter().zip(&plans[1..]) {
                 assert_eq!(plans[0][k], p[k], "group {k}: FAT16 against {fs}");
             }
         }
