@@ -1061,7 +1061,7 @@ fn write_exfat_bitmap(
                 self.acc |= 1 << (self.n % 8);
             }
             self.n += 1;
-            if self.n % 8 == 0 {
+            if self.n.is_multiple_of(8) {
                 self.out.push(self.acc);
                 self.acc = 0;
             }
@@ -1099,7 +1099,7 @@ fn write_exfat_bitmap(
     while b.n < p.cluster_count as u64 {
         b.push(false);
     }
-    if b.n % 8 != 0 {
+    if !b.n.is_multiple_of(8) {
         b.out.push(b.acc);
     }
     let n = b.n;
