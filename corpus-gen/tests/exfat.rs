@@ -481,3 +481,85 @@ fn a_broken_set_checksum_is_caught() {
     .expect("walk");
     assert!(errors > 0, "the walk did not report the broken checksum");
 }
+
+/// 32 KiB clusters (above 256 MiB), GPT: larger than the suite's images,
+/// so run by hand (`cargo test --release -p caseload-corpus --test exfat --
+/// --ignored`).
+#[test]
+#[ignore]
+fn corpus_300_mib_with_32_kib_clusters_on_gpt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = opts(dir.path(), 300 * MIB, 6, 2);
+    o.partition_table = Some(caseload_corpus::TableKind::Gpt);
+    generate_exfat(&o, &NoProgress, None).expect("generate");
+    let manifest: Manifest = serde_json::from_slice(
+        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
+    )
+    .expect("parse manifest");
+    assert_eq!(manifest.filesystem.cluster_size, 32 << 10);
+    let c = Corpus {
+        image: dir.path().join(caseload_corpus::IMAGE),
+        _dir: dir,
+        manifest,
+    };
+    check_fsck(&c);
+    check_tsk(&c);
+    check_walk(&c);
+    check_fuse(&c);
+}
+
+/// The boot sector's layout fields, the up-case table and the bitmap and
+/// up-case entries are what mkfs.exfat writes on a volume of the same size
+/// (all but the partition offset, serial number and use).
+#[test]
+fn layout_matches_mkfs_exfat() {
+    if !have("mkfs.exfat") {
+        return;
+    }
+    for (size, seed) in [(32 * MIB, 1), (64 * MIB, 2)] {
+        let c = corpus(size, seed, 1);
+        let (off, len) = part(&c);
+        let img = std::fs::read(&c.image).expect("image");
+        let ours = &img[off as usize..(off + len) as usize];
+        let f = tempfile::NamedTempFile::new().expect("temp");
+        f.as_file().set_len(len).expect("size");
+        let out = Command::new("mkfs.exfat")
+            .arg(f.path())
+            .output()
+            .expect("mkfs.exfat");
+        assert!(out.status.success());
+        let theirs = std::fs::read(f.path()).expect("mkfs image");
+        // VolumeLength .. FirstClusterOfRootDirectory, then revision,
+        // flags, shifts, FAT count and drive select.
+        assert_eq!(ours[72..100], theirs[72..100], "{size}: layout fields");
+        assert_eq!(
+            ours[104..112],
+            theirs[104..112],
+            "{size}: revision to drive"
+        );
+        assert_eq!(ours[510..512], theirs[510..512]);
+        let u32at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let heap = u32at(&theirs, 88) as usize * 512;
+        let cs = 512usize << theirs[109];
+        let root = heap + (u32at(&theirs, 96) as usize - 2) * cs;
+        // Bitmap and up-case entries (after the label entry).
+        assert_eq!(
+            ours[root + 32..root + 96],
+            theirs[root + 32..root + 96],
+            "{size}: entries"
+        );
+        let up = heap + (u32at(&theirs, root + 64 + 20) as usize - 2) * cs;
+        assert_eq!(
+            ours[up..up + 5836],
+            theirs[up..up + 5836],
+            "{size}: up-case table"
+        );
+        let fat = u32at(&theirs, 80) as usize * 512;
+        let sys = (u32at(&theirs, 96) - 2) as usize;
+        assert_eq!(
+            ours[fat..fat + 4 * (2 + sys + 1)],
+            theirs[fat..fat + 4 * (2 + sys + 1)],
+            "{size}: FAT head"
+        );
+    }
+}
