@@ -300,6 +300,15 @@ impl ImageSink<'_, '_> {
     }
 }
 
+impl crate::exfat::write::Out for ImageSink<'_, '_> {
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
+        self.write(b)
+    }
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
+        self.zeros(n)
+    }
+}
+
 impl ntfs::write::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
@@ -710,30 +719,17 @@ fn generate_fs(
                 sink.write(&w.skeleton_bytes(i))?;
             }
         } else if let Some(p) = geo.exfat {
-            let in_use = (geo.clusters as u64 - free) + p.sys_clusters() as u64;
-            let percent = (in_use * 100 / p.cluster_count as u64) as u8;
-            let region = crate::exfat::boot_region(&p, geo.part_start_lba, ids.volume_id, percent);
-            sink.write(&region)?;
-            sink.write(&region)?;
-            sink.zeros((p.fat_offset as u64 - 24) * DISK_SECTOR)?;
-            write_exfat_fat(&vol, &p, &mut sink)?;
-            sink.zeros(
-                (p.heap_offset as u64 - p.fat_offset as u64 - p.fat_length as u64) * DISK_SECTOR,
+            let inodes = crate::exfat::write::head(
+                &vol,
+                &p,
+                &g0,
+                &folder_runs,
+                &skel_order,
+                free,
+                ids.volume_id,
+                &mut sink,
             )?;
-            write_exfat_bitmap(&vol, &p, &mut sink)?;
-            let mut up = crate::exfat::UPCASE.to_vec();
-            up.resize((p.upcase_clusters as u64 * cluster) as usize, 0);
-            sink.write(&up)?;
-            let mut inodes = HashMap::new();
             let heap = geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR;
-            for &i in &skel_order {
-                let b = crate::exfat::layout::skeleton_dir_bytes(&vol, i, &g0, &folder_runs)?;
-                let at = geo.cluster_offset(vol.skel[i].first);
-                for (who, off) in &b.sets {
-                    inodes.insert(*who, (at + *off as u64 - heap) / 32 + 3);
-                }
-                sink.write(&b.bytes)?;
-            }
             mf.exfat = Some(ExfatMf { p, heap, inodes });
         } else {
             sink.write(&boot::reserved_region(
@@ -969,151 +965,6 @@ fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusErr
         )));
     }
     sink.zeros(bytes_total - packed)?;
-    Ok(())
-}
-
-/// The exFAT FAT: media and end marks, the bitmap's and up-case table's
-/// chains, the skeleton's, then each group's (directories and fragmented
-/// files; a contiguous file's entries stay 0, it says `NoFatChain`).
-fn write_exfat_fat(
-    vol: &Volume,
-    p: &crate::exfat::ExfatParams,
-    sink: &mut ImageSink<'_, '_>,
-) -> Result<(), CorpusError> {
-    const EOC: u32 = 0xFFFF_FFFF;
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
-    let mut count = 0u64;
-    let mut push = |buf: &mut Vec<u8>, v: u32| {
-        buf.extend_from_slice(&v.to_le_bytes());
-        count += 1;
-    };
-    push(&mut buf, 0xFFFF_FFF8);
-    push(&mut buf, EOC);
-    for (first, n) in [
-        (2, p.bitmap_clusters),
-        (p.upcase_cluster(), p.upcase_clusters),
-    ] {
-        for c in first..first + n {
-            push(&mut buf, if c + 1 == first + n { EOC } else { c + 1 });
-        }
-    }
-    let mut skel: Vec<(u32, u32)> = vol
-        .skel
-        .iter()
-        .filter(|d| d.clusters > 0)
-        .map(|d| (d.first, d.clusters))
-        .collect();
-    skel.sort_unstable();
-    let mut next = 2u32;
-    for (first, n) in skel {
-        for c in first..first + n {
-            push(
-                &mut buf,
-                if c + 1 == first + n {
-                    EOC
-                } else {
-                    p.cluster(c + 1)
-                },
-            );
-        }
-        next = first + n;
-    }
-    while next < vol.groups_start {
-        push(&mut buf, 0);
-        next += 1;
-    }
-    for k in 0..vol.groups {
-        let plan = vol.plan_group(k);
-        for v in crate::exfat::layout::fat_entries(&plan, p) {
-            push(&mut buf, v);
-        }
-        if buf.len() >= 1 << 20 {
-            sink.write(&buf)?;
-            buf.clear();
-        }
-    }
-    sink.write(&buf)?;
-    let bytes_total = p.fat_length as u64 * DISK_SECTOR;
-    if count * 4 > bytes_total || count != p.cluster_count as u64 + 2 {
-        return Err(CorpusError::Worker(format!(
-            "exFAT FAT holds {count} entries for {} clusters in {bytes_total} bytes",
-            p.cluster_count
-        )));
-    }
-    sink.zeros(bytes_total - count * 4)?;
-    Ok(())
-}
-
-/// The exFAT allocation bitmap, padded to its clusters.
-fn write_exfat_bitmap(
-    vol: &Volume,
-    p: &crate::exfat::ExfatParams,
-    sink: &mut ImageSink<'_, '_>,
-) -> Result<(), CorpusError> {
-    struct Bits {
-        out: Vec<u8>,
-        acc: u8,
-        n: u64,
-    }
-    impl Bits {
-        fn push(&mut self, used: bool) {
-            if used {
-                self.acc |= 1 << (self.n % 8);
-            }
-            self.n += 1;
-            if self.n.is_multiple_of(8) {
-                self.out.push(self.acc);
-                self.acc = 0;
-            }
-        }
-    }
-    let mut b = Bits {
-        out: Vec::with_capacity(1 << 20),
-        acc: 0,
-        n: 0,
-    };
-    for _ in 0..p.sys_clusters() {
-        b.push(true);
-    }
-    let mut next = 2u32;
-    for d in vol.skel.iter().filter(|d| d.clusters > 0) {
-        for _ in 0..d.clusters {
-            b.push(true);
-        }
-        next += d.clusters;
-    }
-    while next < vol.groups_start {
-        b.push(false);
-        next += 1;
-    }
-    for k in 0..vol.groups {
-        let plan = vol.plan_group(k);
-        for u in crate::exfat::layout::used_clusters(&plan) {
-            b.push(u);
-        }
-        if b.out.len() >= 1 << 20 {
-            sink.write(&b.out)?;
-            b.out.clear();
-        }
-    }
-    while b.n < p.cluster_count as u64 {
-        b.push(false);
-    }
-    if !b.n.is_multiple_of(8) {
-        b.out.push(b.acc);
-    }
-    let n = b.n;
-    let bits = b.out;
-    sink.write(&bits)?;
-    let total = p.bitmap_clusters as u64 * p.cluster_bytes();
-    let written = n.div_ceil(8);
-    if n != p.cluster_count as u64 || written > total {
-        return Err(CorpusError::Worker(format!(
-            "exFAT bitmap has {n} bits for {} clusters",
-            p.cluster_count
-        )));
-    }
-    sink.zeros(total - written)?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! mkfs puts the root.
 
 pub mod layout;
+pub mod write;
 
 use crate::names::{NameForm, Stamp, Times};
 
