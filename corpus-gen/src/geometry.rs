@@ -190,25 +190,7 @@ impl Geometry {
     /// sector short of the partition (the backup boot sector's place).
     pub fn plan_ntfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
         use crate::ntfs::{CLUSTER, Head, MIN_DISK};
-        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
-        if disk_bytes < MIN_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is below NTFS's minimum here of {} MiB",
-                MIN_DISK >> 20
-            )));
-        }
-        if disk_bytes > MAX_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is above the maximum of 8 TiB"
-            )));
-        }
-        let table = Self::table_for(disk_bytes, table)?;
-        let lbas = disk_bytes / DISK_SECTOR;
-        let last_usable = match table {
-            TableKind::Mbr => lbas - 1,
-            TableKind::Gpt => lbas - 34,
-        };
-        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        let (disk_bytes, table, vol_bytes) = Self::partition(disk_bytes, table, "NTFS", MIN_DISK)?;
         let part_sectors = vol_bytes / DISK_SECTOR;
         let total_sectors = part_sectors - 1;
         let total_clusters = total_sectors / (CLUSTER as u64 / DISK_SECTOR);
@@ -238,25 +220,7 @@ impl Geometry {
     /// Plan an exFAT disk of `disk_bytes`: the volume fills the
     /// partition (whole 4 KiB units), laid out as mkfs.exfat does.
     pub fn plan_exfat(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
-        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
-        if disk_bytes < MIN_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is below exFAT's minimum here of {} MiB",
-                MIN_DISK >> 20
-            )));
-        }
-        if disk_bytes > MAX_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is above the maximum of 8 TiB"
-            )));
-        }
-        let table = Self::table_for(disk_bytes, table)?;
-        let lbas = disk_bytes / DISK_SECTOR;
-        let last_usable = match table {
-            TableKind::Mbr => lbas - 1,
-            TableKind::Gpt => lbas - 34,
-        };
-        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        let (disk_bytes, table, vol_bytes) = Self::partition(disk_bytes, table, "exFAT", MIN_DISK)?;
         let p = ExfatParams::for_volume(vol_bytes, PART_START_LBA * DISK_SECTOR)
             .filter(|p| p.cluster_count - p.sys_clusters() > 1024)
             .ok_or_else(|| CorpusError::Invalid("volume too small for exFAT".into()))?;
@@ -277,6 +241,37 @@ impl Geometry {
             ntfs: false,
             exfat: Some(p),
         })
+    }
+
+    /// The disk (whole sectors), its table and the partition's bytes
+    /// (whole 4 KiB units) for a file system `fs` whose minimum disk here
+    /// is `min`.
+    fn partition(
+        disk_bytes: u64,
+        table: Option<TableKind>,
+        fs: &str,
+        min: u64,
+    ) -> Result<(u64, TableKind, u64), CorpusError> {
+        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
+        if disk_bytes < min {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is below {fs}'s minimum here of {} MiB",
+                min >> 20
+            )));
+        }
+        if disk_bytes > MAX_DISK {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is above the maximum of 8 TiB"
+            )));
+        }
+        let table = Self::table_for(disk_bytes, table)?;
+        let lbas = disk_bytes / DISK_SECTOR;
+        let last_usable = match table {
+            TableKind::Mbr => lbas - 1,
+            TableKind::Gpt => lbas - 34,
+        };
+        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        Ok((disk_bytes, table, vol_bytes))
     }
 
     fn table_for(disk_bytes: u64, table: Option<TableKind>) -> Result<TableKind, CorpusError> {

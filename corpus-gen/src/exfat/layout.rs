@@ -8,7 +8,10 @@
 use super::{ENTRY, ExfatParams, MAX_DIR_BYTES, ROOT_HEAD_ENTRIES, SetRecord, encode_set};
 use crate::error::CorpusError;
 use crate::names::{NameForm, Times};
-use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Run, Volume};
+use crate::plan::{
+    Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Run, Volume, dir_clusters_for,
+    keep_in_order,
+};
 use caseload_fs::exfat::upcase::Upcase;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -63,34 +66,12 @@ impl FsLayout for ExfatLayout {
     /// A deleted directory keeps exactly one cluster (so recovery of its
     /// listing is exact): the children whose sets fit it, in order.
     fn deleted_dir_keeps(&self, children: &[&NameForm], cluster: u64) -> Vec<bool> {
-        let cap = cluster as usize / ENTRY;
-        let mut used = 0;
-        children
-            .iter()
-            .map(|f| {
-                let s = entries(f);
-                let fits = used + s <= cap;
-                if fits {
-                    used += s;
-                }
-                fits
-            })
-            .collect()
+        keep_in_order(children, cluster as usize / ENTRY, entries)
     }
 
     fn dir_clusters(&self, dirs: &[DirPlan], items: &[ItemPlan], d: usize, cluster: u64) -> u32 {
-        if dirs[d].deleted {
-            return 1;
-        }
-        let n = dirs[d]
-            .children
-            .iter()
-            .map(|c| match *c {
-                Child::Item(i) => entries(&items[i].form),
-                Child::Dir(x) => entries(&dirs[x].form),
-            })
-            .sum::<usize>();
-        (n as u64 * ENTRY as u64).div_ceil(cluster).max(1) as u32
+        // No `.` and `..` entries.
+        dir_clusters_for(dirs, items, d, cluster, 0, entries)
     }
 
     fn group_reserve(&self, _dirs: &[DirPlan], _items: &[ItemPlan]) -> u32 {

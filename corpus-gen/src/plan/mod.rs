@@ -418,6 +418,54 @@ pub trait FsLayout: std::fmt::Debug + Send + Sync {
     }
 }
 
+/// Which of a deleted directory's `children` (in order) fit `cap`
+/// directory entries when each takes `entries(form)`: a directory of
+/// fixed-size entries keeps those in its one cluster.
+pub fn keep_in_order(
+    children: &[&NameForm],
+    cap: usize,
+    entries: impl Fn(&NameForm) -> usize,
+) -> Vec<bool> {
+    let mut used = 0;
+    children
+        .iter()
+        .map(|f| {
+            let s = entries(f);
+            let fits = used + s <= cap;
+            if fits {
+                used += s;
+            }
+            fits
+        })
+        .collect()
+}
+
+/// Clusters group directory `d` needs when it holds `fixed` entries of
+/// its own plus `entries(form)` per child, each `entry` bytes (at least
+/// one cluster; a deleted one keeps one).
+pub fn dir_clusters_for(
+    dirs: &[DirPlan],
+    items: &[ItemPlan],
+    d: usize,
+    cluster: u64,
+    fixed: usize,
+    entries: impl Fn(&NameForm) -> usize,
+) -> u32 {
+    if dirs[d].deleted {
+        return 1;
+    }
+    let n = fixed
+        + dirs[d]
+            .children
+            .iter()
+            .map(|c| match *c {
+                Child::Item(i) => entries(&items[i].form),
+                Child::Dir(x) => entries(&dirs[x].form),
+            })
+            .sum::<usize>();
+    (n as u64 * 32).div_ceil(cluster).max(1) as u32
+}
+
 /// A batch's folder in a group leaf, as the skeleton lists it.
 #[derive(Debug, Clone)]
 pub struct GroupFolder {
