@@ -108,6 +108,33 @@ fn check_fsck(c: &Corpus) {
         !text.contains("corrupt") && !text.contains("ERROR"),
         "fsck.exfat -n reported:\n{text}"
     );
+    // fsck counts the live folders (with the root) and files it walked.
+    let live = |k: EntryKind| {
+        entries(&c.manifest)
+            .into_iter()
+            .filter(|e| e.kind == k && !e.deleted)
+            .count()
+    };
+    let want = format!(
+        "clean. directories {}, files {}",
+        live(EntryKind::Directory) + 1,
+        live(EntryKind::File)
+    );
+    assert!(text.contains(&want), "fsck.exfat: want {want:?} in\n{text}");
+    // dump.exfat's free clusters are the bitmap's.
+    if have("dump.exfat") {
+        let out = Command::new("dump.exfat")
+            .arg(v.path())
+            .output()
+            .expect("dump.exfat");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let free = text
+            .lines()
+            .find(|l| l.starts_with("Free Clusters:"))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|n| n.parse::<u64>().ok());
+        assert_eq!(free, Some(c.manifest.filesystem.free_clusters), "{text}");
+    }
 }
 
 /// What TSK lists that is the file system's own: system files, the label.
