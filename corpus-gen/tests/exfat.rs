@@ -35,12 +35,20 @@ struct Corpus {
 }
 
 fn corpus(size: u64, seed: u64, threads: usize) -> Corpus {
+    corpus_with(size, seed, threads, "workstation")
+}
+
+fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
     let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = opts(dir.path(), size, seed, threads);
+    o.profile = Profile::by_name(profile).expect("profile");
     if let Ok(keep) = std::env::var("EXFAT_KEEP") {
-        let d = PathBuf::from(keep).join(format!("{size}-{seed}-{threads}"));
-        let _ = generate_exfat(&opts(&d, size, seed, threads), &NoProgress, None);
+        let d = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
+        let mut k = o.clone();
+        k.out_dir = d;
+        let _ = generate_exfat(&k, &NoProgress, None);
     }
-    generate_exfat(&opts(dir.path(), size, seed, threads), &NoProgress, None).expect("generate");
+    generate_exfat(&o, &NoProgress, None).expect("generate");
     let manifest: Manifest = serde_json::from_slice(
         &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
     )
@@ -444,13 +452,25 @@ fn check_fuse(c: &Corpus) {
 }
 
 fn check_all(size: u64, seed: u64) {
-    let c = corpus(size, seed, 2);
+    check_corpus(&corpus(size, seed, 2));
+}
+
+fn check_corpus(c: &Corpus) {
     assert_eq!(c.manifest.filesystem.fs_type.name(), "exFAT");
     assert!(c.manifest.filesystem.exfat.is_some());
-    check_fsck(&c);
-    check_tsk(&c);
-    check_walk(&c);
-    check_fuse(&c);
+    check_fsck(c);
+    check_tsk(c);
+    check_walk(c);
+    check_fuse(c);
+}
+
+/// The suspect profile: many deleted files and folders, wiped (random)
+/// free space.
+#[test]
+fn suspect_corpus_with_deleted_folders_passes_every_oracle() {
+    let c = corpus_with(64 * MIB, 7, 2, "suspect");
+    assert!(c.manifest.summary.deleted_directories > 0);
+    check_corpus(&c);
 }
 
 #[test]
@@ -479,6 +499,16 @@ fn image_and_manifest_do_not_depend_on_threads() {
     let ma = std::fs::read(a.image.with_file_name(caseload_corpus::MANIFEST)).expect("a");
     let mb = std::fs::read(b.image.with_file_name(caseload_corpus::MANIFEST)).expect("b");
     assert!(ma == mb, "manifests differ");
+    // The tee (E01 output's input) receives exactly the image.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut tee: Vec<u8> = Vec::new();
+    generate_exfat(
+        &opts(dir.path(), 40 * MIB, 9, 2),
+        &NoProgress,
+        Some(&mut tee),
+    )
+    .expect("tee");
+    assert!(tee == ia, "the tee differs from the image");
 }
 
 #[test]
