@@ -578,15 +578,29 @@ fn a_broken_set_checksum_is_caught() {
 #[test]
 #[ignore]
 fn corpus_300_mib_with_32_kib_clusters_on_gpt() {
+    // EXFAT_BIG_MIB and EXFAT_BIG_SEED choose another size and seed.
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut o = opts(dir.path(), 300 * MIB, 6, 2);
+    let mut o = opts(
+        dir.path(),
+        env("EXFAT_BIG_MIB", 300) * MIB,
+        env("EXFAT_BIG_SEED", 6),
+        2,
+    );
     o.partition_table = Some(caseload_corpus::TableKind::Gpt);
     generate_exfat(&o, &NoProgress, None).expect("generate");
     let manifest: Manifest = serde_json::from_slice(
         &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
     )
     .expect("parse manifest");
-    assert_eq!(manifest.filesystem.cluster_size, 32 << 10);
+    if o.size > 256 * MIB {
+        assert_eq!(manifest.filesystem.cluster_size, 32 << 10);
+    }
     let c = Corpus {
         image: dir.path().join(caseload_corpus::IMAGE),
         _dir: dir,
