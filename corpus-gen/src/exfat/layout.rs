@@ -250,7 +250,15 @@ pub fn skeleton_dir_bytes(
             up,
         );
     }
-    out.resize((d.clusters as u64 * cs) as usize, 0);
+    let room = (d.clusters as u64 * cs) as usize;
+    if out.len() > room {
+        return Err(CorpusError::Worker(format!(
+            "folder /{} needs {} bytes of entries and has {room}",
+            d.path,
+            out.len()
+        )));
+    }
+    out.resize(room, 0);
     Ok(DirBytes { bytes: out, sets })
 }
 

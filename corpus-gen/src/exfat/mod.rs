@@ -180,7 +180,12 @@ pub fn form_name(form: &NameForm) -> String {
 
 /// Entries (32 bytes each) an entry set for `name` takes.
 pub fn set_entries(name: &str) -> usize {
-    2 + name.encode_utf16().count().div_ceil(NAME_PER_ENTRY).max(1)
+    2 + name
+        .encode_utf16()
+        .count()
+        .min(MAX_NAME)
+        .div_ceil(NAME_PER_ENTRY)
+        .max(1)
 }
 
 /// Little-endian helpers over a fixed entry.
