@@ -451,6 +451,52 @@ fn check_fuse(c: &Corpus) {
     assert_eq!(got, want, "exfat-fuse content differs");
 }
 
+/// Raw offsets against the image: each live file's extents hold its
+/// bytes (MD5 over the extents cut to its size), each keyword occurrence
+/// with a disk offset is there, each contiguous carvable item's bytes have
+/// its MD5, and each zeroed free area is zeros.
+fn check_offsets(c: &Corpus) {
+    let img = std::fs::read(&c.image).expect("image");
+    let mut occurrences = 0;
+    for e in entries(&c.manifest) {
+        if e.kind == EntryKind::File && !e.deleted {
+            let mut h = Md5::new();
+            let mut left = e.size;
+            for x in &e.extents {
+                let take = x.length.min(left);
+                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
+                left -= take;
+            }
+            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
+            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
+        }
+        for k in &e.keywords {
+            for o in &k.raw {
+                if let Some(d) = o.disk_offset
+                    && !o.overwritten
+                {
+                    let at = &img[d as usize..d as usize + k.token.len()];
+                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
+                    occurrences += 1;
+                }
+            }
+        }
+    }
+    assert!(occurrences > 0, "no keyword occurrence checked");
+    for x in &c.manifest.carvable {
+        if x.contiguous {
+            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
+            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
+        }
+    }
+    for a in &c.manifest.unallocated {
+        if a.fill == "zero" {
+            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
+            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
+        }
+    }
+}
+
 fn check_all(size: u64, seed: u64) {
     check_corpus(&corpus(size, seed, 2));
 }
@@ -458,6 +504,7 @@ fn check_all(size: u64, seed: u64) {
 fn check_corpus(c: &Corpus) {
     assert_eq!(c.manifest.filesystem.fs_type.name(), "exFAT");
     assert!(c.manifest.filesystem.exfat.is_some());
+    check_offsets(c);
     check_fsck(c);
     check_tsk(c);
     check_walk(c);
