@@ -714,3 +714,56 @@ fn layout_matches_mkfs_exfat() {
         );
     }
 }
+
+/// The layout arithmetic (cluster size, FAT and heap offsets, cluster
+/// count) equals mkfs.exfat's across the cluster-size steps, on sparse
+/// files (mkfs writes only the metadata).
+#[test]
+fn layout_arithmetic_matches_mkfs_exfat_at_every_cluster_size() {
+    if !have("mkfs.exfat") {
+        return;
+    }
+    for len in [
+        100 * MIB,
+        256 * MIB,
+        256 * MIB + 4096,
+        3 << 30,
+        32 << 30,
+        (32 << 30) + MIB,
+        40 << 30,
+    ] {
+        let f = tempfile::NamedTempFile::new().expect("temp");
+        f.as_file().set_len(len).expect("size");
+        let out = Command::new("mkfs.exfat")
+            .arg(f.path())
+            .output()
+            .expect("mkfs.exfat");
+        assert!(out.status.success());
+        let mut b = vec![0u8; 512];
+        use std::io::Read;
+        std::fs::File::open(f.path())
+            .and_then(|mut h| h.read_exact(&mut b))
+            .expect("boot sector");
+        let u32at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let p = caseload_corpus::exfat::ExfatParams::for_volume(len, 0).expect("params");
+        assert_eq!(
+            (
+                p.fat_offset,
+                p.fat_length,
+                p.heap_offset,
+                p.cluster_count,
+                p.root_cluster(),
+                p.spc_shift
+            ),
+            (
+                u32at(80),
+                u32at(84),
+                u32at(88),
+                u32at(92),
+                u32at(96),
+                b[109]
+            ),
+            "{len} bytes"
+        );
+    }
+}
