@@ -520,6 +520,33 @@ fn suspect_corpus_with_deleted_folders_passes_every_oracle() {
     check_corpus(&c);
 }
 
+/// The usb-stick profile: a stick's tree, photos, documents, archives,
+/// a few deleted.
+#[test]
+fn usb_stick_corpus_passes_every_oracle() {
+    for seed in [1, 2] {
+        let c = corpus_with(64 * MIB, seed, 2, "usb-stick");
+        let tops: BTreeSet<&str> = entries(&c.manifest)
+            .into_iter()
+            .map(|e| e.path.split('/').next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            tops,
+            ["Archives", "DCIM", "Documents", "Music", "Transfer"]
+                .into_iter()
+                .collect(),
+            "a stick's top folders"
+        );
+        let photos = entries(&c.manifest)
+            .into_iter()
+            .filter(|e| e.path.starts_with("DCIM/100MEDIA/") && e.kind == EntryKind::File)
+            .count();
+        assert!(photos > 10, "{photos} photos");
+        assert!(c.manifest.summary.deleted_files > 0);
+        check_corpus(&c);
+    }
+}
+
 #[test]
 fn corpus_64_mib_seed_1_passes_every_oracle() {
     check_all(64 * MIB, 1);

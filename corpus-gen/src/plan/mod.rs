@@ -108,6 +108,10 @@ impl Leaf {
 /// stems for each.
 const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
 
+/// The same on a stick ([`Profile::stick`]): documents, pictures, archives
+/// and music.
+const STICK_GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(4).0;
+
 /// The same on system disks ([`Profile::system_disk`]), which add a
 /// component folder per update (batch) under `Windows/WinSxS` (the last
 /// entry; other disks use the others).
@@ -665,8 +669,21 @@ impl Volume {
             ("Program Files".into(), 0, None),              // 18
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
-        let mut tree = tree;
-        let system_disk = profile.system_disk;
+        let mut tree = if profile.stick {
+            // A stick's own tree; `Transfer` holds the loose files.
+            vec![
+                (String::new(), 0, None),                       // 0 root
+                ("DCIM".into(), 0, None),                       // 1
+                ("100MEDIA".into(), 1, Some(Leaf::Pictures)),   // 2
+                ("Documents".into(), 0, Some(Leaf::Documents)), // 3
+                ("Archives".into(), 0, Some(Leaf::Downloads)),  // 4
+                ("Music".into(), 0, Some(Leaf::Music)),         // 5
+                ("Transfer".into(), 0, Some(Leaf::Desktop)),    // 6
+            ]
+        } else {
+            tree
+        };
+        let system_disk = profile.system_disk && !profile.stick;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -783,7 +800,9 @@ impl Volume {
 
     /// The leaves holding group folders, with their folder-name stems.
     fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
-        if self.system_disk {
+        if self.profile.stick {
+            STICK_GROUP_LEAVES
+        } else if self.system_disk {
             NTFS_GROUP_LEAVES
         } else {
             GROUP_LEAVES
@@ -986,9 +1005,22 @@ const NTFS_SYSTEM_WEIGHTS: &[(Leaf, f64)] = &[(Leaf::System, 60.0), (Leaf::WinSx
 /// Size range of system files (DLLs, drivers, manifests, INFs).
 const SYSTEM_SIZES: (u64, u64) = (4 << 10, 600 << 10);
 
-/// The user leaves' weights, the mail stores' set to give `mail_share` of
-/// the picks when asked.
-fn leaf_weights(mail_share: Option<f64>) -> Vec<(Leaf, f64)> {
+/// How often a new file lands in each leaf of a stick: mostly photos and
+/// documents, archives, some music (loose files go to documents).
+const STICK_WEIGHTS: &[(Leaf, f64)] = &[
+    (Leaf::Documents, 30.0),
+    (Leaf::Pictures, 45.0),
+    (Leaf::Downloads, 15.0),
+    (Leaf::Music, 6.0),
+    (Leaf::Desktop, 4.0),
+];
+
+/// The user leaves' weights (a stick's when `stick`), the mail stores'
+/// set to give `mail_share` of the picks when asked.
+fn leaf_weights(mail_share: Option<f64>, stick: bool) -> Vec<(Leaf, f64)> {
+    if stick {
+        return STICK_WEIGHTS.to_vec();
+    }
     let mut w = LEAF_WEIGHTS.to_vec();
     if let Some(share) = mail_share {
         let others: f64 = w
