@@ -918,15 +918,8 @@ fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusErr
     p.push(media);
     p.push(eoc);
     let mut count = 2u64;
-    let mut skel: Vec<(u32, u32)> = vol
-        .skel
-        .iter()
-        .filter(|d| d.clusters > 0)
-        .map(|d| (d.first, d.clusters))
-        .collect();
-    skel.sort_unstable();
     let mut next = 2u32;
-    for (first, n) in skel {
+    for (first, n) in vol.skeleton_runs() {
         debug_assert_eq!(first, next);
         for c in first..first + n {
             p.push(if c + 1 == first + n { eoc } else { c + 1 });

@@ -80,15 +80,8 @@ fn fat(vol: &Volume, p: &ExfatParams, out: &mut dyn Out) -> Result<(), CorpusErr
             push(&mut buf, if c + 1 == first + n { EOC } else { c + 1 });
         }
     }
-    let mut skel: Vec<(u32, u32)> = vol
-        .skel
-        .iter()
-        .filter(|d| d.clusters > 0)
-        .map(|d| (d.first, d.clusters))
-        .collect();
-    skel.sort_unstable();
     let mut next = 2u32;
-    for (first, n) in skel {
+    for (first, n) in vol.skeleton_runs() {
         for c in first..first + n {
             push(
                 &mut buf,

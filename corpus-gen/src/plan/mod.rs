@@ -920,6 +920,19 @@ impl Volume {
         })
     }
 
+    /// The skeleton folders' (first cluster, clusters), by first cluster:
+    /// they tile the clusters from 2 to [`Volume::groups_start`].
+    pub fn skeleton_runs(&self) -> Vec<(u32, u32)> {
+        let mut skel: Vec<(u32, u32)> = self
+            .skel
+            .iter()
+            .filter(|d| d.clusters > 0)
+            .map(|d| (d.first, d.clusters))
+            .collect();
+        skel.sort_unstable();
+        skel
+    }
+
     /// Skeleton index of a leaf.
     pub fn leaf_index(&self, leaf: Leaf) -> usize {
         self.skel
