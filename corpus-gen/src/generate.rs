@@ -300,6 +300,15 @@ impl ImageSink<'_, '_> {
     }
 }
 
+impl crate::exfat::write::Out for ImageSink<'_, '_> {
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
+        self.write(b)
+    }
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
+        self.zeros(n)
+    }
+}
+
 impl ntfs::write::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
@@ -423,6 +432,26 @@ pub fn generate_with_tee(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
+    generate_fs(opts, false, progress, tee)
+}
+
+/// Generate an exFAT corpus (as [`generate_with_tee`] does for FAT and
+/// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
+/// placed on a volume laid out as mkfs.exfat lays it out.
+pub fn generate_exfat(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
+    generate_fs(opts, true, progress, tee)
+}
+
+fn generate_fs(
+    opts: &Options,
+    exfat: bool,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
     if opts.threads == 0 {
         return Err(CorpusError::Invalid("--threads must be at least 1".into()));
     }
@@ -431,7 +460,14 @@ pub fn generate_with_tee(
             "--decoys is limited to 100 million".into(),
         ));
     }
-    let geo = if opts.ntfs {
+    let geo = if exfat {
+        if opts.ntfs || opts.fat.is_some() {
+            return Err(CorpusError::Invalid(
+                "an exFAT volume takes neither a FAT type nor NTFS".into(),
+            ));
+        }
+        Geometry::plan_exfat(opts.size, opts.partition_table)?
+    } else if opts.ntfs {
         if opts.fat.is_some() {
             return Err(CorpusError::Invalid(
                 "a FAT type cannot be chosen for an NTFS volume".into(),
@@ -528,9 +564,17 @@ pub fn generate_with_tee(
     if geo.ntfs {
         used = 0;
     }
+    // exFAT: every batch folder's runs (its entry states its size).
+    let mut folder_runs = HashMap::new();
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        if geo.ntfs {
+        if geo.exfat.is_some() {
+            used += crate::exfat::layout::used_clusters(&plan)
+                .iter()
+                .filter(|u| **u)
+                .count() as u64;
+            crate::exfat::layout::folder_runs(&plan, &mut folder_runs);
+        } else if geo.ntfs {
             ntfs_groups.push(ntfs::write::GroupFacts {
                 mft_clusters: plan.mft as u64,
             });
@@ -541,7 +585,7 @@ pub fn generate_with_tee(
         } else {
             used += crate::fat::layout::used_clusters(&plan, cluster);
         }
-        if !geo.ntfs && next_free.is_none() {
+        if !geo.ntfs && geo.exfat.is_none() && next_free.is_none() {
             let eoc = geo.fat.eoc();
             if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
                 .iter()
@@ -674,6 +718,19 @@ pub fn generate_with_tee(
             for &i in &skel_order {
                 sink.write(&w.skeleton_bytes(i))?;
             }
+        } else if let Some(p) = geo.exfat {
+            let inodes = crate::exfat::write::head(
+                &vol,
+                &p,
+                &g0,
+                &folder_runs,
+                &skel_order,
+                free,
+                ids.volume_id,
+                &mut sink,
+            )?;
+            let heap = geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR;
+            mf.exfat = Some(ExfatMf { p, heap, inodes });
         } else {
             sink.write(&boot::reserved_region(
                 &geo,
@@ -814,7 +871,9 @@ pub fn generate_with_tee(
         .collect(),
         size: image.size,
         md5: image.md5,
-        fs_type: if geo.ntfs {
+        fs_type: if geo.exfat.is_some() {
+            FsType::Exfat
+        } else if geo.ntfs {
             FsType::Ntfs
         } else {
             geo.fat.into()
@@ -859,15 +918,8 @@ fn write_fat(vol: &Volume, sink: &mut ImageSink<'_, '_>) -> Result<(), CorpusErr
     p.push(media);
     p.push(eoc);
     let mut count = 2u64;
-    let mut skel: Vec<(u32, u32)> = vol
-        .skel
-        .iter()
-        .filter(|d| d.clusters > 0)
-        .map(|d| (d.first, d.clusters))
-        .collect();
-    skel.sort_unstable();
     let mut next = 2u32;
-    for (first, n) in skel {
+    for (first, n) in vol.skeleton_runs() {
         debug_assert_eq!(first, next);
         for c in first..first + n {
             p.push(if c + 1 == first + n { eoc } else { c + 1 });
@@ -997,6 +1049,9 @@ fn write_group(
                 if let std::collections::hash_map::Entry::Vacant(v) = dir_cache.entry(d) {
                     v.insert(match ntfs {
                         Some(w) => w.dir_bytes(plan, d)?,
+                        None if vol.geo.exfat.is_some() => {
+                            crate::exfat::layout::dir_bytes(plan, vol, d)?.bytes
+                        }
                         None => crate::fat::layout::dir_bytes(plan, vol, d),
                     });
                 }
@@ -1070,6 +1125,8 @@ struct DirFacts<'a> {
     group: u32,
     /// NTFS record number and sequence.
     record: Option<(u64, u16)>,
+    /// exFAT inode number (TSK's).
+    inode: Option<u64>,
 }
 
 /// The manifest record of a directory.
@@ -1107,6 +1164,7 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         members: 0,
         group: d.group,
         mft_record: d.record.map(|r| r.0),
+        inode: d.inode,
         sequence: d.record.map(|r| r.1),
         resident: false,
         compressed: false,
@@ -1132,6 +1190,17 @@ struct ManifestOut {
     incompressible: u64,
     keywords: std::collections::BTreeSet<String>,
     dup_groups: std::collections::BTreeSet<u64>,
+    /// exFAT: its layout and the skeleton folders' entries' inode numbers.
+    exfat: Option<ExfatMf>,
+}
+
+/// What the manifest needs of an exFAT volume.
+struct ExfatMf {
+    p: crate::exfat::ExfatParams,
+    /// Disk offset of the cluster heap (inode numbers count from it).
+    heap: u64,
+    /// Inode numbers of the sets in skeleton folders.
+    inodes: HashMap<crate::exfat::layout::Who, u64>,
 }
 
 fn werr(path: &Path) -> impl Fn(std::io::Error) -> CorpusError + '_ {
@@ -1164,6 +1233,7 @@ impl ManifestOut {
             incompressible: 0,
             keywords: Default::default(),
             dup_groups: Default::default(),
+            exfat: None,
         })
     }
 
@@ -1248,7 +1318,9 @@ impl ManifestOut {
         self.field(
             "filesystem",
             &FileSystem {
-                fs_type: if geo.ntfs {
+                fs_type: if geo.exfat.is_some() {
+                    FsType::Exfat
+                } else if geo.ntfs {
                     FsType::Ntfs
                 } else {
                     geo.fat.into()
@@ -1257,13 +1329,24 @@ impl ManifestOut {
                 bytes_per_sector: geo.bps,
                 sectors_per_cluster: geo.spc,
                 cluster_size: geo.cluster_bytes(),
-                reserved_sectors: geo.reserved,
-                fat_sectors: geo.fat_sectors,
-                fats: if geo.ntfs { 0 } else { 2 },
+                reserved_sectors: geo.exfat.map(|p| p.fat_offset).unwrap_or(geo.reserved),
+                fat_sectors: geo.exfat.map(|p| p.fat_length).unwrap_or(geo.fat_sectors),
+                fats: if geo.ntfs {
+                    0
+                } else if geo.exfat.is_some() {
+                    1
+                } else {
+                    2
+                },
                 root_entries: geo.root_entries,
                 total_sectors: geo.total_sectors,
-                clusters: geo.clusters,
-                data_offset: geo.data_offset(),
+                // exFAT: the heap's clusters, numbered as exFAT numbers
+                // them (cluster 2 is the bitmap's first).
+                clusters: geo.exfat.map(|p| p.cluster_count).unwrap_or(geo.clusters),
+                data_offset: match geo.exfat {
+                    Some(p) => geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR,
+                    None => geo.data_offset(),
+                },
                 free_clusters: free,
                 volume_id: match ntfs {
                     Some(w) => w.facts().serial.clone(),
@@ -1272,6 +1355,16 @@ impl ManifestOut {
                 group_clusters: vol.group_clusters,
                 groups: vol.groups,
                 ntfs: ntfs.map(|w| w.facts()),
+                exfat: geo.exfat.map(|p| ExfatFacts {
+                    fat_offset: p.fat_offset,
+                    fat_length: p.fat_length,
+                    cluster_heap_offset: p.heap_offset,
+                    cluster_count: p.cluster_count,
+                    bitmap_cluster: 2,
+                    upcase_cluster: p.upcase_cluster(),
+                    root_cluster: p.root_cluster(),
+                    label: crate::exfat::LABEL.into(),
+                }),
             },
             true,
         )?;
@@ -1340,14 +1433,19 @@ impl ManifestOut {
                     name: d.name.clone(),
                     form: &d.form,
                     times: d.times,
-                    first_cluster: match ntfs {
-                        Some(w) if d.clusters > 0 => w.lcn(d.first) as u32,
-                        Some(_) => 0,
-                        None => d.first,
+                    first_cluster: match (ntfs, &self.exfat) {
+                        (Some(w), _) if d.clusters > 0 => w.lcn(d.first) as u32,
+                        (Some(_), _) => 0,
+                        (None, Some(x)) => x.p.cluster(d.first),
+                        (None, None) => d.first,
                     },
                     deleted: false,
                     group: 0,
                     record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
+                    inode: self
+                        .exfat
+                        .as_ref()
+                        .and_then(|x| x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()),
                 },
                 if d.clusters > 0 {
                     vec![Extent {
@@ -1379,24 +1477,70 @@ impl ManifestOut {
                 .iter()
                 .filter(|u| **u)
                 .count() as u64,
+            None if self.exfat.is_some() => crate::exfat::layout::used_clusters(plan)
+                .iter()
+                .filter(|u| **u)
+                .count() as u64,
             None => crate::fat::layout::used_clusters(plan, cs),
         };
+        // exFAT: TSK's inode number of every set (its File entry's place).
+        let mut inode: HashMap<crate::plan::Child, u64> = HashMap::new();
+        let exfat_p = self.exfat.as_ref().map(|x| x.p);
+        if let Some(x) = &self.exfat {
+            use crate::exfat::layout::Who;
+            use crate::plan::Child;
+            let disk_of = |runs: &[crate::plan::Run], off: usize| -> u64 {
+                let c = off as u64 / cs;
+                let mut acc = 0u64;
+                for r in runs {
+                    if c < acc + r.len as u64 {
+                        return geo.cluster_offset(plan.base + r.start + (c - acc) as u32)
+                            + off as u64 % cs;
+                    }
+                    acc += r.len as u64;
+                }
+                0
+            };
+            for d in 0..plan.dirs.len() {
+                let b = crate::exfat::layout::dir_bytes(plan, vol, d)?;
+                for (who, off) in b.sets {
+                    if let Who::Child(c) = who {
+                        inode.insert(c, (disk_of(&plan.dirs[d].runs, off) - x.heap) / 32 + 3);
+                    }
+                }
+                let dir = &plan.dirs[d];
+                if dir.group_folder
+                    && let Some(&n) = x.inodes.get(&Who::Folder(plan.first_cluster(&dir.runs)))
+                {
+                    inode.insert(Child::Dir(d), n);
+                }
+            }
+            if plan.k == 0 {
+                for (_, c) in &plan.skel_children {
+                    if let Some(&n) = x.inodes.get(&Who::Child(*c)) {
+                        inode.insert(*c, n);
+                    }
+                }
+            }
+        }
+        let keep_names = ntfs.is_some() || exfat_p.is_some();
         self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
         let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {
-            if ntfs.is_some() {
+            if keep_names {
                 name.to_string()
             } else {
                 crate::fat::tsk_name(form, deleted)
             }
         };
         let first_lcn = |runs: &[crate::plan::Run]| -> u32 {
-            match ntfs {
-                Some(w) => runs
+            match (ntfs, exfat_p) {
+                (Some(w), _) => runs
                     .first()
                     .map(|r| w.lcn(plan.base + r.start) as u32)
                     .unwrap_or(0),
-                None => plan.first_cluster(runs),
+                (None, Some(p)) if !runs.is_empty() => p.cluster(plan.first_cluster(runs)),
+                _ => plan.first_cluster(runs),
             }
         };
         // Paths of the group's directories (real names, and as TSK shows).
@@ -1434,7 +1578,7 @@ impl ManifestOut {
                 .collect()
         };
         for d in 0..plan.dirs.len() {
-            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths, ntfs.is_some());
+            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths, keep_names);
             let dir = &plan.dirs[d];
             if dir.deleted {
                 self.summary.deleted_directories += 1;
@@ -1455,6 +1599,7 @@ impl ManifestOut {
                     record: num
                         .as_ref()
                         .map(|n| (n.dir[d], if dir.deleted { 2 } else { 1 })),
+                    inode: inode.get(&crate::plan::Child::Dir(d)).copied(),
                 },
                 runs_extents(&dir.runs),
             );
@@ -1618,7 +1763,7 @@ impl ManifestOut {
                         format!("{}/{name_tsk}", vol.skel[s].path),
                     ),
                     Some(Parent::Dir(d)) => {
-                        let (p, t) = dir_path(vol, plan, d, &mut paths, ntfs.is_some());
+                        let (p, t) = dir_path(vol, plan, d, &mut paths, keep_names);
                         (format!("{p}/{}", it.name), format!("{t}/{name_tsk}"))
                     }
                     None => continue,
@@ -1707,6 +1852,7 @@ impl ManifestOut {
                 members: f.members,
                 group: plan.k,
                 mft_record: num.as_ref().and_then(|n| n.item[i]),
+                inode: inode.get(&crate::plan::Child::Item(i)).copied(),
                 sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
                 resident: ntfs.is_some() && it.resident,
                 compressed: matches!(it.packing, Some(Packing::Compressed(_))),

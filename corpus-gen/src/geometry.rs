@@ -2,6 +2,7 @@
 //! layout (sector and cluster sizes, FAT size, where the data area starts).
 
 use crate::error::CorpusError;
+use crate::exfat::ExfatParams;
 use crate::fat::FatType;
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,11 @@ pub struct Geometry {
     /// head, `fat` is unused (FAT32, so the root folder gets clusters like
     /// any other).
     pub ntfs: bool,
+    /// An exFAT volume: where its regions lie. The planner's clusters are
+    /// the heap's after the bitmap and up-case table (planner cluster 2 at
+    /// `reserved`, which covers the boot region, the FAT and those two);
+    /// `fat` is unused (FAT32, so the root gets clusters like any folder).
+    pub exfat: Option<ExfatParams>,
 }
 
 fn fat32_cluster_bytes(vol: u64) -> u64 {
@@ -156,6 +162,7 @@ impl Geometry {
                 total_sectors: total,
                 clusters: clusters as u32,
                 ntfs: false,
+                exfat: None,
             })
         };
         let smallest =
@@ -183,25 +190,7 @@ impl Geometry {
     /// sector short of the partition (the backup boot sector's place).
     pub fn plan_ntfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
         use crate::ntfs::{CLUSTER, Head, MIN_DISK};
-        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
-        if disk_bytes < MIN_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is below NTFS's minimum here of {} MiB",
-                MIN_DISK >> 20
-            )));
-        }
-        if disk_bytes > MAX_DISK {
-            return Err(CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is above the maximum of 8 TiB"
-            )));
-        }
-        let table = Self::table_for(disk_bytes, table)?;
-        let lbas = disk_bytes / DISK_SECTOR;
-        let last_usable = match table {
-            TableKind::Mbr => lbas - 1,
-            TableKind::Gpt => lbas - 34,
-        };
-        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        let (disk_bytes, table, vol_bytes) = Self::partition(disk_bytes, table, "NTFS", MIN_DISK)?;
         let part_sectors = vol_bytes / DISK_SECTOR;
         let total_sectors = part_sectors - 1;
         let total_clusters = total_sectors / (CLUSTER as u64 / DISK_SECTOR);
@@ -224,7 +213,65 @@ impl Geometry {
             total_sectors,
             clusters: clusters as u32,
             ntfs: true,
+            exfat: None,
         })
+    }
+
+    /// Plan an exFAT disk of `disk_bytes`: the volume fills the
+    /// partition (whole 4 KiB units), laid out as mkfs.exfat does.
+    pub fn plan_exfat(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
+        let (disk_bytes, table, vol_bytes) = Self::partition(disk_bytes, table, "exFAT", MIN_DISK)?;
+        let p = ExfatParams::for_volume(vol_bytes, PART_START_LBA * DISK_SECTOR)
+            .filter(|p| p.cluster_count - p.sys_clusters() > 1024)
+            .ok_or_else(|| CorpusError::Invalid("volume too small for exFAT".into()))?;
+        let spc = 1u32 << p.spc_shift;
+        Ok(Geometry {
+            disk_bytes,
+            table,
+            part_start_lba: PART_START_LBA,
+            part_sectors: vol_bytes / DISK_SECTOR,
+            fat: FatType::Fat32,
+            bps: DISK_SECTOR as u32,
+            spc,
+            reserved: p.heap_offset + p.sys_clusters() * spc,
+            fat_sectors: 0,
+            root_entries: 0,
+            total_sectors: p.volume_sectors,
+            clusters: p.cluster_count - p.sys_clusters(),
+            ntfs: false,
+            exfat: Some(p),
+        })
+    }
+
+    /// The disk (whole sectors), its table and the partition's bytes
+    /// (whole 4 KiB units) for a file system `fs` whose minimum disk here
+    /// is `min`.
+    fn partition(
+        disk_bytes: u64,
+        table: Option<TableKind>,
+        fs: &str,
+        min: u64,
+    ) -> Result<(u64, TableKind, u64), CorpusError> {
+        let disk_bytes = disk_bytes / DISK_SECTOR * DISK_SECTOR;
+        if disk_bytes < min {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is below {fs}'s minimum here of {} MiB",
+                min >> 20
+            )));
+        }
+        if disk_bytes > MAX_DISK {
+            return Err(CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is above the maximum of 8 TiB"
+            )));
+        }
+        let table = Self::table_for(disk_bytes, table)?;
+        let lbas = disk_bytes / DISK_SECTOR;
+        let last_usable = match table {
+            TableKind::Mbr => lbas - 1,
+            TableKind::Gpt => lbas - 34,
+        };
+        let vol_bytes = (last_usable + 1 - PART_START_LBA) * DISK_SECTOR / 4096 * 4096;
+        Ok((disk_bytes, table, vol_bytes))
     }
 
     fn table_for(disk_bytes: u64, table: Option<TableKind>) -> Result<TableKind, CorpusError> {
@@ -295,7 +342,7 @@ impl Geometry {
 
     /// Partition type byte as an MBR records it.
     pub fn mbr_type(&self) -> u8 {
-        if self.ntfs {
+        if self.ntfs || self.exfat.is_some() {
             return 0x07;
         }
         match self.fat {

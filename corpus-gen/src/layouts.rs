@@ -2,6 +2,7 @@
 //! plan. Adding a file system adds a planner here (and its writer); the
 //! planner and the other file systems do not change.
 
+use crate::exfat::layout::ExfatLayout;
 use crate::fat::layout::FatLayout;
 use crate::geometry::Geometry;
 use crate::ntfs::layout::NtfsLayout;
@@ -10,7 +11,9 @@ use std::sync::Arc;
 
 /// The layout planner of the file system `geo` describes.
 pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
-    if geo.ntfs {
+    if geo.exfat.is_some() {
+        Arc::new(ExfatLayout)
+    } else if geo.ntfs {
         Arc::new(NtfsLayout)
     } else {
         Arc::new(FatLayout)

@@ -12,6 +12,7 @@ pub mod boot;
 pub mod calibrate;
 pub mod content;
 pub mod error;
+pub mod exfat;
 pub mod fat;
 pub mod generate;
 pub mod geometry;
@@ -29,7 +30,7 @@ pub mod words;
 pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
-    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate,
+    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat,
     generate_with_tee,
 };
 pub use geometry::TableKind;

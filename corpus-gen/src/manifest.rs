@@ -120,6 +120,9 @@ pub enum FsType {
     /// NTFS 3.1.
     #[serde(rename = "NTFS")]
     Ntfs,
+    /// exFAT 1.00.
+    #[serde(rename = "exFAT")]
+    Exfat,
 }
 
 impl FsType {
@@ -130,6 +133,7 @@ impl FsType {
             FsType::Fat16 => "FAT16",
             FsType::Fat32 => "FAT32",
             FsType::Ntfs => "NTFS",
+            FsType::Exfat => "exFAT",
         }
     }
 }
@@ -205,6 +209,32 @@ pub struct FileSystem {
     /// NTFS layout (NTFS only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntfs: Option<NtfsFacts>,
+    /// exFAT layout (exFAT only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exfat: Option<ExfatFacts>,
+}
+
+/// What an exFAT volume adds: its regions as the boot sector states them
+/// (sectors from the volume's start; clusters in exFAT's numbering, where
+/// the manifest's `first_cluster` values are too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExfatFacts {
+    /// First sector of the FAT.
+    pub fat_offset: u32,
+    /// Sectors of the FAT.
+    pub fat_length: u32,
+    /// First sector of the cluster heap (cluster 2).
+    pub cluster_heap_offset: u32,
+    /// Clusters in the heap.
+    pub cluster_count: u32,
+    /// First cluster of the allocation bitmap.
+    pub bitmap_cluster: u32,
+    /// First cluster of the up-case table.
+    pub upcase_cluster: u32,
+    /// First cluster of the root directory.
+    pub root_cluster: u32,
+    /// The volume label.
+    pub label: String,
 }
 
 /// Hash-set files.
@@ -350,6 +380,11 @@ pub struct FileEntry {
     /// MFT record number (NTFS only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mft_record: Option<u64>,
+    /// Inode number as The Sleuth Kit gives it (exFAT only: the position
+    /// of the File entry, in 32-byte entries from the cluster heap's start,
+    /// plus 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<u64>,
     /// MFT record sequence number (NTFS only; deleting bumps it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<u16>,

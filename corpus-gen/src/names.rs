@@ -175,6 +175,34 @@ pub fn short_display(s: &[u8; 11]) -> String {
     }
 }
 
+/// The name a stored form stands for: its long name, or its 8.3 name with
+/// the NT lower-case flags applied (what a file system keeping one name
+/// stores).
+pub fn stored_name(form: &NameForm) -> String {
+    if let Some(l) = &form.long {
+        return l.clone();
+    }
+    let part = |b: &[u8], lower: bool| -> String {
+        b.iter()
+            .filter(|&&c| c != b' ')
+            .map(|&c| {
+                if lower {
+                    c.to_ascii_lowercase() as char
+                } else {
+                    c as char
+                }
+            })
+            .collect()
+    };
+    let base = part(&form.short[..8], form.nt_flags & 0x08 != 0);
+    let ext = part(&form.short[8..], form.nt_flags & 0x10 != 0);
+    if ext.is_empty() {
+        base
+    } else {
+        format!("{base}.{ext}")
+    }
+}
+
 /// Choose how to store `name` in a directory, as Windows does: a plain 8.3
 /// name when it fits (using the NT lower-case flags for all-lower parts),
 /// otherwise a long name plus a generated `BASIS~N.EXT` alias that

@@ -69,6 +69,13 @@ pub struct Profile {
     /// the file system. Off: a data disk, stick or card.
     #[serde(default)]
     pub system_disk: bool,
+    /// A removable stick or card: its own folder tree (`DCIM/100MEDIA`,
+    /// `Documents`, `Archives`, `Music`, loose files in `Transfer`) and
+    /// what lands in it (photos, documents, archives, some music), with no
+    /// program folder, browser profile or mail. Off: a Windows user's
+    /// tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stick: bool,
 }
 
 /// Range of `fill` the planner supports.
@@ -83,7 +90,7 @@ fn one() -> f64 {
 
 impl Profile {
     /// Names of the built-in profiles.
-    pub const NAMES: [&'static str; 2] = ["workstation", "suspect"];
+    pub const NAMES: [&'static str; 3] = ["workstation", "suspect", "usb-stick"];
 
     /// The built-in profile called `name`.
     pub fn by_name(name: &str) -> Option<Profile> {
@@ -117,6 +124,7 @@ impl Profile {
                 files_per_gib_used: None,
                 mail_share: None,
                 system_disk: true,
+                stick: false,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -142,6 +150,34 @@ impl Profile {
                 files_per_gib_used: None,
                 mail_share: None,
                 system_disk: false,
+                stick: false,
+            }),
+            // A USB stick (exFAT as sold, or FAT): photos, documents and
+            // archives copied on and off, a few deleted; half full, little
+            // fragmentation (files are written whole), free space mostly
+            // zero (sold blank) with old files' remnants.
+            "usb-stick" => Some(Profile {
+                name: name.into(),
+                fill: 0.55,
+                deleted_share: 0.06,
+                fragmented_share: 0.03,
+                incompressible_share: 0.60,
+                overwrite_share: 0.20,
+                residue_share: 0.04,
+                deleted_dirs_per_100: 0.5,
+                keyword_share: 0.03,
+                duplicate_share: 0.05,
+                notable_share: 0.01,
+                known_share: 0.01,
+                random_free_share: 0.02,
+                compressed_share: 0.0,
+                sparse_share: 0.0,
+                target_e01_ratio: None,
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
+                system_disk: false,
+                stick: true,
             }),
             _ => None,
         }

@@ -6,7 +6,10 @@
 use super::{FatType, Record, attr, encode, encode_dots, slots};
 use crate::error::CorpusError;
 use crate::names::NameForm;
-use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Parent, Run, Volume};
+use crate::plan::{
+    Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Parent, Run, Volume, dir_clusters_for,
+    keep_in_order,
+};
 
 /// Slots one of the skeleton's own entries may take (names are kept under
 /// 39 characters).
@@ -64,34 +67,12 @@ impl FsLayout for FatLayout {
     /// A deleted directory keeps exactly one cluster (so recovery of its
     /// listing is exact): the children whose slots fit it, in order.
     fn deleted_dir_keeps(&self, children: &[&NameForm], cluster: u64) -> Vec<bool> {
-        let cap = (cluster / 32) as usize - 2;
-        let mut used = 0;
-        children
-            .iter()
-            .map(|f| {
-                let s = slots(f);
-                let fits = used + s <= cap;
-                if fits {
-                    used += s;
-                }
-                fits
-            })
-            .collect()
+        // `.` and `..` come first.
+        keep_in_order(children, (cluster / 32) as usize - 2, slots)
     }
 
     fn dir_clusters(&self, dirs: &[DirPlan], items: &[ItemPlan], d: usize, cluster: u64) -> u32 {
-        if dirs[d].deleted {
-            return 1;
-        }
-        let entries = 2 + dirs[d]
-            .children
-            .iter()
-            .map(|c| match *c {
-                Child::Item(i) => slots(&items[i].form),
-                Child::Dir(x) => slots(&dirs[x].form),
-            })
-            .sum::<usize>();
-        (entries as u64 * 32).div_ceil(cluster).max(1) as u32
+        dir_clusters_for(dirs, items, d, cluster, 2, slots)
     }
 
     fn group_reserve(&self, _dirs: &[DirPlan], _items: &[ItemPlan]) -> u32 {

@@ -396,7 +396,13 @@ impl<'a> GroupBuilder<'a> {
         let cap = budget / 4;
         let mut used = 0u64;
         let prog = Parent::Skel(vol.leaf_index(Leaf::Programs));
-        for j in 0..self.rng.range(4, 9) {
+        // A stick has no program folder or browser profile.
+        let programs = if vol.profile.stick {
+            0
+        } else {
+            self.rng.range(4, 9)
+        };
+        for j in 0..programs {
             let kind = if j == 0 { Kind::Text } else { Kind::Exe };
             if used >= cap {
                 break;
@@ -407,7 +413,9 @@ impl<'a> GroupBuilder<'a> {
                 used += on_disk(self.items[i].spec.size);
             }
         }
-        if let Some((size, v)) = self.pick_size(Kind::Sqlite, room) {
+        if !vol.profile.stick
+            && let Some((size, v)) = self.pick_size(Kind::Sqlite, room)
+        {
             let b = Parent::Skel(vol.leaf_index(Leaf::Browser));
             let i = self.new_item(Leaf::Browser, Kind::Sqlite, size, v, Some(b));
             used += on_disk(self.items[i].spec.size);
@@ -644,7 +652,7 @@ impl<'a> GroupBuilder<'a> {
     fn cells(&self) -> Vec<(Leaf, Kind, f64)> {
         let vol = self.vol;
         let prof = &vol.profile;
-        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share);
+        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share, prof.stick);
         if vol.system_disk {
             weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
         }

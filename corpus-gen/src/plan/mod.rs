@@ -108,6 +108,10 @@ impl Leaf {
 /// stems for each.
 const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
 
+/// The same on a stick ([`Profile::stick`]): documents, pictures, archives
+/// and music.
+const STICK_GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(4).0;
+
 /// The same on system disks ([`Profile::system_disk`]), which add a
 /// component folder per update (batch) under `Windows/WinSxS` (the last
 /// entry; other disks use the others).
@@ -170,7 +174,7 @@ pub enum Parent {
 }
 
 /// An entry of a directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Child {
     /// A file of the group.
     Item(usize),
@@ -410,6 +414,60 @@ pub trait FsLayout: std::fmt::Debug + Send + Sync {
     /// Last changes to the files before placement, from their own random
     /// stream (NTFS: compressed and sparse files).
     fn pack(&self, vol: &Volume, k: u32, items: &mut [ItemPlan]);
+    /// The name the file system stores for a drawn `name` it cannot
+    /// store as it is (exFAT: forbidden characters replaced, as Windows
+    /// renames them); `None` keeps it.
+    fn storable_name(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Which of a deleted directory's `children` (in order) fit `cap`
+/// directory entries when each takes `entries(form)`: a directory of
+/// fixed-size entries keeps those in its one cluster.
+pub fn keep_in_order(
+    children: &[&NameForm],
+    cap: usize,
+    entries: impl Fn(&NameForm) -> usize,
+) -> Vec<bool> {
+    let mut used = 0;
+    children
+        .iter()
+        .map(|f| {
+            let s = entries(f);
+            let fits = used + s <= cap;
+            if fits {
+                used += s;
+            }
+            fits
+        })
+        .collect()
+}
+
+/// Clusters group directory `d` needs when it holds `fixed` entries of
+/// its own plus `entries(form)` per child, each `entry` bytes (at least
+/// one cluster; a deleted one keeps one).
+pub fn dir_clusters_for(
+    dirs: &[DirPlan],
+    items: &[ItemPlan],
+    d: usize,
+    cluster: u64,
+    fixed: usize,
+    entries: impl Fn(&NameForm) -> usize,
+) -> u32 {
+    if dirs[d].deleted {
+        return 1;
+    }
+    let n = fixed
+        + dirs[d]
+            .children
+            .iter()
+            .map(|c| match *c {
+                Child::Item(i) => entries(&items[i].form),
+                Child::Dir(x) => entries(&dirs[x].form),
+            })
+            .sum::<usize>();
+    (n as u64 * 32).div_ceil(cluster).max(1) as u32
 }
 
 /// A batch's folder in a group leaf, as the skeleton lists it.
@@ -611,8 +669,21 @@ impl Volume {
             ("Program Files".into(), 0, None),              // 18
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
-        let mut tree = tree;
-        let system_disk = profile.system_disk;
+        let mut tree = if profile.stick {
+            // A stick's own tree; `Transfer` holds the loose files.
+            vec![
+                (String::new(), 0, None),                       // 0 root
+                ("DCIM".into(), 0, None),                       // 1
+                ("100MEDIA".into(), 1, Some(Leaf::Pictures)),   // 2
+                ("Documents".into(), 0, Some(Leaf::Documents)), // 3
+                ("Archives".into(), 0, Some(Leaf::Downloads)),  // 4
+                ("Music".into(), 0, Some(Leaf::Music)),         // 5
+                ("Transfer".into(), 0, Some(Leaf::Desktop)),    // 6
+            ]
+        } else {
+            tree
+        };
+        let system_disk = profile.system_disk && !profile.stick;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -729,7 +800,9 @@ impl Volume {
 
     /// The leaves holding group folders, with their folder-name stems.
     fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
-        if self.system_disk {
+        if self.profile.stick {
+            STICK_GROUP_LEAVES
+        } else if self.system_disk {
             NTFS_GROUP_LEAVES
         } else {
             GROUP_LEAVES
@@ -847,6 +920,19 @@ impl Volume {
         })
     }
 
+    /// The skeleton folders' (first cluster, clusters), by first cluster:
+    /// they tile the clusters from 2 to [`Volume::groups_start`].
+    pub fn skeleton_runs(&self) -> Vec<(u32, u32)> {
+        let mut skel: Vec<(u32, u32)> = self
+            .skel
+            .iter()
+            .filter(|d| d.clusters > 0)
+            .map(|d| (d.first, d.clusters))
+            .collect();
+        skel.sort_unstable();
+        skel
+    }
+
     /// Skeleton index of a leaf.
     pub fn leaf_index(&self, leaf: Leaf) -> usize {
         self.skel
@@ -932,9 +1018,22 @@ const NTFS_SYSTEM_WEIGHTS: &[(Leaf, f64)] = &[(Leaf::System, 60.0), (Leaf::WinSx
 /// Size range of system files (DLLs, drivers, manifests, INFs).
 const SYSTEM_SIZES: (u64, u64) = (4 << 10, 600 << 10);
 
-/// The user leaves' weights, the mail stores' set to give `mail_share` of
-/// the picks when asked.
-fn leaf_weights(mail_share: Option<f64>) -> Vec<(Leaf, f64)> {
+/// How often a new file lands in each leaf of a stick: mostly photos and
+/// documents, archives, some music (loose files go to documents).
+const STICK_WEIGHTS: &[(Leaf, f64)] = &[
+    (Leaf::Documents, 30.0),
+    (Leaf::Pictures, 45.0),
+    (Leaf::Downloads, 15.0),
+    (Leaf::Music, 6.0),
+    (Leaf::Desktop, 4.0),
+];
+
+/// The user leaves' weights (a stick's when `stick`), the mail stores'
+/// set to give `mail_share` of the picks when asked.
+fn leaf_weights(mail_share: Option<f64>, stick: bool) -> Vec<(Leaf, f64)> {
+    if stick {
+        return STICK_WEIGHTS.to_vec();
+    }
     let mut w = LEAF_WEIGHTS.to_vec();
     if let Some(share) = mail_share {
         let others: f64 = w
@@ -1132,8 +1231,9 @@ mod tests {
 
     #[test]
     fn the_logical_plan_is_the_same_on_every_file_system() {
-        // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB) and NTFS (4 KiB
-        // and its own records) hold the same batches.
+        // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB), NTFS (4 KiB
+        // and its own records) and exFAT (32 KiB, entry sets) hold the
+        // same batches.
         let size = 1 << 30;
         let seed = 11;
         let pool = Pool::build(seed).expect("pool");
@@ -1141,6 +1241,7 @@ mod tests {
             Geometry::plan(size, None, Some(crate::fat::FatType::Fat16)).expect("fat16"),
             Geometry::plan(size, None, Some(crate::fat::FatType::Fat32)).expect("fat32"),
             Geometry::plan_ntfs(size, None).expect("ntfs"),
+            Geometry::plan_exfat(size, None).expect("exfat"),
         ];
         let mut plans: Vec<Vec<Vec<String>>> = Vec::new();
         for geo in geos {
@@ -1167,7 +1268,7 @@ mod tests {
                 "group {k}: {} items",
                 plans[0][k].len()
             );
-            for (fs, p) in ["FAT32", "NTFS"].iter().zip(&plans[1..]) {
+            for (fs, p) in ["FAT32", "NTFS", "exFAT"].iter().zip(&plans[1..]) {
                 assert_eq!(plans[0][k], p[k], "group {k}: FAT16 against {fs}");
             }
         }

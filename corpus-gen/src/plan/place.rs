@@ -111,6 +111,9 @@ impl GroupBuilder<'_> {
                 Child::Item(i) => self.items[i].name.clone(),
                 Child::Dir(d) => self.dirs[d].name.clone(),
             };
+            // A name the file system cannot store is renamed first (the
+            // manifest gives the stored name).
+            let name = self.vol.layout.storable_name(&name).unwrap_or(name);
             // Unique long name: append " (2)", " (3)"... before the extension.
             let mut candidate = name.clone();
             let mut n = 2;
