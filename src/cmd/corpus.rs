@@ -20,7 +20,8 @@ pub struct Args {
     /// Seed: the same seed and options give byte-identical output.
     #[arg(long)]
     seed: u64,
-    /// Profile: workstation (default) or suspect (much deleted, wiped).
+    /// Profile: workstation (default), suspect (much deleted, wiped) or
+    /// usb-stick (photos, documents, archives; exFAT by default).
     #[arg(long, default_value = "workstation")]
     profile: String,
     /// Worker threads for content generation (default: all cores); never
@@ -40,12 +41,14 @@ pub struct Args {
     /// Partition table: mbr or gpt (default: mbr, gpt above 2 TiB).
     #[arg(long, value_parser = ["mbr", "gpt"])]
     partition_table: Option<String>,
-    /// File system: fat or ntfs. NTFS is written natively (MFT with
+    /// File system: fat, ntfs or exfat. NTFS is written natively (MFT with
     /// resident and fragmented files, B-tree directory indexes, deleted
-    /// records as Windows leaves them); see docs/manifest.md. Default: ntfs
-    /// for the workstation profile (fat below 68 MiB, too small for NTFS,
-    /// as Windows formats a small stick), fat for suspect.
-    #[arg(long, value_parser = ["fat", "ntfs"])]
+    /// records as Windows leaves them), exFAT as mkfs.exfat lays it out
+    /// (32 MiB at least); see docs/manifest.md. Default: ntfs for the
+    /// workstation profile (fat below 68 MiB, too small for NTFS, as
+    /// Windows formats a small stick), exfat for usb-stick (fat below its
+    /// minimum), fat for suspect.
+    #[arg(long, value_parser = ["fat", "ntfs", "exfat"])]
     fs: Option<String>,
     /// FAT variant: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
     /// disk is too small for it). Only with --fs fat.
@@ -209,10 +212,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // holds is the profile's either way).
         None => profile.name == "workstation" && args.size >= caseload_corpus::ntfs::MIN_DISK,
     };
+    // A USB stick is exFAT as a camera or Windows formats one; one below
+    // exFAT's minimum here is FAT.
+    let exfat = match args.fs.as_deref() {
+        Some(fs) => fs == "exfat",
+        None => profile.name == "usb-stick" && args.size >= caseload_corpus::geometry::MIN_DISK,
+    };
     anyhow::ensure!(
-        !(ntfs && args.fat != "auto"),
-        "a FAT type (--fat) cannot be chosen for an NTFS volume: give --fs fat with it (the {} profile defaults to NTFS)",
-        profile.name
+        !((ntfs || exfat) && args.fat != "auto"),
+        "a FAT type (--fat) cannot be chosen for an {} volume: give --fs fat with it (the {} profile defaults to {})",
+        if ntfs { "NTFS" } else { "exFAT" },
+        profile.name,
+        if ntfs { "NTFS" } else { "exFAT" },
     );
     let mut image_digests = caseload_corpus::ImageDigests {
         sha1: false,
@@ -258,7 +269,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The E01 is written from the same byte stream as image.dd (never by
     // reading the image back), so both come from one pass.
     let mut writer = if e01 {
-        let geometry = if opts.ntfs {
+        let geometry = if exfat {
+            caseload_corpus::geometry::Geometry::plan_exfat(opts.size, opts.partition_table)?
+        } else if opts.ntfs {
             caseload_corpus::geometry::Geometry::plan_ntfs(opts.size, opts.partition_table)?
         } else {
             caseload_corpus::geometry::Geometry::plan(opts.size, opts.partition_table, opts.fat)?
@@ -302,8 +315,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match writer.as_mut() {
         Some(w) => {
             let mut tee = EwfTee(w);
-            caseload_corpus::generate_with_tee(&opts, &bar, Some(&mut tee))
+            if exfat {
+                caseload_corpus::generate_exfat(&opts, &bar, Some(&mut tee))
+            } else {
+                caseload_corpus::generate_with_tee(&opts, &bar, Some(&mut tee))
+            }
         }
+        None if exfat => caseload_corpus::generate_exfat(&opts, &bar, None),
         None => caseload_corpus::generate(&opts, &bar),
     };
     bar.0.finish_and_clear();
