@@ -14,7 +14,7 @@
 #         target/corpus-bench under the checkout)
 # Environment: SIZE (4GiB), RUNS (3), LARGE (64GiB; e.g. 3TiB to cross
 #   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary),
-#   FS (fat or ntfs; default: the command's own, NTFS for the workstation
+#   FS (fat, ntfs or exfat; default: the command's own, NTFS for the workstation
 #   profile at a 4:1 E01).
 # Last, the corpus's shape at SIZE (seed 1, also written as E01): files
 # per GiB of the disk and of its used space, items per GiB (files, deleted
