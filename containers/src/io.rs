@@ -384,30 +384,7 @@ pub(crate) fn be64(b: &[u8], at: usize) -> u64 {
 
 /// CRC-32C (Castagnoli), as VHDX checksums its headers and tables.
 pub(crate) fn crc32c(data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut t = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    (c >> 1) ^ 0x82F6_3B78
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            t[i] = c;
-            i += 1;
-        }
-        t
-    };
-    let mut crc = !0u32;
-    for &b in data {
-        crc = TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    !crc
+    crc32c::crc32c(data)
 }
 
 #[cfg(test)]
