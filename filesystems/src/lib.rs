@@ -77,6 +77,7 @@
 //!   `$STANDARD_INFORMATION`: TSK reads it past the attribute's end,
 //!   this crate gives 0.
 
+pub mod apfs;
 mod bitmap;
 mod bytes;
 mod cache;
@@ -99,6 +100,7 @@ pub mod walk;
 
 use std::ops::ControlFlow;
 
+pub use apfs::ApfsFs;
 pub use content::ContentReader;
 pub use detect::{FsKind, detect_filesystem};
 pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
@@ -124,6 +126,8 @@ pub enum FileSystem<R> {
     ExFat(ExfatFs<R>),
     /// ext2, ext3 or ext4 ([`FileSystem::kind`] tells which).
     Ext(ExtFs<R>),
+    /// An APFS container, every unencrypted volume of it.
+    Apfs(ApfsFs<R>),
     /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
     /// parsed; stages that need no file system can still run over the bytes.
     Unsupported(FsKind),
@@ -137,6 +141,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(_) => FsKind::Ntfs,
             FileSystem::ExFat(_) => FsKind::ExFat,
             FileSystem::Ext(e) => e.kind(),
+            FileSystem::Apfs(_) => FsKind::Apfs,
             FileSystem::Unsupported(k) => *k,
         }
     }
@@ -153,6 +158,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => n.walk(visit),
             FileSystem::ExFat(x) => x.walk(visit),
             FileSystem::Ext(e) => e.walk(visit),
+            FileSystem::Apfs(a) => a.walk(visit),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -164,6 +170,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
             FileSystem::ExFat(fs) => fs.unallocated_runs(f),
             FileSystem::Ext(fs) => fs.unallocated_runs(f),
+            FileSystem::Apfs(fs) => fs.unallocated_runs(f),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -175,6 +182,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => Some(n.info().cluster_size),
             FileSystem::ExFat(x) => Some(x.boot_sector().cluster_size()),
             FileSystem::Ext(e) => Some(e.block_size()),
+            FileSystem::Apfs(a) => Some(a.block_size()),
             FileSystem::Unsupported(_) => None,
         }
     }
@@ -186,6 +194,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => n.open_errors(),
             FileSystem::ExFat(x) => x.open_errors(),
             FileSystem::Ext(e) => e.open_errors(),
+            FileSystem::Apfs(a) => a.open_errors(),
             FileSystem::Unsupported(_) => &[],
         }
     }
@@ -206,6 +215,7 @@ pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileS
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
             FileSystem::Ext(ExtFs::open(src, offset, len)?)
         }
+        FsKind::Apfs => FileSystem::Apfs(ApfsFs::open(src, offset, len)?),
         other => FileSystem::Unsupported(other),
     })
 }

@@ -167,6 +167,10 @@ pub enum Encoding {
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
+    /// APFS compression (`com.apple.decmpfs`) whose data is in the
+    /// resource fork, or inline LZVN: the runs are the resource fork's
+    /// stored (compressed) bytes.
+    ApfsCompressed,
 }
 
 impl Content {
