@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod apfs_synth;
 pub mod exfat_synth;
 pub mod synth;
 

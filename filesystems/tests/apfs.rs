@@ -1,0 +1,415 @@
+//! APFS: containers made by `mkapfs` (apfsprogs), filled by the test
+//! (`support::apfs_synth` rebuilds the volume's file-system tree with
+//! files, directories, holes, links and compressed files), compared with
+//! The Sleuth Kit's pool layer (`pstat`, `fls -r -p -l -P apfs -B <block>`,
+//! `icat -P apfs -B <block>`), and damaged byte by byte: bad checksums, no
+//! valid checkpoint, an encrypted volume, a B-tree node pointing to itself
+//! or outside the container, extents past the end. Any other APFS image
+//! (the corpus writer's, a real one) is compared with TSK the same way when
+//! `CASELOAD_APFS_TEST_IMAGE` names it. Each part prints `SKIPPED ...` when
+//! a tool it needs is absent.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use caseload_fs::{
+    ApfsFs, Content, Encoding, ErrorKind, FileKind, FileRecord, FileSystem, FsKind, ReadAt, Run,
+    WalkSummary, open_filesystem,
+};
+use support::apfs_synth::*;
+use support::*;
+
+/// mkapfs's smallest container is 128 MiB: one test at a time holds one.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// An empty container from mkapfs, or `None` (skip printed).
+fn mkapfs(test: &str) -> Option<Vec<u8>> {
+    if !have_tool(test, "mkapfs") {
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path().join("c.img");
+    std::fs::File::create(&p)
+        .and_then(|f| f.set_len(128 << 20))
+        .expect("image file");
+    let ok = Command::new("mkapfs")
+        .args(["-L", "caseload"])
+        .arg(&p)
+        .output()
+        .expect("mkapfs")
+        .status
+        .success();
+    assert!(ok, "mkapfs failed");
+    Some(std::fs::read(&p).expect("read image"))
+}
+
+fn write_temp(img: &[u8]) -> tempfile::NamedTempFile {
+    let mut t = tempfile::NamedTempFile::new().expect("temp file");
+    t.write_all(img).expect("write image");
+    t.flush().expect("flush");
+    t
+}
+
+fn walk<R: ReadAt>(fs: &ApfsFs<R>) -> (Vec<FileRecord>, WalkSummary) {
+    let mut out = Vec::new();
+    let s = fs
+        .walk(|r| {
+            out.push(r);
+            ControlFlow::Continue(())
+        })
+        .expect("walk");
+    (out, s)
+}
+
+fn has(errors: &[caseload_fs::ProcessingError], kind: ErrorKind) -> bool {
+    errors.iter().any(|e| e.kind == kind)
+}
+
+/// One line of `fls -r -p -l` (its last columns: size, GID, UID).
+#[derive(Debug)]
+struct Fls {
+    meta: char,
+    inode: u64,
+    path: String,
+    size: u64,
+    uid: u32,
+    gid: u32,
+}
+
+fn fls(image: &Path, apsb: u64) -> Vec<Fls> {
+    let out = Command::new("fls")
+        .args(["-r", "-p", "-l", "-P", "apfs", "-B", &apsb.to_string()])
+        .arg(image)
+        .output()
+        .expect("fls");
+    assert!(out.status.success(), "fls: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (head, rest) = l.split_once(":\t").expect("fls line");
+            let f: Vec<&str> = rest.split('\t').collect();
+            let mut h = head.split_whitespace();
+            let types = h.next().expect("types");
+            let num: String = h.next().expect("inode").chars().take_while(char::is_ascii_digit).collect();
+            let n = f.len();
+            Fls {
+                meta: types.chars().nth(2).unwrap_or('-'),
+                inode: num.parse().expect("inode number"),
+                path: f[..n - 7].join("\t"),
+                size: f[n - 3].parse().expect("size"),
+                gid: f[n - 2].parse().expect("gid"),
+                uid: f[n - 1].parse().expect("uid"),
+            }
+        })
+        .collect()
+}
+
+fn icat_md5(image: &Path, apsb: u64, inode: u64) -> String {
+    let out = Command::new("icat")
+        .args(["-P", "apfs", "-B", &apsb.to_string()])
+        .arg(image)
+        .arg(inode.to_string())
+        .output()
+        .expect("icat");
+    md5_bytes(&out.stdout)
+}
+
+/// Whether a record's content has a hole before its last stored run.
+fn has_hole(r: &FileRecord) -> bool {
+    let Content::Runs(runs) = &r.content else { return false };
+    let last_data = runs.iter().rposition(|x| matches!(x, Run::Data { .. }));
+    runs.iter()
+        .enumerate()
+        .any(|(i, x)| matches!(x, Run::Zeros { .. }) && last_data.is_some_and(|l| i < l))
+}
+
+/// The MD5 of what TSK 4.11's `icat` gives for a sparse APFS file: the
+/// stored extents one after the other, holes left out (its data runs
+/// ignore the extents' logical offsets), up to the file size. This reader
+/// gives the holes as zeros.
+fn tsk_sparse_md5<R: ReadAt>(src: &R, r: &FileRecord) -> String {
+    let mut bytes = Vec::new();
+    let stored = r.content.extents().into_iter().chain(r.slack.iter().copied());
+    for e in stored {
+        let mut b = vec![0u8; e.len as usize];
+        caseload_fs::read_exact_at(src, &mut b, e.offset).expect("read extent");
+        bytes.extend_from_slice(&b);
+    }
+    bytes.truncate(r.size as usize);
+    md5_bytes(&bytes)
+}
+
+fn meta_char(r: &FileRecord) -> char {
+    match r.owner.mode & 0o170000 {
+        0o040000 => 'd',
+        0o100000 => 'r',
+        0o120000 => 'l',
+        0o010000 => 'p',
+        0o020000 => 'c',
+        0o060000 => 'b',
+        0o140000 => 'h',
+        _ => '-',
+    }
+}
+
+/// Compares every volume's records with `fls` and `icat` at its APSB
+/// block: the same paths in the same order, inode numbers, types, sizes,
+/// owners, and every file's content MD5 (resource-fork compressed files,
+/// which TSK decodes and this reader reports encoded, are counted apart).
+/// Returns the number of files whose content was compared.
+fn compare_with_tsk(test: &str, image: &Path) -> Option<usize> {
+    if !(have_tool(test, "fls") && have_tool(test, "icat")) {
+        return None;
+    }
+    let src = std::fs::File::open(image).expect("open image");
+    let fs = ApfsFs::open(&src, 0, src.len()).expect("open APFS");
+    let (records, _) = walk(&fs);
+    let several = fs.volumes().len() > 1;
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    let mut encoded = 0;
+    let mut sparse = 0;
+    for vol in fs.volumes() {
+        let Some(apsb) = vol.apsb_block else { continue };
+        if vol.encrypted() {
+            continue;
+        }
+        let prefix = format!("$Volume{}/", vol.index);
+        let ours: Vec<&FileRecord> = records
+            .iter()
+            .filter(|r| r.kind != FileKind::VirtualDirectory)
+            .filter(|r| !several || r.path().starts_with(&prefix))
+            .collect();
+        let theirs = fls(image, apsb);
+        let strip = |r: &FileRecord| {
+            let p = r.path();
+            if several { p[prefix.len()..].to_string() } else { p }
+        };
+        if ours.len() != theirs.len() {
+            failures.push(format!(
+                "volume {}: {} records, fls lists {}",
+                vol.index,
+                ours.len(),
+                theirs.len()
+            ));
+        }
+        for (r, l) in ours.iter().zip(&theirs) {
+            let p = strip(r);
+            if p != l.path || r.meta.inode != l.inode || meta_char(r) != l.meta {
+                failures.push(format!(
+                    "{p} {} {}: fls has {} {} {}",
+                    r.meta.inode,
+                    meta_char(r),
+                    l.path,
+                    l.inode,
+                    l.meta
+                ));
+                continue;
+            }
+            if (r.owner.uid, r.owner.gid) != (l.uid, l.gid) {
+                failures.push(format!("{p}: owner {:?}, fls {} {}", r.owner, l.uid, l.gid));
+            }
+            if matches!(r.content, Content::Encoded { encoding: Encoding::ApfsCompressed, .. }) {
+                encoded += 1;
+                continue;
+            }
+            if r.kind == FileKind::File && l.meta == 'r' {
+                // TSK's size of a compressed file is its data stream's (none).
+                let compressed = matches!(r.content, Content::Resident(_));
+                if !compressed && r.size != l.size {
+                    failures.push(format!("{p}: size {}, fls {}", r.size, l.size));
+                }
+                let want = icat_md5(image, apsb, l.inode);
+                let got = if has_hole(r) {
+                    sparse += 1;
+                    tsk_sparse_md5(&src, r)
+                } else {
+                    md5_of(&src, r)
+                };
+                if want != got {
+                    failures.push(format!("{p}: content MD5 {got}, icat {want}"));
+                }
+                compared += 1;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{test}: {} differences with TSK:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if sparse > 0 {
+        eprintln!("{test}: {sparse} sparse files compared by TSK's rule (holes left out)");
+    }
+    if encoded > 0 {
+        eprintln!("{test}: {encoded} resource-fork compressed files not compared (reported encoded)");
+    }
+    Some(compared)
+}
+
+/// `pstat`'s APSB blocks and unallocated ranges (first, last block).
+fn pstat(image: &Path) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let out = Command::new("pstat").arg(image).output().expect("pstat");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut apsb = Vec::new();
+    let mut free = Vec::new();
+    for l in text.lines() {
+        let l = l.trim_start_matches(['|', ' ']);
+        if let Some(b) = l.strip_prefix("APSB Block Number: ") {
+            apsb.push(b.trim().parse().expect("block"));
+        }
+        if let Some((a, b)) = l.strip_prefix("0x").and_then(|r| r.split_once("-0x")) {
+            free.push((
+                u64::from_str_radix(a, 16).expect("hex"),
+                u64::from_str_radix(b.trim(), 16).expect("hex"),
+            ));
+        }
+    }
+    (apsb, free)
+}
+
+#[test]
+fn mkapfs_container_matches_pstat() {
+    let test = "mkapfs_container_matches_pstat";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = mkapfs(test) else { return };
+    let fs = open_filesystem(&img[..], 0, img.len() as u64).expect("open");
+    assert_eq!(fs.kind(), FsKind::Apfs);
+    assert_eq!(fs.cluster_size(), Some(4096));
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    let FileSystem::Apfs(a) = &fs else { panic!("not APFS") };
+    assert_eq!(a.volumes().len(), 1);
+    assert_eq!(a.volumes()[0].name(), "caseload");
+    assert!(!a.volumes()[0].encrypted());
+    let (records, summary) = walk(a);
+    assert!(records.is_empty(), "an empty volume lists nothing (private-dir is not reached from the root)");
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    let mut ours = Vec::new();
+    fs.unallocated_runs(|e| ours.push((e.offset / 4096, (e.offset + e.len) / 4096 - 1)))
+        .expect("free runs");
+    assert!(!ours.is_empty());
+    if have_tool(test, "pstat") {
+        let file = write_temp(&img);
+        let (apsb, free) = pstat(file.path());
+        assert_eq!(apsb, vec![a.volumes()[0].apsb_block.expect("apsb")]);
+        assert_eq!(ours, free, "free blocks differ from pstat's");
+        compare_with_tsk(test, file.path());
+    }
+}
+
+/// What the filled sample holds: path -> (inode, content).
+fn sample(test: &str) -> Option<(Vec<u8>, BTreeMap<String, (u64, Vec<u8>)>)> {
+    let img = mkapfs(test)?;
+    let mut a = Apfs::new(img, 0x2000);
+    let mut exp = BTreeMap::new();
+    let mut file = |a: &mut Apfs, parent: u64, dir: &str, name: &str, data: Vec<u8>| {
+        let oid = a.file(parent, name, &data);
+        exp.insert(format!("{dir}{name}"), (oid, data));
+        oid
+    };
+    file(&mut a, 2, "", "small.txt", b"hello, apfs\n".to_vec());
+    file(&mut a, 2, "", "empty", Vec::new());
+    file(&mut a, 2, "", "two blocks.bin", filler(1, 2 * BS + 100));
+    file(&mut a, 2, "", "exactly one block", filler(2, BS));
+    file(&mut a, 2, "", "é日本.txt", filler(3, 777));
+    let docs = a.dir(2, "Documents");
+    let deep = a.dir(docs, "deep");
+    file(&mut a, docs, "Documents/", "letter.doc", filler(4, 5000));
+    let shared = file(&mut a, deep, "Documents/deep/", "shared.dat", filler(5, 300));
+    a.hard_link(2, "hard link to shared", shared);
+    a.symlink(docs, "link", "../small.txt");
+    let (x, y) = (filler(6, 2 * BS), filler(7, 1000));
+    a.fragmented(2, "holey", &x, 3, &y);
+    let mut holey = x.clone();
+    holey.resize(5 * BS, 0);
+    holey.extend_from_slice(&y);
+    let text = b"compressed text compressed text compressed text\n".repeat(20);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&text).expect("deflate");
+    let zc = a.compressed(2, "zlib inline.txt", 3, text.len() as u64, &z.finish().expect("deflate"));
+    let mut raw = vec![0xff];
+    raw.extend_from_slice(b"stored as is");
+    let rc = a.compressed(2, "raw inline.txt", 3, 12, &raw);
+    let img = a.finish();
+    exp.insert("hard link to shared".into(), (shared, filler(5, 300)));
+    exp.insert("holey".into(), (0, holey));
+    exp.insert("zlib inline.txt".into(), (zc, text));
+    exp.insert("raw inline.txt".into(), (rc, b"stored as is".to_vec()));
+    Some((img, exp))
+}
+
+#[test]
+fn filled_container_matches_fls_and_icat() {
+    let test = "filled_container_matches_fls_and_icat";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((img, exp)) = sample(test) else { return };
+    let fs = ApfsFs::open(&img[..], 0, img.len() as u64).expect("open");
+    let (records, summary) = walk(&fs);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    for (path, (inode, data)) in &exp {
+        let r = records
+            .iter()
+            .find(|r| &r.path() == path)
+            .unwrap_or_else(|| panic!("{path} not listed"));
+        assert!(r.errors.is_empty(), "{path}: {:?}", r.errors);
+        if *inode != 0 {
+            assert_eq!(r.meta.inode, *inode, "{path}");
+        }
+        assert_eq!(r.size, data.len() as u64, "{path}");
+        assert_eq!(md5_of(&img[..], r), md5_bytes(data), "{path}");
+        assert_eq!((r.owner.uid, r.owner.gid), (501, 20));
+        assert_eq!(r.times.modified.map(|t| t.nanos), Some(123_456_790 + 1 - 1 + 0), "{path}");
+    }
+    let holey = records.iter().find(|r| r.path() == "holey").expect("holey");
+    let Content::Runs(runs) = &holey.content else { panic!("runs") };
+    assert_eq!(runs.len(), 3, "data, hole, data: {runs:?}");
+    assert_eq!(holey.slack.iter().map(|e| e.len).sum::<u64>(), (BS - 1000) as u64);
+    let link = records.iter().find(|r| r.path() == "Documents/link").expect("link");
+    assert_eq!((link.size, link.owner.mode & 0o170000), (0, 0o120000));
+    let dirs: Vec<String> = records
+        .iter()
+        .filter(|r| r.kind == FileKind::Directory)
+        .map(|r| r.path())
+        .collect();
+    assert_eq!(dirs, ["Documents", "Documents/deep"]);
+    if let Some(keep) = std::env::var_os("CASELOAD_APFS_KEEP") {
+        std::fs::write(keep, &img).expect("keep the image");
+    }
+    let file = write_temp(&img);
+    if let Some(n) = compare_with_tsk(test, file.path()) {
+        assert!(n >= 10, "only {n} files compared");
+    }
+}
+
+/// An image named by `CASELOAD_APFS_TEST_IMAGE` (the corpus writer's
+/// output, a real container) against TSK, and walked without a panic.
+#[test]
+fn named_image_matches_tsk() {
+    let test = "named_image_matches_tsk";
+    let Some(path) = std::env::var_os("CASELOAD_APFS_TEST_IMAGE") else {
+        eprintln!("SKIPPED {test}: CASELOAD_APFS_TEST_IMAGE is not set");
+        return;
+    };
+    let path = Path::new(&path);
+    if let Some(n) = compare_with_tsk(test, path) {
+        eprintln!("{test}: {} matches TSK ({n} files' content compared)", path.display());
+    }
+    if have_tool(test, "pstat") {
+        let src = std::fs::File::open(path).expect("open");
+        let fs = ApfsFs::open(&src, 0, src.len()).expect("open APFS");
+        let (_, free) = pstat(path);
+        let mut ours = Vec::new();
+        fs.unallocated_runs(|e| ours.push((e.offset / 4096, (e.offset + e.len) / 4096 - 1)))
+            .expect("free runs");
+        let blocks = |v: &[(u64, u64)]| v.iter().map(|(a, b)| b + 1 - a).sum::<u64>();
+        assert_eq!(blocks(&ours), blocks(&free), "free block count differs from pstat's");
+    }
+}

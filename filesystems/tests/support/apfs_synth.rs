@@ -1,0 +1,336 @@
+//! Fills an empty `mkapfs` container with files for the tests: the volume's
+//! file-system tree (one leaf node in a fresh container) is rebuilt with
+//! added inodes, names, extents and attributes, file data goes to blocks
+//! the space manager calls free (it is not updated: these images are for
+//! the walk and TSK's `fls`/`icat`, not for the free-space comparison),
+//! and checksums are recomputed. Also the byte-level helpers the hostile
+//! cases use.
+
+use caseload_fs::apfs::object::set_checksum;
+
+pub const BS: usize = 4096;
+
+pub fn u16le(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes(b[o..o + 2].try_into().unwrap())
+}
+pub fn u32le(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+}
+pub fn u64le(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+pub fn put64(b: &mut [u8], o: usize, v: u64) {
+    b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+}
+pub fn put32(b: &mut [u8], o: usize, v: u32) {
+    b[o..o + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Block `n` of `img`, mutable.
+pub fn block(img: &mut [u8], n: u64) -> &mut [u8] {
+    let s = n as usize * BS;
+    &mut img[s..s + BS]
+}
+
+/// Recomputes the checksum of block `n`.
+pub fn reseal(img: &mut [u8], n: u64) {
+    set_checksum(block(img, n));
+}
+
+/// The entries (key, value) of a leaf node in `b` (fixed 16/16 when
+/// `fixed`).
+pub fn leaf_entries(b: &[u8], fixed: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let n = u32le(b, 36) as usize;
+    let toc_off = u16le(b, 40) as usize;
+    let toc_len = u16le(b, 42) as usize;
+    let root = u16le(b, 32) & 1 != 0;
+    let toc = 56 + toc_off;
+    let keys = toc + toc_len;
+    let vend = if root { BS - 40 } else { BS };
+    (0..n)
+        .map(|i| {
+            if fixed {
+                let k = u16le(b, toc + 4 * i) as usize;
+                let v = u16le(b, toc + 4 * i + 2) as usize;
+                (b[keys + k..keys + k + 16].to_vec(), b[vend - v..vend - v + 16].to_vec())
+            } else {
+                let e = toc + 8 * i;
+                let (k, kl, v, vl) = (
+                    u16le(b, e) as usize,
+                    u16le(b, e + 2) as usize,
+                    u16le(b, e + 4) as usize,
+                    u16le(b, e + 6) as usize,
+                );
+                (b[keys + k..keys + k + kl].to_vec(), b[vend - v..vend - v + vl].to_vec())
+            }
+        })
+        .collect()
+}
+
+/// Physical block of `oid` in the object map whose object is at block
+/// `omap` (a one-leaf tree, as mkapfs writes), and the block and entry
+/// index where the mapping is.
+pub fn omap_find(img: &[u8], omap: u64, oid: u64) -> (u64, u64, usize) {
+    let o = &img[omap as usize * BS..][..BS];
+    let tree = u64le(o, 48);
+    let t = &img[tree as usize * BS..][..BS];
+    let e = leaf_entries(t, true);
+    let i = e.iter().position(|(k, _)| u64le(k, 0) == oid).expect("oid mapped");
+    (u64le(&e[i].1, 8), tree, i)
+}
+
+/// Where the first volume's pieces are.
+pub struct Layout {
+    pub apsb: u64,
+    pub vol_omap: u64,
+    pub fs_root_oid: u64,
+    pub fs_root: u64,
+}
+
+pub fn layout(img: &[u8]) -> Layout {
+    let nx = &img[..BS];
+    let (apsb, _, _) = omap_find(img, u64le(nx, 160), u64le(nx, 184));
+    let a = &img[apsb as usize * BS..][..BS];
+    let vol_omap = u64le(a, 128);
+    let fs_root_oid = u64le(a, 136);
+    let (fs_root, _, _) = omap_find(img, vol_omap, fs_root_oid);
+    Layout { apsb, vol_omap, fs_root_oid, fs_root }
+}
+
+fn key(oid: u64, kind: u8) -> Vec<u8> {
+    (oid | (u64::from(kind) << 60)).to_le_bytes().to_vec()
+}
+
+/// A file to add.
+pub struct Apfs {
+    pub img: Vec<u8>,
+    pub lay: Layout,
+    records: Vec<(Vec<u8>, Vec<u8>)>,
+    next_oid: u64,
+    next_block: u64,
+    pub time: u64,
+}
+
+pub const S_IFDIR: u16 = 0o040000;
+pub const S_IFREG: u16 = 0o100000;
+pub const S_IFLNK: u16 = 0o120000;
+
+impl Apfs {
+    /// An mkapfs image to fill; data goes from block `first_free` on.
+    pub fn new(img: Vec<u8>, first_free: u64) -> Apfs {
+        let lay = layout(&img);
+        let records = leaf_entries(&img[lay.fs_root as usize * BS..][..BS], false);
+        Apfs { img, lay, records, next_oid: 100, next_block: first_free, time: 1_700_000_000_123_456_789 }
+    }
+
+    fn inode(&mut self, oid: u64, parent: u64, mode: u16, size: Option<u64>, flags: u32, extra: &[(u8, Vec<u8>)]) {
+        let mut v = vec![0u8; 92];
+        put64(&mut v, 0, parent);
+        put64(&mut v, 8, oid);
+        for (i, o) in [16, 24, 32, 40].iter().enumerate() {
+            put64(&mut v, *o, self.time + i as u64 * 1_000_000_001);
+        }
+        put32(&mut v, 56, 1);
+        put32(&mut v, 68, flags);
+        put32(&mut v, 72, 501);
+        put32(&mut v, 76, 20);
+        v[80..82].copy_from_slice(&mode.to_le_bytes());
+        let mut fields: Vec<(u8, Vec<u8>)> = extra.to_vec();
+        if let Some(s) = size {
+            let mut ds = vec![0u8; 40];
+            put64(&mut ds, 0, s);
+            put64(&mut ds, 8, s.div_ceil(BS as u64) * BS as u64);
+            fields.push((8, ds));
+        }
+        if !fields.is_empty() {
+            let used: usize = fields.iter().map(|f| f.1.len().div_ceil(8) * 8).sum();
+            v.extend_from_slice(&(fields.len() as u16).to_le_bytes());
+            v.extend_from_slice(&(used as u16).to_le_bytes());
+            for (t, d) in &fields {
+                v.extend_from_slice(&[*t, 0]);
+                v.extend_from_slice(&(d.len() as u16).to_le_bytes());
+            }
+            for (_, d) in &fields {
+                v.extend_from_slice(d);
+                v.resize(v.len().div_ceil(8) * 8, 0);
+            }
+        }
+        self.records.push((key(oid, 3), v));
+    }
+
+    /// A name `name` in `parent` for `oid`, of directory-record type `dtype`.
+    pub fn name(&mut self, parent: u64, name: &str, oid: u64, dtype: u16) {
+        let mut k = key(parent, 9);
+        let len = name.len() as u32 + 1;
+        k.extend_from_slice(&(len | (0x2a5 << 10)).to_le_bytes());
+        k.extend_from_slice(name.as_bytes());
+        k.push(0);
+        let mut v = vec![0u8; 18];
+        put64(&mut v, 0, oid);
+        put64(&mut v, 8, self.time);
+        v[16..18].copy_from_slice(&dtype.to_le_bytes());
+        self.records.push((k, v));
+    }
+
+    fn xattr(&mut self, oid: u64, name: &str, val: Vec<u8>) {
+        let mut k = key(oid, 4);
+        k.extend_from_slice(&(name.len() as u16 + 1).to_le_bytes());
+        k.extend_from_slice(name.as_bytes());
+        k.push(0);
+        self.records.push((k, val));
+    }
+
+    fn extent(&mut self, id: u64, logical: u64, len: u64, block: u64) {
+        let mut k = key(id, 8);
+        k.extend_from_slice(&logical.to_le_bytes());
+        let mut v = vec![0u8; 24];
+        put64(&mut v, 0, len);
+        put64(&mut v, 8, block);
+        self.records.push((k, v));
+    }
+
+    /// Data blocks for `data` (0 blocks for empty data); returns the first.
+    fn store(&mut self, data: &[u8]) -> u64 {
+        let first = self.next_block;
+        let n = data.len().div_ceil(BS) as u64;
+        for (i, c) in data.chunks(BS).enumerate() {
+            let at = (first as usize + i) * BS;
+            self.img[at..at + c.len()].copy_from_slice(c);
+        }
+        self.next_block += n;
+        first
+    }
+
+    /// A directory in `parent`; returns its oid.
+    pub fn dir(&mut self, parent: u64, name: &str) -> u64 {
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        self.inode(oid, parent, S_IFDIR | 0o755, None, 0, &[]);
+        self.name(parent, name, oid, 4);
+        oid
+    }
+
+    /// A regular file in one extent; returns its oid.
+    pub fn file(&mut self, parent: u64, name: &str, data: &[u8]) -> u64 {
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        self.inode(oid, parent, S_IFREG | 0o644, Some(data.len() as u64), 0, &[]);
+        self.name(parent, name, oid, 8);
+        if !data.is_empty() {
+            let b = self.store(data);
+            self.extent(oid, 0, data.len().div_ceil(BS) as u64 * BS as u64, b);
+        }
+        oid
+    }
+
+    /// A file in two extents with a hole of `hole` blocks between them
+    /// and a gap of one block on disk.
+    pub fn fragmented(&mut self, parent: u64, name: &str, a: &[u8], hole: u64, b: &[u8]) -> u64 {
+        assert_eq!(a.len() % BS, 0);
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        let size = a.len() as u64 + hole * BS as u64 + b.len() as u64;
+        self.inode(oid, parent, S_IFREG | 0o600, Some(size), 0, &[]);
+        self.name(parent, name, oid, 8);
+        let ba = self.store(a);
+        self.next_block += 1;
+        let bb = self.store(b);
+        self.extent(oid, 0, a.len() as u64, ba);
+        self.extent(oid, a.len() as u64 + hole * BS as u64, b.len().div_ceil(BS) as u64 * BS as u64, bb);
+        oid
+    }
+
+    /// A symbolic link to `target`.
+    pub fn symlink(&mut self, parent: u64, name: &str, target: &str) -> u64 {
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        self.inode(oid, parent, S_IFLNK | 0o755, None, 0, &[]);
+        self.name(parent, name, oid, 10);
+        let mut v = vec![0x02, 0x00];
+        let mut t = target.as_bytes().to_vec();
+        t.push(0);
+        v.extend_from_slice(&(t.len() as u16).to_le_bytes());
+        v.extend_from_slice(&t);
+        self.xattr(oid, "com.apple.fs.symlink", v);
+        oid
+    }
+
+    /// A second name for `oid` in `parent`.
+    pub fn hard_link(&mut self, parent: u64, name: &str, oid: u64) {
+        self.name(parent, name, oid, 8);
+    }
+
+    /// A file compressed inline (decmpfs type 3) with `body` after the
+    /// header, decoding to `size` bytes.
+    pub fn compressed(&mut self, parent: u64, name: &str, kind: u32, size: u64, body: &[u8]) -> u64 {
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        self.inode(oid, parent, S_IFREG | 0o644, None, 0x20, &[]);
+        self.name(parent, name, oid, 8);
+        let mut a = b"fpmc".to_vec();
+        a.extend_from_slice(&kind.to_le_bytes());
+        a.extend_from_slice(&size.to_le_bytes());
+        a.extend_from_slice(body);
+        let mut v = vec![0x02, 0x00];
+        v.extend_from_slice(&(a.len() as u16).to_le_bytes());
+        v.extend_from_slice(&a);
+        self.xattr(oid, "com.apple.decmpfs", v);
+        oid
+    }
+
+    /// A raw extent record for `oid` (hostile cases).
+    pub fn raw_extent(&mut self, oid: u64, logical: u64, len: u64, block: u64) {
+        self.extent(oid, logical, len, block);
+    }
+
+    /// An inode with a data stream of `size` and no extents yet.
+    pub fn bare_file(&mut self, parent: u64, name: &str, size: u64) -> u64 {
+        let oid = self.next_oid;
+        self.next_oid += 1;
+        self.inode(oid, parent, S_IFREG | 0o644, Some(size), 0, &[]);
+        self.name(parent, name, oid, 8);
+        oid
+    }
+
+    /// The image with the file-system tree's leaf rebuilt.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.records.sort_by(|a, b| {
+            let ka = u64le(&a.0, 0);
+            let kb = u64le(&b.0, 0);
+            (ka & 0x0fff_ffff_ffff_ffff, ka >> 60, &a.0[8..]).cmp(&(kb & 0x0fff_ffff_ffff_ffff, kb >> 60, &b.0[8..]))
+        });
+        let root = self.lay.fs_root;
+        let n = self.records.len();
+        let b = block(&mut self.img, root);
+        let toc_len = n * 8;
+        let keys = 56 + toc_len;
+        let vend = BS - 40;
+        b[56..vend].fill(0);
+        let (mut ko, mut vo) = (0usize, 0usize);
+        for (i, (k, v)) in self.records.iter().enumerate() {
+            vo += v.len();
+            let e = 56 + 8 * i;
+            b[e..e + 2].copy_from_slice(&(ko as u16).to_le_bytes());
+            b[e + 2..e + 4].copy_from_slice(&(k.len() as u16).to_le_bytes());
+            b[e + 4..e + 6].copy_from_slice(&(vo as u16).to_le_bytes());
+            b[e + 6..e + 8].copy_from_slice(&(v.len() as u16).to_le_bytes());
+            b[keys + ko..keys + ko + k.len()].copy_from_slice(k);
+            b[vend - vo..vend - vo + v.len()].copy_from_slice(v);
+            ko += k.len();
+        }
+        assert!(keys + ko <= vend - vo, "records do not fit one node");
+        put32(b, 36, n as u32);
+        b[40..42].copy_from_slice(&0u16.to_le_bytes());
+        b[42..44].copy_from_slice(&(toc_len as u16).to_le_bytes());
+        b[44..46].copy_from_slice(&(ko as u16).to_le_bytes());
+        b[46..48].copy_from_slice(&((vend - vo - keys - ko) as u16).to_le_bytes());
+        b[48..56].copy_from_slice(&[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
+        put64(b, BS - 40 + 24, n as u64);
+        reseal(&mut self.img, root);
+        // apfs_next_obj_id: TSK takes its last inode number from it.
+        let apsb = self.lay.apsb;
+        put64(block(&mut self.img, apsb), 176, self.next_oid);
+        reseal(&mut self.img, apsb);
+        self.img
+    }
+}
