@@ -413,3 +413,217 @@ fn named_image_matches_tsk() {
         assert_eq!(blocks(&ours), blocks(&free), "free block count differs from pstat's");
     }
 }
+
+// ---------------------------------------------------------------- hostile
+
+/// The filled sample, or `None` (skip printed).
+fn filled(test: &str) -> Option<Vec<u8>> {
+    sample(test).map(|(img, _)| img)
+}
+
+fn open(img: &[u8]) -> ApfsFs<&[u8]> {
+    ApfsFs::open(img, 0, img.len() as u64).expect("open")
+}
+
+#[test]
+fn bad_checksum_is_reported_with_object_and_offset() {
+    let test = "bad_checksum_is_reported_with_object_and_offset";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = filled(test) else { return };
+    let root = layout(&img).fs_root;
+    // A byte of the node's free space: the node still parses.
+    block(&mut img, root)[3000] ^= 0x5a;
+    let fs = open(&img);
+    let (records, summary) = walk(&fs);
+    assert!(records.iter().any(|r| r.path() == "small.txt"));
+    let e = summary
+        .errors
+        .errors
+        .iter()
+        .find(|e| e.kind == ErrorKind::ChecksumMismatch)
+        .expect("checksum mismatch reported");
+    assert_eq!(e.offset, Some(root * BS as u64));
+    assert!(e.detail.contains(&format!("block {root}")), "{}", e.detail);
+}
+
+#[test]
+fn no_valid_checkpoint_is_a_clear_error() {
+    let test = "no_valid_checkpoint_is_a_clear_error";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = mkapfs(test) else { return };
+    for (blk, what) in [(2u64, "superblock"), (1, "checkpoint map")] {
+        let mut bad = img.clone();
+        block(&mut bad, blk)[200] ^= 1;
+        let err = match ApfsFs::open(&bad[..], 0, bad.len() as u64) {
+            Ok(_) => panic!("opened with a bad {what}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("no valid checkpoint"), "{what}: {err}");
+        // The container is still detected, and opening it is an error, not
+        // a panic.
+        assert!(open_filesystem(&bad[..], 0, bad.len() as u64).is_err());
+    }
+}
+
+#[test]
+fn newest_checkpoint_is_used_and_a_broken_one_falls_back() {
+    let test = "newest_checkpoint_is_used_and_a_broken_one_falls_back";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = mkapfs(test) else { return };
+    // A second checkpoint (transaction 2) in descriptor blocks 3 and 4.
+    for (from, to) in [(1u64, 3u64), (2, 4)] {
+        let b = block(&mut img, from).to_vec();
+        block(&mut img, to).copy_from_slice(&b);
+        put64(block(&mut img, to), 16, 2);
+    }
+    put32(block(&mut img, 4), 136, 2);
+    reseal(&mut img, 3);
+    reseal(&mut img, 4);
+    let fs = open(&img);
+    assert_eq!((fs.checkpoint_block(), fs.superblock().xid), (4, 2));
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    block(&mut img, 3)[300] ^= 1;
+    let fs = open(&img);
+    assert_eq!((fs.checkpoint_block(), fs.superblock().xid), (2, 1));
+    assert!(
+        fs.open_errors()
+            .iter()
+            .any(|e| e.detail.contains("transaction 2") && e.offset == Some(4 * BS as u64)),
+        "{:?}",
+        fs.open_errors()
+    );
+    assert_eq!(walk(&fs).0.len(), 0);
+}
+
+#[test]
+fn encrypted_volume_is_reported_and_not_walked() {
+    let test = "encrypted_volume_is_reported_and_not_walked";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = filled(test) else { return };
+    let apsb = layout(&img).apsb;
+    let flags = u64le(block(&mut img, apsb), 264);
+    put64(block(&mut img, apsb), 264, flags & !1);
+    reseal(&mut img, apsb);
+    let fs = open(&img);
+    assert!(fs.volumes()[0].encrypted());
+    let (records, summary) = walk(&fs);
+    assert!(records.is_empty(), "an encrypted volume is not walked");
+    let e = summary
+        .errors
+        .errors
+        .iter()
+        .find(|e| e.kind == ErrorKind::EncryptedVolume)
+        .expect("encrypted volume reported");
+    assert!(e.detail.contains("\"caseload\""), "{}", e.detail);
+    assert_eq!(e.offset, Some(apsb * BS as u64));
+}
+
+#[test]
+fn btree_node_pointing_to_itself_or_outside_is_reported() {
+    let test = "btree_node_pointing_to_itself_or_outside_is_reported";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = filled(test) else { return };
+    let lay = layout(&img);
+    // The root leaf made an index node whose first child is itself.
+    let mut looped = img.clone();
+    {
+        let b = block(&mut looped, lay.fs_root);
+        let flags = u16le(b, 32) & !2;
+        b[32..34].copy_from_slice(&flags.to_le_bytes());
+        b[34..36].copy_from_slice(&1u16.to_le_bytes());
+        let toc_off = u16le(b, 40) as usize;
+        let v = u16le(b, 56 + toc_off + 4) as usize;
+        put64(b, BS - 40 - v, lay.fs_root_oid);
+    }
+    reseal(&mut looped, lay.fs_root);
+    let fs = open(&looped);
+    let (records, summary) = walk(&fs);
+    assert!(records.is_empty());
+    assert!(
+        has(&summary.errors.errors, ErrorKind::DirectoryLoop)
+            || has(&summary.errors.errors, ErrorKind::CorruptFileSystem),
+        "{:?}",
+        summary.errors
+    );
+    // The volume's object map sends the tree's root past the container.
+    let mut outside = img.clone();
+    omap_set(&mut outside, lay.vol_omap, lay.fs_root_oid, (img.len() / BS) as u64 + 10);
+    let fs = open(&outside);
+    let (records, summary) = walk(&fs);
+    assert!(records.is_empty());
+    assert!(
+        summary.errors.errors.iter().any(|e| e.detail.contains("outside the container")),
+        "{:?}",
+        summary.errors
+    );
+}
+
+#[test]
+fn extent_past_the_end_is_cut_and_reported() {
+    let test = "extent_past_the_end_is_cut_and_reported";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = mkapfs(test) else { return };
+    let blocks = (img.len() / BS) as u64;
+    let mut a = Apfs::new(img, 0x2000);
+    let oid = a.bare_file(2, "too long", 20 * BS as u64);
+    a.raw_extent(oid, 0, 20 * BS as u64, blocks - 4);
+    a.file(2, "witness", b"still read");
+    let img = a.finish();
+    let fs = open(&img);
+    let (records, _) = walk(&fs);
+    let r = records.iter().find(|r| r.path() == "too long").expect("listed");
+    assert!(has(&r.errors, ErrorKind::CorruptFileSystem), "{:?}", r.errors);
+    assert_eq!(r.content.extents().iter().map(|e| e.len).sum::<u64>(), 4 * BS as u64);
+    assert_eq!(r.content.len(), 20 * BS as u64);
+    let w = records.iter().find(|r| r.path() == "witness").expect("witness");
+    assert_eq!(md5_of(&img[..], w), md5_bytes(b"still read"));
+}
+
+/// Bytes flipped all over the metadata (with and without the checksum
+/// made right again), and the image cut short: every open, walk, free-space
+/// listing and content read returns.
+#[test]
+fn mutated_metadata_never_panics() {
+    let test = "mutated_metadata_never_panics";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = filled(test) else { return };
+    let lay = layout(&img);
+    let nx = &img[..BS];
+    let c_omap = u64le(nx, 160);
+    let c_tree = u64le(&img[c_omap as usize * BS..], 48);
+    let v_tree = u64le(&img[lay.vol_omap as usize * BS..], 48);
+    let maps = caseload_fs::apfs::container::parse_checkpoint_map(&img[BS..2 * BS], 1).expect("map");
+    let mut targets = vec![0, 1, 2, c_omap, c_tree, lay.apsb, lay.vol_omap, v_tree, lay.fs_root];
+    targets.extend(maps.iter().map(|m| m.paddr));
+    let exercise = |img: &[u8]| {
+        let Ok(fs) = ApfsFs::open(img, 0, img.len() as u64) else { return };
+        let _ = fs.walk(|r| {
+            let _ = md5_of(img, &r);
+            ControlFlow::Continue(())
+        });
+        let _ = fs.unallocated_runs(|_| {});
+    };
+    let mut x = 0x9e37_79b9u32;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for &t in &targets {
+        for round in 0..24 {
+            let at = 8 + (next() as usize % (BS - 8));
+            let old = block(&mut img, t).to_vec();
+            block(&mut img, t)[at] ^= 1 << (next() % 8);
+            if round % 2 == 0 {
+                reseal(&mut img, t);
+            }
+            exercise(&img);
+            block(&mut img, t).copy_from_slice(&old);
+        }
+    }
+    let cut = (lay.fs_root as usize) * BS + 100;
+    exercise(&img[..cut]);
+    exercise(&img[..BS]);
+    exercise(&img[..100]);
+}

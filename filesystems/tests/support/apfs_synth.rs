@@ -334,3 +334,14 @@ impl Apfs {
         self.img
     }
 }
+
+/// Points `oid`'s mapping in the object map at block `omap` to `paddr`.
+pub fn omap_set(img: &mut [u8], omap: u64, oid: u64, paddr: u64) {
+    let (_, tree, i) = omap_find(img, omap, oid);
+    let b = block(img, tree);
+    let toc_off = u16le(b, 40) as usize;
+    let v = u16le(b, 56 + toc_off + 4 * i + 2) as usize;
+    let at = BS - 40 - v + 8;
+    put64(b, at, paddr);
+    reseal(img, tree);
+}
