@@ -627,3 +627,84 @@ fn mutated_metadata_never_panics() {
     exercise(&img[..BS]);
     exercise(&img[..100]);
 }
+
+// ---------------------------------------------------------------- volumes
+
+#[test]
+fn two_volumes_are_pathed_apart_and_match_tsk_each() {
+    let test = "two_volumes_are_pathed_apart_and_match_tsk_each";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = filled(test) else { return };
+    add_volume(&mut img, "second", 0x1800, 1100);
+    let fs = open(&img);
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    let names: Vec<(&str, Option<u64>)> = fs.volumes().iter().map(|v| (v.name(), v.apsb_block)).collect();
+    assert_eq!(names, [("caseload", Some(layout(&img).apsb)), ("second", Some(0x1800))]);
+    let (records, summary) = walk(&fs);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    let tops: Vec<(String, u64, FileKind)> = records
+        .iter()
+        .filter(|r| r.parent.is_empty())
+        .map(|r| (r.path(), r.meta.inode, r.kind))
+        .collect();
+    assert_eq!(
+        tops,
+        [
+            ("$Volume0".to_string(), layout(&img).apsb, FileKind::VirtualDirectory),
+            ("$Volume1".to_string(), 0x1800, FileKind::VirtualDirectory)
+        ]
+    );
+    let in0 = records.iter().filter(|r| r.path().starts_with("$Volume0/")).count();
+    let in1 = records.iter().filter(|r| r.path().starts_with("$Volume1/")).count();
+    assert!(in0 > 10 && in0 == in1, "{in0} and {in1} records");
+    assert!(records.iter().any(|r| r.path() == "$Volume1/Documents/deep/shared.dat"));
+    let file = write_temp(&img);
+    if have_tool(test, "pstat") {
+        assert_eq!(pstat(file.path()).0, [layout(&img).apsb, 0x1800]);
+    }
+    compare_with_tsk(test, file.path());
+}
+
+#[test]
+fn snapshots_are_listed_and_noted() {
+    let test = "snapshots_are_listed_and_noted";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut img) = filled(test) else { return };
+    add_snapshot(&mut img, "before", 1);
+    let fs = open(&img);
+    let snaps = &fs.volumes()[0].snapshots;
+    assert_eq!(snaps.len(), 1);
+    assert_eq!((snaps[0].name.as_str(), snaps[0].xid), ("before", 1));
+    let (records, summary) = walk(&fs);
+    assert!(records.iter().any(|r| r.path() == "small.txt"));
+    let note = summary
+        .errors
+        .errors
+        .iter()
+        .find(|e| e.kind == ErrorKind::Snapshot)
+        .expect("snapshot noted");
+    assert!(note.detail.contains("\"before\" (transaction 1)"), "{}", note.detail);
+}
+
+/// A container at an offset (as in a GPT partition) is detected and read
+/// with every offset absolute.
+#[test]
+fn container_at_an_offset_is_detected_and_read() {
+    let test = "container_at_an_offset_is_detected_and_read";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = filled(test) else { return };
+    let off = 1u64 << 20;
+    let mut disk = vec![0u8; off as usize];
+    disk.extend_from_slice(&img);
+    let fs = open_filesystem(&disk[..], off, img.len() as u64).expect("open");
+    assert_eq!(fs.kind(), FsKind::Apfs);
+    let (records, _) = walk_all(&fs);
+    let r = records.iter().find(|r| r.path() == "small.txt").expect("listed");
+    assert_eq!(md5_of(&disk[..], r), md5_bytes(b"hello, apfs\n"));
+    let mut first = None;
+    fs.unallocated_runs(|e| {
+        first.get_or_insert(e.offset);
+    })
+    .expect("free runs");
+    assert!(first.is_some_and(|o| o >= off));
+}

@@ -300,32 +300,7 @@ impl Apfs {
             (ka & 0x0fff_ffff_ffff_ffff, ka >> 60, &a.0[8..]).cmp(&(kb & 0x0fff_ffff_ffff_ffff, kb >> 60, &b.0[8..]))
         });
         let root = self.lay.fs_root;
-        let n = self.records.len();
-        let b = block(&mut self.img, root);
-        let toc_len = n * 8;
-        let keys = 56 + toc_len;
-        let vend = BS - 40;
-        b[56..vend].fill(0);
-        let (mut ko, mut vo) = (0usize, 0usize);
-        for (i, (k, v)) in self.records.iter().enumerate() {
-            vo += v.len();
-            let e = 56 + 8 * i;
-            b[e..e + 2].copy_from_slice(&(ko as u16).to_le_bytes());
-            b[e + 2..e + 4].copy_from_slice(&(k.len() as u16).to_le_bytes());
-            b[e + 4..e + 6].copy_from_slice(&(vo as u16).to_le_bytes());
-            b[e + 6..e + 8].copy_from_slice(&(v.len() as u16).to_le_bytes());
-            b[keys + ko..keys + ko + k.len()].copy_from_slice(k);
-            b[vend - vo..vend - vo + v.len()].copy_from_slice(v);
-            ko += k.len();
-        }
-        assert!(keys + ko <= vend - vo, "records do not fit one node");
-        put32(b, 36, n as u32);
-        b[40..42].copy_from_slice(&0u16.to_le_bytes());
-        b[42..44].copy_from_slice(&(toc_len as u16).to_le_bytes());
-        b[44..46].copy_from_slice(&(ko as u16).to_le_bytes());
-        b[46..48].copy_from_slice(&((vend - vo - keys - ko) as u16).to_le_bytes());
-        b[48..56].copy_from_slice(&[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
-        put64(b, BS - 40 + 24, n as u64);
+        write_leaf(block(&mut self.img, root), &self.records, false);
         reseal(&mut self.img, root);
         // apfs_next_obj_id: TSK takes its last inode number from it.
         let apsb = self.lay.apsb;
@@ -344,4 +319,95 @@ pub fn omap_set(img: &mut [u8], omap: u64, oid: u64, paddr: u64) {
     let at = BS - 40 - v + 8;
     put64(b, at, paddr);
     reseal(img, tree);
+}
+
+/// Rewrites the root leaf node in `b` to hold `records` (sorted), keeping
+/// its header and tree info; `fixed` for 16-byte keys and values
+/// (object maps). The caller reseals the block.
+pub fn write_leaf(b: &mut [u8], records: &[(Vec<u8>, Vec<u8>)], fixed: bool) {
+    let n = records.len();
+    let te = if fixed { 4 } else { 8 };
+    let toc_len = (n * te).div_ceil(64) * 64;
+    let keys = 56 + toc_len;
+    let vend = BS - 40;
+    b[56..vend].fill(0);
+    let (mut ko, mut vo) = (0usize, 0usize);
+    for (i, (k, v)) in records.iter().enumerate() {
+        vo += v.len();
+        let e = 56 + te * i;
+        b[e..e + 2].copy_from_slice(&(ko as u16).to_le_bytes());
+        if fixed {
+            b[e + 2..e + 4].copy_from_slice(&(vo as u16).to_le_bytes());
+        } else {
+            b[e + 2..e + 4].copy_from_slice(&(k.len() as u16).to_le_bytes());
+            b[e + 4..e + 6].copy_from_slice(&(vo as u16).to_le_bytes());
+            b[e + 6..e + 8].copy_from_slice(&(v.len() as u16).to_le_bytes());
+        }
+        b[keys + ko..keys + ko + k.len()].copy_from_slice(k);
+        b[vend - vo..vend - vo + v.len()].copy_from_slice(v);
+        ko += k.len();
+    }
+    assert!(keys + ko <= vend - vo, "records do not fit one node");
+    put32(b, 36, n as u32);
+    b[40..42].copy_from_slice(&0u16.to_le_bytes());
+    b[42..44].copy_from_slice(&(toc_len as u16).to_le_bytes());
+    b[44..46].copy_from_slice(&(ko as u16).to_le_bytes());
+    b[46..48].copy_from_slice(&((vend - vo - keys - ko) as u16).to_le_bytes());
+    b[48..56].copy_from_slice(&[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
+    put64(b, BS - 40 + 24, n as u64);
+}
+
+/// Adds a second volume: a copy of the first's superblock named `name`
+/// at block `at`, mapped in the container's object map as oid `oid` and
+/// listed second in `nx_fs_oid` (of block 0 and of the checkpoint's
+/// superblock at block 2). It shares the first volume's object map and
+/// tree: a read-only walk sees the same files in both.
+pub fn add_volume(img: &mut [u8], name: &str, at: u64, oid: u64) {
+    let lay = layout(img);
+    let apsb = block(img, lay.apsb).to_vec();
+    let b = block(img, at);
+    b.copy_from_slice(&apsb);
+    put64(b, 8, oid);
+    put32(b, 36, 1);
+    b[240] ^= 0xff;
+    b[704..960].fill(0);
+    b[704..704 + name.len()].copy_from_slice(name.as_bytes());
+    reseal(img, at);
+    let c_omap = u64le(&img[..BS], 160);
+    let tree = u64le(&img[c_omap as usize * BS..], 48);
+    let mut entries = leaf_entries(&img[tree as usize * BS..][..BS], true);
+    let mut k = oid.to_le_bytes().to_vec();
+    k.extend_from_slice(&1u64.to_le_bytes());
+    let mut v = vec![0u8; 8];
+    v[4..8].copy_from_slice(&(BS as u32).to_le_bytes());
+    v.extend_from_slice(&at.to_le_bytes());
+    entries.push((k, v));
+    entries.sort_by_key(|(k, _)| (u64le(k, 0), u64le(k, 8)));
+    write_leaf(block(img, tree), &entries, true);
+    reseal(img, tree);
+    for sb in [0u64, 2] {
+        // nx_max_file_systems: mkapfs allows one volume in 128 MiB.
+        put32(block(img, sb), 180, 2);
+        put64(block(img, sb), 184 + 8, oid);
+        reseal(img, sb);
+    }
+}
+
+/// Lists a snapshot named `name` of transaction `xid` in the first
+/// volume's snapshot-metadata tree (a one-leaf physical tree).
+pub fn add_snapshot(img: &mut [u8], name: &str, xid: u64) {
+    let lay = layout(img);
+    let tree = u64le(&img[lay.apsb as usize * BS..], 152);
+    let mut entries = leaf_entries(&img[tree as usize * BS..][..BS], false);
+    let k = (xid | (1u64 << 60)).to_le_bytes().to_vec();
+    let mut v = vec![0u8; 50];
+    put64(&mut v, 16, 1_600_000_000_000_000_000);
+    v[48..50].copy_from_slice(&(name.len() as u16 + 1).to_le_bytes());
+    v.extend_from_slice(name.as_bytes());
+    v.push(0);
+    entries.push((k, v));
+    write_leaf(block(img, tree), &entries, false);
+    reseal(img, tree);
+    put64(block(img, lay.apsb), 216, 1);
+    reseal(img, lay.apsb);
 }
