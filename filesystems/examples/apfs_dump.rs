@@ -6,21 +6,47 @@ fn main() {
     let f = std::fs::File::open(&path).expect("open");
     let len = caseload_fs::ReadAt::len(&f);
     let fs = caseload_fs::ApfsFs::open(&f, 0, len).expect("apfs");
-    println!("checkpoint block {} xid {}", fs.checkpoint_block(), fs.superblock().xid);
+    println!(
+        "checkpoint block {} xid {}",
+        fs.checkpoint_block(),
+        fs.superblock().xid
+    );
     for v in fs.volumes() {
-        println!("volume {} {:?} apsb {:?} enc {} snaps {:?}", v.index, v.name(), v.apsb_block, v.encrypted(), v.snapshots);
+        println!(
+            "volume {} {:?} apsb {:?} enc {} snaps {:?}",
+            v.index,
+            v.name(),
+            v.apsb_block,
+            v.encrypted(),
+            v.snapshots
+        );
     }
     for e in fs.open_errors() {
         println!("open error: {e}");
     }
     let s = fs
         .walk(|r| {
-            println!("{} {} {:?} size {} {:?} {:?}", r.meta, r.path(), r.kind, r.size, r.content, r.errors);
+            println!(
+                "{} {} {:?} size {} {:?} {:?}",
+                r.meta,
+                r.path(),
+                r.kind,
+                r.size,
+                r.content,
+                r.errors
+            );
             ControlFlow::Continue(())
         })
         .expect("walk");
     for e in &s.errors.errors {
         println!("walk error: {e}");
     }
-    fs.unallocated_runs(|e| println!("free {:#x}-{:#x}", e.offset / 4096, (e.offset + e.len) / 4096 - 1)).expect("unalloc");
+    fs.unallocated_runs(|e| {
+        println!(
+            "free {:#x}-{:#x}",
+            e.offset / 4096,
+            (e.offset + e.len) / 4096 - 1
+        )
+    })
+    .expect("unalloc");
 }

@@ -1,6 +1,6 @@
 //! Read-only parsers for volume systems (MBR with extended partitions, GPT)
-//! and file systems (FAT12/16/32, exFAT, NTFS and ext2/3/4; others are
-//! detected and reported), over a positioned-read trait.
+//! and file systems (FAT12/16/32, exFAT, NTFS, ext2/3/4 and APFS; others
+//! are detected and reported), over a positioned-read trait.
 //!
 //! Everything reads through [`ReadAt`]; nothing opens files or knows about
 //! stages, channels or databases. The typical flow:
@@ -39,7 +39,8 @@
 //! Records follow TSK's model so a bodyfile built from them compares with
 //! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
 //! inode numbers (FAT and exFAT: from the entry's position; NTFS:
-//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last),
+//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last;
+//! APFS: the object id, as `fls -P apfs -B <block>` gives it),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
 //! recovered as TSK does, NTFS streams read as zeros past their valid-data
@@ -72,6 +73,11 @@
 //!   [`FileRecord::owner`] hold the inode's mode ([`ext::mode_type`] gives
 //!   its type: symlinks, devices, FIFOs and sockets are
 //!   [`FileKind::File`]; a bodyfile shows their type from the mode).
+//! - APFS: see the [`apfs`] module (one record set per container: a
+//!   single volume's paths are `fls`'s, several volumes' go under
+//!   `$Volume<i>`; encrypted volumes listed and not walked; holes read as
+//!   zeros where TSK 4.11's `icat` leaves them out; resource-fork
+//!   compressed files reported encoded, not decoded; checksums checked).
 //! - Permissions and owners ([`Owner`]) follow TSK's rules per file
 //!   system, except NTFS's owner id from a short (NTFS 1.2)
 //!   `$STANDARD_INFORMATION`: TSK reads it past the attribute's end,
@@ -147,7 +153,8 @@ impl<R: ReadAt> FileSystem<R> {
     }
 
     /// Walks the file system, calling `visit` once per record; see
-    /// [`FatFs::walk`], [`NtfsFs::walk`] and [`ExfatFs::walk`]. An unsupported file system
+    /// [`FatFs::walk`], [`NtfsFs::walk`], [`ExfatFs::walk`],
+    /// [`ExtFs::walk`] and [`ApfsFs::walk`]. An unsupported file system
     /// gives [`FsError::Unsupported`].
     pub fn walk<F>(&self, visit: F) -> Result<WalkSummary, FsError>
     where
@@ -202,8 +209,9 @@ impl<R: ReadAt> FileSystem<R> {
 
 /// Detects and opens the file system at byte `offset` of `src` in a volume
 /// of `len` bytes. File systems this crate does not parse come back as
-/// [`FileSystem::Unsupported`]; only I/O errors and a FAT/NTFS/exFAT boot sector
-/// that detection accepted but opening then rejects are errors.
+/// [`FileSystem::Unsupported`]; only I/O errors and a boot sector or
+/// superblock that detection accepted but opening then rejects (an APFS
+/// container with no valid checkpoint) are errors.
 pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileSystem<R>, FsError> {
     let kind = detect_filesystem(&src, offset, len)?;
     Ok(match kind {

@@ -88,7 +88,11 @@ fn fls(image: &Path, apsb: u64) -> Vec<Fls> {
         .arg(image)
         .output()
         .expect("fls");
-    assert!(out.status.success(), "fls: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "fls: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter(|l| !l.is_empty())
@@ -97,7 +101,12 @@ fn fls(image: &Path, apsb: u64) -> Vec<Fls> {
             let f: Vec<&str> = rest.split('\t').collect();
             let mut h = head.split_whitespace();
             let types = h.next().expect("types");
-            let num: String = h.next().expect("inode").chars().take_while(char::is_ascii_digit).collect();
+            let num: String = h
+                .next()
+                .expect("inode")
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
             let n = f.len();
             Fls {
                 meta: types.chars().nth(2).unwrap_or('-'),
@@ -123,7 +132,9 @@ fn icat_md5(image: &Path, apsb: u64, inode: u64) -> String {
 
 /// Whether a record's content has a hole before its last stored run.
 fn has_hole(r: &FileRecord) -> bool {
-    let Content::Runs(runs) = &r.content else { return false };
+    let Content::Runs(runs) = &r.content else {
+        return false;
+    };
     let last_data = runs.iter().rposition(|x| matches!(x, Run::Data { .. }));
     runs.iter()
         .enumerate()
@@ -136,7 +147,11 @@ fn has_hole(r: &FileRecord) -> bool {
 /// gives the holes as zeros.
 fn tsk_sparse_md5<R: ReadAt>(src: &R, r: &FileRecord) -> String {
     let mut bytes = Vec::new();
-    let stored = r.content.extents().into_iter().chain(r.slack.iter().copied());
+    let stored = r
+        .content
+        .extents()
+        .into_iter()
+        .chain(r.slack.iter().copied());
     for e in stored {
         let mut b = vec![0u8; e.len as usize];
         caseload_fs::read_exact_at(src, &mut b, e.offset).expect("read extent");
@@ -190,7 +205,11 @@ fn compare_with_tsk(test: &str, image: &Path) -> Option<usize> {
         let theirs = fls(image, apsb);
         let strip = |r: &FileRecord| {
             let p = r.path();
-            if several { p[prefix.len()..].to_string() } else { p }
+            if several {
+                p[prefix.len()..].to_string()
+            } else {
+                p
+            }
         };
         if ours.len() != theirs.len() {
             failures.push(format!(
@@ -216,7 +235,13 @@ fn compare_with_tsk(test: &str, image: &Path) -> Option<usize> {
             if (r.owner.uid, r.owner.gid) != (l.uid, l.gid) {
                 failures.push(format!("{p}: owner {:?}, fls {} {}", r.owner, l.uid, l.gid));
             }
-            if matches!(r.content, Content::Encoded { encoding: Encoding::ApfsCompressed, .. }) {
+            if matches!(
+                r.content,
+                Content::Encoded {
+                    encoding: Encoding::ApfsCompressed,
+                    ..
+                }
+            ) {
                 encoded += 1;
                 continue;
             }
@@ -250,7 +275,9 @@ fn compare_with_tsk(test: &str, image: &Path) -> Option<usize> {
         eprintln!("{test}: {sparse} sparse files compared by TSK's rule (holes left out)");
     }
     if encoded > 0 {
-        eprintln!("{test}: {encoded} resource-fork compressed files not compared (reported encoded)");
+        eprintln!(
+            "{test}: {encoded} resource-fork compressed files not compared (reported encoded)"
+        );
     }
     Some(compared)
 }
@@ -285,12 +312,17 @@ fn mkapfs_container_matches_pstat() {
     assert_eq!(fs.kind(), FsKind::Apfs);
     assert_eq!(fs.cluster_size(), Some(4096));
     assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
-    let FileSystem::Apfs(a) = &fs else { panic!("not APFS") };
+    let FileSystem::Apfs(a) = &fs else {
+        panic!("not APFS")
+    };
     assert_eq!(a.volumes().len(), 1);
     assert_eq!(a.volumes()[0].name(), "caseload");
     assert!(!a.volumes()[0].encrypted());
     let (records, summary) = walk(a);
-    assert!(records.is_empty(), "an empty volume lists nothing (private-dir is not reached from the root)");
+    assert!(
+        records.is_empty(),
+        "an empty volume lists nothing (private-dir is not reached from the root)"
+    );
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     let mut ours = Vec::new();
     fs.unallocated_runs(|e| ours.push((e.offset / 4096, (e.offset + e.len) / 4096 - 1)))
@@ -306,7 +338,9 @@ fn mkapfs_container_matches_pstat() {
 }
 
 /// What the filled sample holds: path -> (inode, content).
-fn sample(test: &str) -> Option<(Vec<u8>, BTreeMap<String, (u64, Vec<u8>)>)> {
+type Expected = BTreeMap<String, (u64, Vec<u8>)>;
+
+fn sample(test: &str) -> Option<(Vec<u8>, Expected)> {
     let img = mkapfs(test)?;
     let mut a = Apfs::new(img, 0x2000);
     let mut exp = BTreeMap::new();
@@ -323,7 +357,13 @@ fn sample(test: &str) -> Option<(Vec<u8>, BTreeMap<String, (u64, Vec<u8>)>)> {
     let docs = a.dir(2, "Documents");
     let deep = a.dir(docs, "deep");
     file(&mut a, docs, "Documents/", "letter.doc", filler(4, 5000));
-    let shared = file(&mut a, deep, "Documents/deep/", "shared.dat", filler(5, 300));
+    let shared = file(
+        &mut a,
+        deep,
+        "Documents/deep/",
+        "shared.dat",
+        filler(5, 300),
+    );
     a.hard_link(2, "hard link to shared", shared);
     a.symlink(docs, "link", "../small.txt");
     let (x, y) = (filler(6, 2 * BS), filler(7, 1000));
@@ -334,7 +374,13 @@ fn sample(test: &str) -> Option<(Vec<u8>, BTreeMap<String, (u64, Vec<u8>)>)> {
     let text = b"compressed text compressed text compressed text\n".repeat(20);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     z.write_all(&text).expect("deflate");
-    let zc = a.compressed(2, "zlib inline.txt", 3, text.len() as u64, &z.finish().expect("deflate"));
+    let zc = a.compressed(
+        2,
+        "zlib inline.txt",
+        3,
+        text.len() as u64,
+        &z.finish().expect("deflate"),
+    );
     let mut raw = vec![0xff];
     raw.extend_from_slice(b"stored as is");
     let rc = a.compressed(2, "raw inline.txt", 3, 12, &raw);
@@ -350,7 +396,9 @@ fn sample(test: &str) -> Option<(Vec<u8>, BTreeMap<String, (u64, Vec<u8>)>)> {
 fn filled_container_matches_fls_and_icat() {
     let test = "filled_container_matches_fls_and_icat";
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some((img, exp)) = sample(test) else { return };
+    let Some((img, exp)) = sample(test) else {
+        return;
+    };
     let fs = ApfsFs::open(&img[..], 0, img.len() as u64).expect("open");
     let (records, summary) = walk(&fs);
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
@@ -366,13 +414,26 @@ fn filled_container_matches_fls_and_icat() {
         assert_eq!(r.size, data.len() as u64, "{path}");
         assert_eq!(md5_of(&img[..], r), md5_bytes(data), "{path}");
         assert_eq!((r.owner.uid, r.owner.gid), (501, 20));
-        assert_eq!(r.times.modified.map(|t| t.nanos), Some(123_456_790 + 1 - 1 + 0), "{path}");
+        assert_eq!(
+            r.times.modified.map(|t| t.nanos),
+            // The synthetic modification time: 1 s and 1 ns after creation.
+            Some(123_456_790),
+            "{path}"
+        );
     }
     let holey = records.iter().find(|r| r.path() == "holey").expect("holey");
-    let Content::Runs(runs) = &holey.content else { panic!("runs") };
+    let Content::Runs(runs) = &holey.content else {
+        panic!("runs")
+    };
     assert_eq!(runs.len(), 3, "data, hole, data: {runs:?}");
-    assert_eq!(holey.slack.iter().map(|e| e.len).sum::<u64>(), (BS - 1000) as u64);
-    let link = records.iter().find(|r| r.path() == "Documents/link").expect("link");
+    assert_eq!(
+        holey.slack.iter().map(|e| e.len).sum::<u64>(),
+        (BS - 1000) as u64
+    );
+    let link = records
+        .iter()
+        .find(|r| r.path() == "Documents/link")
+        .expect("link");
     assert_eq!((link.size, link.owner.mode & 0o170000), (0, 0o120000));
     let dirs: Vec<String> = records
         .iter()
@@ -400,7 +461,10 @@ fn named_image_matches_tsk() {
     };
     let path = Path::new(&path);
     if let Some(n) = compare_with_tsk(test, path) {
-        eprintln!("{test}: {} matches TSK ({n} files' content compared)", path.display());
+        eprintln!(
+            "{test}: {} matches TSK ({n} files' content compared)",
+            path.display()
+        );
     }
     if have_tool(test, "pstat") {
         let src = std::fs::File::open(path).expect("open");
@@ -410,7 +474,11 @@ fn named_image_matches_tsk() {
         fs.unallocated_runs(|e| ours.push((e.offset / 4096, (e.offset + e.len) / 4096 - 1)))
             .expect("free runs");
         let blocks = |v: &[(u64, u64)]| v.iter().map(|(a, b)| b + 1 - a).sum::<u64>();
-        assert_eq!(blocks(&ours), blocks(&free), "free block count differs from pstat's");
+        assert_eq!(
+            blocks(&ours),
+            blocks(&free),
+            "free block count differs from pstat's"
+        );
     }
 }
 
@@ -547,12 +615,21 @@ fn btree_node_pointing_to_itself_or_outside_is_reported() {
     );
     // The volume's object map sends the tree's root past the container.
     let mut outside = img.clone();
-    omap_set(&mut outside, lay.vol_omap, lay.fs_root_oid, (img.len() / BS) as u64 + 10);
+    omap_set(
+        &mut outside,
+        lay.vol_omap,
+        lay.fs_root_oid,
+        (img.len() / BS) as u64 + 10,
+    );
     let fs = open(&outside);
     let (records, summary) = walk(&fs);
     assert!(records.is_empty());
     assert!(
-        summary.errors.errors.iter().any(|e| e.detail.contains("outside the container")),
+        summary
+            .errors
+            .errors
+            .iter()
+            .any(|e| e.detail.contains("outside the container")),
         "{:?}",
         summary.errors
     );
@@ -571,11 +648,24 @@ fn extent_past_the_end_is_cut_and_reported() {
     let img = a.finish();
     let fs = open(&img);
     let (records, _) = walk(&fs);
-    let r = records.iter().find(|r| r.path() == "too long").expect("listed");
-    assert!(has(&r.errors, ErrorKind::CorruptFileSystem), "{:?}", r.errors);
-    assert_eq!(r.content.extents().iter().map(|e| e.len).sum::<u64>(), 4 * BS as u64);
+    let r = records
+        .iter()
+        .find(|r| r.path() == "too long")
+        .expect("listed");
+    assert!(
+        has(&r.errors, ErrorKind::CorruptFileSystem),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        r.content.extents().iter().map(|e| e.len).sum::<u64>(),
+        4 * BS as u64
+    );
     assert_eq!(r.content.len(), 20 * BS as u64);
-    let w = records.iter().find(|r| r.path() == "witness").expect("witness");
+    let w = records
+        .iter()
+        .find(|r| r.path() == "witness")
+        .expect("witness");
     assert_eq!(md5_of(&img[..], w), md5_bytes(b"still read"));
 }
 
@@ -592,11 +682,24 @@ fn mutated_metadata_never_panics() {
     let c_omap = u64le(nx, 160);
     let c_tree = u64le(&img[c_omap as usize * BS..], 48);
     let v_tree = u64le(&img[lay.vol_omap as usize * BS..], 48);
-    let maps = caseload_fs::apfs::container::parse_checkpoint_map(&img[BS..2 * BS], 1).expect("map");
-    let mut targets = vec![0, 1, 2, c_omap, c_tree, lay.apsb, lay.vol_omap, v_tree, lay.fs_root];
+    let maps =
+        caseload_fs::apfs::container::parse_checkpoint_map(&img[BS..2 * BS], 1).expect("map");
+    let mut targets = vec![
+        0,
+        1,
+        2,
+        c_omap,
+        c_tree,
+        lay.apsb,
+        lay.vol_omap,
+        v_tree,
+        lay.fs_root,
+    ];
     targets.extend(maps.iter().map(|m| m.paddr));
     let exercise = |img: &[u8]| {
-        let Ok(fs) = ApfsFs::open(img, 0, img.len() as u64) else { return };
+        let Ok(fs) = ApfsFs::open(img, 0, img.len() as u64) else {
+            return;
+        };
         let _ = fs.walk(|r| {
             let _ = md5_of(img, &r);
             ControlFlow::Continue(())
@@ -638,8 +741,18 @@ fn two_volumes_are_pathed_apart_and_match_tsk_each() {
     add_volume(&mut img, "second", 0x1800, 1100);
     let fs = open(&img);
     assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
-    let names: Vec<(&str, Option<u64>)> = fs.volumes().iter().map(|v| (v.name(), v.apsb_block)).collect();
-    assert_eq!(names, [("caseload", Some(layout(&img).apsb)), ("second", Some(0x1800))]);
+    let names: Vec<(&str, Option<u64>)> = fs
+        .volumes()
+        .iter()
+        .map(|v| (v.name(), v.apsb_block))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("caseload", Some(layout(&img).apsb)),
+            ("second", Some(0x1800))
+        ]
+    );
     let (records, summary) = walk(&fs);
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     let tops: Vec<(String, u64, FileKind)> = records
@@ -650,14 +763,28 @@ fn two_volumes_are_pathed_apart_and_match_tsk_each() {
     assert_eq!(
         tops,
         [
-            ("$Volume0".to_string(), layout(&img).apsb, FileKind::VirtualDirectory),
+            (
+                "$Volume0".to_string(),
+                layout(&img).apsb,
+                FileKind::VirtualDirectory
+            ),
             ("$Volume1".to_string(), 0x1800, FileKind::VirtualDirectory)
         ]
     );
-    let in0 = records.iter().filter(|r| r.path().starts_with("$Volume0/")).count();
-    let in1 = records.iter().filter(|r| r.path().starts_with("$Volume1/")).count();
+    let in0 = records
+        .iter()
+        .filter(|r| r.path().starts_with("$Volume0/"))
+        .count();
+    let in1 = records
+        .iter()
+        .filter(|r| r.path().starts_with("$Volume1/"))
+        .count();
     assert!(in0 > 10 && in0 == in1, "{in0} and {in1} records");
-    assert!(records.iter().any(|r| r.path() == "$Volume1/Documents/deep/shared.dat"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r.path() == "$Volume1/Documents/deep/shared.dat")
+    );
     let file = write_temp(&img);
     if have_tool(test, "pstat") {
         assert_eq!(pstat(file.path()).0, [layout(&img).apsb, 0x1800]);
@@ -683,7 +810,11 @@ fn snapshots_are_listed_and_noted() {
         .iter()
         .find(|e| e.kind == ErrorKind::Snapshot)
         .expect("snapshot noted");
-    assert!(note.detail.contains("\"before\" (transaction 1)"), "{}", note.detail);
+    assert!(
+        note.detail.contains("\"before\" (transaction 1)"),
+        "{}",
+        note.detail
+    );
 }
 
 /// A container at an offset (as in a GPT partition) is detected and read
@@ -699,7 +830,10 @@ fn container_at_an_offset_is_detected_and_read() {
     let fs = open_filesystem(&disk[..], off, img.len() as u64).expect("open");
     assert_eq!(fs.kind(), FsKind::Apfs);
     let (records, _) = walk_all(&fs);
-    let r = records.iter().find(|r| r.path() == "small.txt").expect("listed");
+    let r = records
+        .iter()
+        .find(|r| r.path() == "small.txt")
+        .expect("listed");
     assert_eq!(md5_of(&disk[..], r), md5_bytes(b"hello, apfs\n"));
     let mut first = None;
     fs.unallocated_runs(|e| {

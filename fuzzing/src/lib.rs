@@ -151,7 +151,9 @@ impl<'a> SparseBlocks<'a> {
 
 impl caseload_fs::ReadAt for SparseBlocks<'_> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let n = buf.len().min(usize::try_from(self.len.saturating_sub(offset)).unwrap_or(usize::MAX));
+        let n = buf
+            .len()
+            .min(usize::try_from(self.len.saturating_sub(offset)).unwrap_or(usize::MAX));
         let bs = Self::BLOCK as u64;
         let mut done = 0;
         while done < n {

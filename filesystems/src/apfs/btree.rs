@@ -65,7 +65,10 @@ impl Node {
     pub fn parse(buf: Arc<[u8]>, fixed: Option<TreeInfo>) -> Result<Node, String> {
         let hdr = ObjHeader::parse(&buf).ok_or("node shorter than its header")?;
         if !matches!(hdr.kind(), TYPE_BTREE | TYPE_BTREE_NODE) {
-            return Err(format!("object type {:#x} is not a B-tree node", hdr.kind()));
+            return Err(format!(
+                "object type {:#x} is not a B-tree node",
+                hdr.kind()
+            ));
         }
         let flags = u16_at(&buf, 32).ok_or("short node")?;
         let level = u16_at(&buf, 34).ok_or("short node")?;
@@ -79,7 +82,9 @@ impl Node {
         let root = flags & NODE_ROOT != 0;
         let info = if root { Some(root_info(&buf)?) } else { fixed };
         let val_end = if root {
-            buf.len().checked_sub(INFO_LEN).ok_or("root node too small")?
+            buf.len()
+                .checked_sub(INFO_LEN)
+                .ok_or("root node too small")?
         } else {
             buf.len()
         };
@@ -170,13 +175,18 @@ impl Node {
 
     /// The child an index entry points to (the first 8 bytes of its value).
     pub fn child(&self, i: usize) -> Option<u64> {
-        self.entry(i).and_then(|(_, v)| v).and_then(|v| u64_at(v, 0))
+        self.entry(i)
+            .and_then(|(_, v)| v)
+            .and_then(|v| u64_at(v, 0))
     }
 }
 
 /// The `btree_info_t` at the end of a root node.
 pub fn root_info(buf: &[u8]) -> Result<TreeInfo, String> {
-    let at = buf.len().checked_sub(INFO_LEN).ok_or("root node too small")?;
+    let at = buf
+        .len()
+        .checked_sub(INFO_LEN)
+        .ok_or("root node too small")?;
     let f = |o: usize| u32_at(buf, at + o).ok_or("short tree info");
     Ok(TreeInfo {
         flags: f(0)?,
@@ -190,6 +200,9 @@ pub fn root_info(buf: &[u8]) -> Result<TreeInfo, String> {
 /// pointer (a physical address, or a virtual oid resolved through an
 /// object map) refers to, with the absolute byte offset it was read from.
 pub(crate) type Loader<'a> = dyn Fn(u64) -> Result<(Arc<[u8]>, u64), ProcessingError> + 'a;
+
+/// What a scan calls with each entry's key and value; it breaks to stop.
+pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
 
 /// An in-order scan of a tree from its root pointer: entries whose key
 /// `lower` orders `Less` are skipped, every other one goes to `visit` until
@@ -208,11 +221,7 @@ pub(crate) struct Scan<'a> {
 
 impl Scan<'_> {
     /// Runs the scan from the root at `root`.
-    pub fn run(
-        &mut self,
-        root: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    pub fn run(&mut self, root: u64, visit: &mut Visit<'_>) -> ControlFlow<()> {
         let mut path = Vec::new();
         self.node(root, None, None, true, &mut path, visit)
     }
@@ -224,7 +233,7 @@ impl Scan<'_> {
         info: Option<TreeInfo>,
         first: bool,
         path: &mut Vec<u64>,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut Visit<'_>,
     ) -> ControlFlow<()> {
         self.nodes += 1;
         if self.nodes > MAX_NODES_PER_SCAN {

@@ -66,13 +66,18 @@ impl NxSuperblock {
             return Err("no NXSB magic".into());
         }
         if hdr.kind() != TYPE_NX_SUPERBLOCK {
-            return Err(format!("object type {:#x}, not a container superblock", hdr.kind()));
+            return Err(format!(
+                "object type {:#x}, not a container superblock",
+                hdr.kind()
+            ));
         }
         let f32 = |o| u32_at(b, o).ok_or("short container superblock");
         let f64 = |o| u64_at(b, o).ok_or("short container superblock");
         let block_size = u64::from(f32(36)?);
         if !(4096..=65536).contains(&block_size) || !block_size.is_power_of_two() {
-            return Err(format!("block size {block_size} is not a power of two from 4 KiB to 64 KiB"));
+            return Err(format!(
+                "block size {block_size} is not a power of two from 4 KiB to 64 KiB"
+            ));
         }
         let block_count = f64(40)?;
         if block_count == 0 {
@@ -114,7 +119,10 @@ impl NxSuperblock {
             ));
         }
         if sb.omap_oid == 0 || sb.omap_oid >= block_count {
-            return Err(format!("object map at block {} outside the container", sb.omap_oid));
+            return Err(format!(
+                "object map at block {} outside the container",
+                sb.omap_oid
+            ));
         }
         Ok(sb)
     }
@@ -148,19 +156,26 @@ pub struct Mapping {
 pub fn parse_checkpoint_map(b: &[u8], xid: u64) -> Result<Vec<Mapping>, String> {
     let hdr = ObjHeader::parse(b).ok_or("short checkpoint map")?;
     if hdr.kind() != TYPE_CHECKPOINT_MAP {
-        return Err(format!("object type {:#x}, not a checkpoint map", hdr.kind()));
+        return Err(format!(
+            "object type {:#x}, not a checkpoint map",
+            hdr.kind()
+        ));
     }
     if !checksum_ok(b) {
         return Err("checkpoint map checksum mismatch".into());
     }
     if hdr.xid != xid {
-        return Err(format!("checkpoint map of transaction {}, not {xid}", hdr.xid));
+        return Err(format!(
+            "checkpoint map of transaction {}, not {xid}",
+            hdr.xid
+        ));
     }
     let count = u32_at(b, 36).ok_or("short checkpoint map")? as usize;
     let mut out = Vec::new();
     for i in 0..count {
         let at = 40 + 40 * i;
-        let e = slice_at(b, at, 40).ok_or_else(|| format!("{count} mappings do not fit the block"))?;
+        let e =
+            slice_at(b, at, 40).ok_or_else(|| format!("{count} mappings do not fit the block"))?;
         out.push(Mapping {
             kind: u32_at(e, 0).unwrap_or(0) & 0xffff,
             oid: u64_at(e, 24).unwrap_or(0),

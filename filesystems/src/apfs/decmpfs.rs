@@ -80,7 +80,9 @@ pub fn decode_inline(attr: &[u8], h: &Header) -> Decoded {
         7 if body.first() == Some(&0x06) => exact(body.get(1..).unwrap_or(&[]), want),
         7 => Decoded::NotDecoded("LZVN-compressed (type 7) content is not decoded".into()),
         4 | 8 => Decoded::ResourceFork,
-        k => Decoded::NotDecoded(format!("compression type {k} is not read (TSK reads 3, 4, 7 and 8)")),
+        k => Decoded::NotDecoded(format!(
+            "compression type {k} is not read (TSK reads 3, 4, 7 and 8)"
+        )),
     }
 }
 
@@ -118,13 +120,25 @@ mod tests {
         let mut raw = vec![0xff];
         raw.extend_from_slice(text);
         let a = attr(3, text.len() as u64, &raw);
-        assert_eq!(decode_inline(&a, &header(&a).unwrap()), Decoded::Bytes(text.to_vec()));
+        assert_eq!(
+            decode_inline(&a, &header(&a).unwrap()),
+            Decoded::Bytes(text.to_vec())
+        );
         let a = attr(3, 100, &[0x78, 0x9c, 1, 2, 3]);
-        assert!(matches!(decode_inline(&a, &header(&a).unwrap()), Decoded::NotDecoded(_)));
+        assert!(matches!(
+            decode_inline(&a, &header(&a).unwrap()),
+            Decoded::NotDecoded(_)
+        ));
         let a = attr(4, 100, &[]);
-        assert_eq!(decode_inline(&a, &header(&a).unwrap()), Decoded::ResourceFork);
+        assert_eq!(
+            decode_inline(&a, &header(&a).unwrap()),
+            Decoded::ResourceFork
+        );
         let a = attr(3, u64::MAX, &[]);
-        assert!(matches!(decode_inline(&a, &header(&a).unwrap()), Decoded::NotDecoded(_)));
+        assert!(matches!(
+            decode_inline(&a, &header(&a).unwrap()),
+            Decoded::NotDecoded(_)
+        ));
         assert!(header(b"fpm").is_none());
     }
 }

@@ -185,11 +185,15 @@ pub struct DirRec {
 pub fn parse_dir_rec(k: &[u8], v: &[u8], hashed_first: bool) -> Option<DirRec> {
     let hashed = || {
         let len = (u32_at(k, 8)? & 0x3ff) as usize;
-        (k.len() == 12 + len).then(|| slice_at(k, 12, len)).flatten()
+        (k.len() == 12 + len)
+            .then(|| slice_at(k, 12, len))
+            .flatten()
     };
     let plain = || {
         let len = usize::from(u16_at(k, 8)?);
-        (k.len() == 10 + len).then(|| slice_at(k, 10, len)).flatten()
+        (k.len() == 10 + len)
+            .then(|| slice_at(k, 10, len))
+            .flatten()
     };
     let name = if hashed_first {
         hashed().or_else(plain)

@@ -84,7 +84,7 @@ use self::object::{
 };
 
 /// Blocks of metadata kept in memory.
-const CACHE_BLOCKS: usize = 64;
+const CACHE_BLOCKS: usize = 256;
 
 /// One volume of the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +140,8 @@ impl<R: ReadAt> ApfsFs<R> {
         let mut head = vec![0u8; 4096];
         let n = read_full(&src, &mut head, base).map_err(|e| FsError::io(base, 4096, e))?;
         head.truncate(n);
-        let first = NxSuperblock::parse(&head).map_err(|r| FsError::not("APFS container superblock", r))?;
+        let first =
+            NxSuperblock::parse(&head).map_err(|r| FsError::not("APFS container superblock", r))?;
         let bs = first.block_size;
         let mut open_errors = Vec::new();
         let avail = len.min(src.len().saturating_sub(base)) / bs;
@@ -148,7 +149,10 @@ impl<R: ReadAt> ApfsFs<R> {
             open_errors.push(ProcessingError::at(
                 ErrorKind::CorruptFileSystem,
                 base,
-                format!("container claims {} blocks but only {avail} are present", first.block_count),
+                format!(
+                    "container claims {} blocks but only {avail} are present",
+                    first.block_count
+                ),
             ));
         }
         let mut fs = ApfsFs {
@@ -175,7 +179,9 @@ impl<R: ReadAt> ApfsFs<R> {
         for i in 0..u64::from(first.xp_desc_blocks) {
             let b = first.xp_desc_base + i;
             let Ok(buf) = fs.raw_block(b) else { continue };
-            let Some(h) = ObjHeader::parse(&buf) else { continue };
+            let Some(h) = ObjHeader::parse(&buf) else {
+                continue;
+            };
             if h.kind() != TYPE_NX_SUPERBLOCK {
                 continue;
             }
@@ -192,7 +198,9 @@ impl<R: ReadAt> ApfsFs<R> {
                 Ok(_) => open_errors.push(ProcessingError::at(
                     ErrorKind::CorruptFileSystem,
                     fs.block_offset(b),
-                    format!("checkpoint superblock at block {b} gives another block size; not used"),
+                    format!(
+                        "checkpoint superblock at block {b} gives another block size; not used"
+                    ),
                 )),
                 Err(why) => open_errors.push(ProcessingError::at(
                     ErrorKind::CorruptFileSystem,
@@ -201,7 +209,7 @@ impl<R: ReadAt> ApfsFs<R> {
                 )),
             }
         }
-        candidates.sort_by(|a, b| b.0.xid.cmp(&a.0.xid));
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0.xid));
         let mut chosen = None;
         for (sb, b) in candidates {
             match fs.check_checkpoint(&sb, b) {
@@ -212,7 +220,10 @@ impl<R: ReadAt> ApfsFs<R> {
                 Err(why) => open_errors.push(ProcessingError::at(
                     ErrorKind::CorruptFileSystem,
                     fs.block_offset(b),
-                    format!("checkpoint of transaction {} (superblock at block {b}) rejected: {why}", sb.xid),
+                    format!(
+                        "checkpoint of transaction {} (superblock at block {b}) rejected: {why}",
+                        sb.xid
+                    ),
                 )),
             }
         }
@@ -220,7 +231,14 @@ impl<R: ReadAt> ApfsFs<R> {
             let why: Vec<String> = open_errors.iter().map(|e| e.detail.clone()).collect();
             return Err(FsError::not(
                 "APFS container",
-                format!("no valid checkpoint ({})", if why.is_empty() { "no superblock in the checkpoint descriptor area".into() } else { why.join("; ") }),
+                format!(
+                    "no valid checkpoint ({})",
+                    if why.is_empty() {
+                        "no superblock in the checkpoint descriptor area".into()
+                    } else {
+                        why.join("; ")
+                    }
+                ),
             ));
         };
         fs.nx = sb;
@@ -248,11 +266,17 @@ impl<R: ReadAt> ApfsFs<R> {
         let omap = self.raw_block(sb.omap_oid).map_err(|e| e.detail)?;
         let h = ObjHeader::parse(&omap).ok_or("short object map")?;
         if h.kind() != TYPE_OMAP || !checksum_ok(&omap) {
-            return Err(format!("object map at block {} does not verify (type {:#x})", sb.omap_oid, h.kind()));
+            return Err(format!(
+                "object map at block {} does not verify (type {:#x})",
+                sb.omap_oid,
+                h.kind()
+            ));
         }
         let tree = crate::bytes::u64_at(&omap, 48).ok_or("short object map")?;
         if tree == 0 || tree >= sb.block_count {
-            return Err(format!("object-map tree at block {tree} outside the container"));
+            return Err(format!(
+                "object-map tree at block {tree} outside the container"
+            ));
         }
         Ok((maps, tree))
     }
@@ -260,19 +284,40 @@ impl<R: ReadAt> ApfsFs<R> {
     fn load_volumes(&mut self) {
         let xid = self.nx.xid;
         for (index, &oid) in self.nx.fs_oids.clone().iter().enumerate() {
-            let mut vol = VolumeInfo { index, oid, apsb_block: None, superblock: None, omap_tree: None, snapshots: Vec::new() };
+            let mut vol = VolumeInfo {
+                index,
+                oid,
+                apsb_block: None,
+                superblock: None,
+                omap_tree: None,
+                snapshots: Vec::new(),
+            };
             let mut errs = Vec::new();
             match self.omap_lookup(self.omap_tree, oid, xid, &mut errs) {
                 Some(b) => {
                     vol.apsb_block = Some(b);
                     match self.object(b, TYPE_FS).and_then(|buf| {
-                        VolumeSuperblock::parse(&buf).map_err(|w| ProcessingError::at(ErrorKind::CorruptFileSystem, self.block_offset(b), w))
+                        VolumeSuperblock::parse(&buf).map_err(|w| {
+                            ProcessingError::at(
+                                ErrorKind::CorruptFileSystem,
+                                self.block_offset(b),
+                                w,
+                            )
+                        })
                     }) {
                         Ok(sb) => {
                             match self.object(sb.omap_oid, TYPE_OMAP) {
                                 Ok(o) => match crate::bytes::u64_at(&o, 48) {
-                                    Some(t) if t != 0 && t < self.nx.block_count => vol.omap_tree = Some(t),
-                                    _ => errs.push(ProcessingError::at(ErrorKind::CorruptFileSystem, self.block_offset(sb.omap_oid), format!("volume {index}: object-map tree outside the container"))),
+                                    Some(t) if t != 0 && t < self.nx.block_count => {
+                                        vol.omap_tree = Some(t)
+                                    }
+                                    _ => errs.push(ProcessingError::at(
+                                        ErrorKind::CorruptFileSystem,
+                                        self.block_offset(sb.omap_oid),
+                                        format!(
+                                            "volume {index}: object-map tree outside the container"
+                                        ),
+                                    )),
                                 },
                                 Err(e) => errs.push(e),
                             }
@@ -284,7 +329,10 @@ impl<R: ReadAt> ApfsFs<R> {
                         Err(e) => errs.push(e),
                     }
                 }
-                None => errs.push(ProcessingError::new(ErrorKind::CorruptFileSystem, format!("volume {index} (oid {oid:#x}) is not in the container's object map"))),
+                None => errs.push(ProcessingError::new(
+                    ErrorKind::CorruptFileSystem,
+                    format!("volume {index} (oid {oid:#x}) is not in the container's object map"),
+                )),
             }
             self.open_errors.extend(errs);
             self.volumes.push(vol);
@@ -295,12 +343,21 @@ impl<R: ReadAt> ApfsFs<R> {
         let mut out = Vec::new();
         let load = |p: u64| self.node(p);
         let lower = |_: &[u8]| Ordering::Equal;
-        let mut scan = Scan { load: &load, lower: &lower, errors: errs, nodes: 0 };
+        let mut scan = Scan {
+            load: &load,
+            lower: &lower,
+            errors: errs,
+            nodes: 0,
+        };
         let _ = scan.run(tree, &mut |k, v| {
             if let Some(s) = fstree::parse_snapshot(k, v) {
                 out.push(s);
             }
-            if out.len() >= 4096 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+            if out.len() >= 4096 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         });
         out
     }
@@ -337,14 +394,22 @@ impl<R: ReadAt> ApfsFs<R> {
     }
 
     fn block_offset(&self, b: u64) -> u64 {
-        self.base.saturating_add(b.saturating_mul(self.nx.block_size))
+        self.base
+            .saturating_add(b.saturating_mul(self.nx.block_size))
     }
 
     /// Block `b`, cached; past the container or the source is an error.
     fn raw_block(&self, b: u64) -> Result<Arc<[u8]>, ProcessingError> {
         let at = self.block_offset(b);
         if b >= self.nx.block_count {
-            return Err(ProcessingError::at(ErrorKind::CorruptFileSystem, at, format!("block {b} is outside the container's {} blocks", self.nx.block_count)));
+            return Err(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                at,
+                format!(
+                    "block {b} is outside the container's {} blocks",
+                    self.nx.block_count
+                ),
+            ));
         }
         let bs = self.nx.block_size as usize;
         self.blocks
@@ -352,7 +417,10 @@ impl<R: ReadAt> ApfsFs<R> {
                 let mut v = vec![0u8; bs];
                 let n = read_full(&self.src, &mut v, at)?;
                 if n < bs {
-                    return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("block {b} runs past the end of the source")));
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("block {b} runs past the end of the source"),
+                    ));
                 }
                 Ok(v)
             })
@@ -365,12 +433,20 @@ impl<R: ReadAt> ApfsFs<R> {
     fn object(&self, b: u64, kind: u32) -> Result<Arc<[u8]>, ProcessingError> {
         let buf = self.raw_block(b)?;
         let at = self.block_offset(b);
-        let h = ObjHeader::parse(&buf).ok_or_else(|| ProcessingError::at(ErrorKind::CorruptFileSystem, at, "short object"))?;
+        let h = ObjHeader::parse(&buf)
+            .ok_or_else(|| ProcessingError::at(ErrorKind::CorruptFileSystem, at, "short object"))?;
         if !checksum_ok(&buf) {
             self.note_once(b, || ProcessingError::at(ErrorKind::ChecksumMismatch, at, format!("object {:#x} (type {:#x}) at block {b}: Fletcher-64 checksum mismatch (bytes 0-7 at offset {at})", h.oid, h.kind())));
         }
         if h.kind() != kind {
-            return Err(ProcessingError::at(ErrorKind::CorruptFileSystem, at, format!("block {b} holds an object of type {:#x}, not {kind:#x}", h.kind())));
+            return Err(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                at,
+                format!(
+                    "block {b} holds an object of type {:#x}, not {kind:#x}",
+                    h.kind()
+                ),
+            ));
         }
         Ok(buf)
     }
@@ -387,28 +463,49 @@ impl<R: ReadAt> ApfsFs<R> {
     }
 
     fn note_once(&self, b: u64, e: impl FnOnce() -> ProcessingError) {
-        let mut p = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut p = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if p.1.len() < 1 << 16 && p.1.insert(b) {
             p.0.push(e());
         }
     }
 
     fn take_pending(&self) -> Vec<ProcessingError> {
-        let mut p = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut p = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         std::mem::take(&mut p.0)
     }
 
     /// The physical block of object `oid` at transaction `xid` in the
     /// object map whose B-tree root is at `tree` (the newest version not
     /// newer than `xid`; deleted ones are absent).
-    fn omap_lookup(&self, tree: u64, oid: u64, xid: u64, errs: &mut Vec<ProcessingError>) -> Option<u64> {
+    fn omap_lookup(
+        &self,
+        tree: u64,
+        oid: u64,
+        xid: u64,
+        errs: &mut Vec<ProcessingError>,
+    ) -> Option<u64> {
         let load = |p: u64| self.node(p);
-        let key = |k: &[u8]| -> Option<(u64, u64)> { Some((crate::bytes::u64_at(k, 0)?, crate::bytes::u64_at(k, 8)?)) };
+        let key = |k: &[u8]| -> Option<(u64, u64)> {
+            Some((crate::bytes::u64_at(k, 0)?, crate::bytes::u64_at(k, 8)?))
+        };
         let lower = |k: &[u8]| key(k).map_or(Ordering::Less, |(o, _)| o.cmp(&oid));
         let mut best: Option<(u64, u32, u64)> = None;
-        let mut scan = Scan { load: &load, lower: &lower, errors: errs, nodes: 0 };
+        let mut scan = Scan {
+            load: &load,
+            lower: &lower,
+            errors: errs,
+            nodes: 0,
+        };
         let _ = scan.run(tree, &mut |k, v| {
-            let Some((o, x)) = key(k) else { return ControlFlow::Continue(()) };
+            let Some((o, x)) = key(k) else {
+                return ControlFlow::Continue(());
+            };
             if o != oid {
                 return ControlFlow::Break(());
             }
@@ -424,7 +521,10 @@ impl<R: ReadAt> ApfsFs<R> {
             return None;
         }
         if paddr == 0 || paddr >= self.nx.block_count {
-            errs.push(ProcessingError::new(ErrorKind::CorruptFileSystem, format!("object map gives object {oid:#x} block {paddr}, outside the container")));
+            errs.push(ProcessingError::new(
+                ErrorKind::CorruptFileSystem,
+                format!("object map gives object {oid:#x} block {paddr}, outside the container"),
+            ));
             return None;
         }
         Some(paddr)
@@ -439,8 +539,15 @@ impl<R: ReadAt> ApfsFs<R> {
             .ephemeral
             .iter()
             .find(|m| m.oid == self.nx.spaceman_oid && m.kind == TYPE_SPACEMAN)
-            .ok_or_else(|| bad(format!("space manager {:#x} is not in the checkpoint map", self.nx.spaceman_oid)))?;
-        let sm = self.object(sm_map.paddr, TYPE_SPACEMAN).map_err(|e| bad(e.to_string()))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "space manager {:#x} is not in the checkpoint map",
+                    self.nx.spaceman_oid
+                ))
+            })?;
+        let sm = self
+            .object(sm_map.paddr, TYPE_SPACEMAN)
+            .map_err(|e| bad(e.to_string()))?;
         let u32f = |b: &[u8], o| crate::bytes::u32_at(b, o).unwrap_or(0);
         let u64f = |b: &[u8], o| crate::bytes::u64_at(b, o).unwrap_or(0);
         // sm_dev[SD_MAIN]: block and chunk counts, then these.
@@ -451,31 +558,46 @@ impl<R: ReadAt> ApfsFs<R> {
         let mut cibs = Vec::new();
         for i in 0..top.min(1 << 16) {
             let Some(a) = crate::bytes::u64_at(&sm, addr_offset + 8 * i) else {
-                return Err(bad(format!("{top} chunk-info addresses do not fit the space manager")));
+                return Err(bad(format!(
+                    "{top} chunk-info addresses do not fit the space manager"
+                )));
             };
             if cab_count == 0 {
                 cibs.push(a);
                 continue;
             }
-            let cab = self.object(a, TYPE_SPACEMAN_CAB).map_err(|e| bad(e.to_string()))?;
+            let cab = self
+                .object(a, TYPE_SPACEMAN_CAB)
+                .map_err(|e| bad(e.to_string()))?;
             let n = u32f(&cab, 36) as usize;
             for j in 0..n.min(1 << 16) {
                 match crate::bytes::u64_at(&cab, 40 + 8 * j) {
                     Some(c) => cibs.push(c),
-                    None => return Err(bad(format!("{n} addresses do not fit the chunk-info address block at {a}"))),
+                    None => {
+                        return Err(bad(format!(
+                            "{n} addresses do not fit the chunk-info address block at {a}"
+                        )));
+                    }
                 }
             }
         }
         let mut chunks = Vec::new();
         for c in cibs {
-            let cib = self.object(c, TYPE_SPACEMAN_CIB).map_err(|e| bad(e.to_string()))?;
+            let cib = self
+                .object(c, TYPE_SPACEMAN_CIB)
+                .map_err(|e| bad(e.to_string()))?;
             let n = u32f(&cib, 36) as usize;
             for j in 0..n {
                 let at = 40 + 32 * j;
                 let Some(e) = crate::bytes::slice_at(&cib, at, 32) else {
                     return Err(bad(format!("{n} chunk infos do not fit block {c}")));
                 };
-                chunks.push((u64f(e, 8), u64::from(u32f(e, 16)), u64::from(u32f(e, 20)), u64f(e, 24)));
+                chunks.push((
+                    u64f(e, 8),
+                    u64::from(u32f(e, 16)),
+                    u64::from(u32f(e, 20)),
+                    u64f(e, 24),
+                ));
             }
         }
         chunks.sort_by_key(|c| c.0);
@@ -490,7 +612,10 @@ impl<R: ReadAt> ApfsFs<R> {
             match open {
                 Some((s, e)) if e == start => open = Some((s, end)),
                 Some((s, e)) => {
-                    f(Extent { offset: self.block_offset(s), len: (e - s) * bs });
+                    f(Extent {
+                        offset: self.block_offset(s),
+                        len: (e - s).saturating_mul(bs),
+                    });
                     open = Some((start, end));
                 }
                 None => open = Some((start, end)),
@@ -505,7 +630,7 @@ impl<R: ReadAt> ApfsFs<R> {
                 continue;
             }
             let bm = self.raw_block(bitmap).map_err(|e| bad(e.to_string()))?;
-            let bits = count.min(bm.len() as u64 * 8);
+            let bits = count.min((<[u8]>::len(&bm) as u64).saturating_mul(8));
             let mut i = 0;
             while i < bits {
                 let set = |i: u64| bm[(i / 8) as usize] >> (i % 8) & 1 == 1;
@@ -521,7 +646,10 @@ impl<R: ReadAt> ApfsFs<R> {
             }
         }
         if let Some((s, e)) = open {
-            f(Extent { offset: self.block_offset(s), len: (e - s) * bs });
+            f(Extent {
+                offset: self.block_offset(s),
+                len: (e - s).saturating_mul(bs),
+            });
         }
         Ok(())
     }

@@ -281,7 +281,10 @@ where
         return ControlFlow::Continue(());
     };
     let mut errs = Vec::new();
-    if fs.omap_lookup(omap_tree, sb.root_tree_oid, fs.nx.xid, &mut errs).is_none() {
+    if fs
+        .omap_lookup(omap_tree, sb.root_tree_oid, fs.nx.xid, &mut errs)
+        .is_none()
+    {
         for e in errs {
             sink.error(e);
         }
@@ -298,8 +301,7 @@ where
         fs,
         omap_tree,
         root_tree: sb.root_tree_oid,
-        hashed: sb.incompat & (INCOMPAT_CASE_INSENSITIVE | INCOMPAT_NORMALIZATION_INSENSITIVE)
-            != 0,
+        hashed: sb.incompat & (INCOMPAT_CASE_INSENSITIVE | INCOMPAT_NORMALIZATION_INSENSITIVE) != 0,
     };
     let mut entered: HashSet<u64> = HashSet::new();
     entered.insert(ROOT_DIR);
@@ -330,7 +332,10 @@ where
         if !entered.insert(d.file_id) {
             sink.error(ProcessingError::new(
                 ErrorKind::DirectoryLoop,
-                format!("directory {} is reached again (as \"{name}\"); not re-entered", d.file_id),
+                format!(
+                    "directory {} is reached again (as \"{name}\"); not re-entered",
+                    d.file_id
+                ),
             ));
             continue;
         }
@@ -396,17 +401,23 @@ fn build<R: ReadAt>(v: &Vol<'_, R>, d: &DirRec, parent: Arc<[String]>) -> Item {
     }
     let mut inode: Option<InodeVal> = None;
     let mut xattrs: Vec<Xattr> = Vec::new();
-    v.records(d.file_id, TYPE_INODE, TYPE_XATTR, &mut errors, |t, k, val| {
-        if t == TYPE_INODE {
-            inode = InodeVal::parse(val);
-        } else if t == TYPE_XATTR
-            && let Some(x) = fstree::parse_xattr(k, val)
-            && xattrs.len() < 1024
-        {
-            xattrs.push(x);
-        }
-        ControlFlow::Continue(())
-    });
+    v.records(
+        d.file_id,
+        TYPE_INODE,
+        TYPE_XATTR,
+        &mut errors,
+        |t, k, val| {
+            if t == TYPE_INODE {
+                inode = InodeVal::parse(val);
+            } else if t == TYPE_XATTR
+                && let Some(x) = fstree::parse_xattr(k, val)
+                && xattrs.len() < 1024
+            {
+                xattrs.push(x);
+            }
+            ControlFlow::Continue(())
+        },
+    );
     let mut rec = FileRecord {
         parent,
         raw_name: d.raw_name.clone(),
@@ -519,7 +530,10 @@ fn content_decmpfs<R: ReadAt>(
             let Some((oid, fsize)) = fork else {
                 errors.push(ProcessingError::new(
                     ErrorKind::ContentEncoded,
-                    format!("compression type {} keeps the data in a resource fork, and there is none", h.kind),
+                    format!(
+                        "compression type {} keeps the data in a resource fork, and there is none",
+                        h.kind
+                    ),
                 ));
                 return;
             };

@@ -52,7 +52,10 @@ pub fn leaf_entries(b: &[u8], fixed: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
             if fixed {
                 let k = u16le(b, toc + 4 * i) as usize;
                 let v = u16le(b, toc + 4 * i + 2) as usize;
-                (b[keys + k..keys + k + 16].to_vec(), b[vend - v..vend - v + 16].to_vec())
+                (
+                    b[keys + k..keys + k + 16].to_vec(),
+                    b[vend - v..vend - v + 16].to_vec(),
+                )
             } else {
                 let e = toc + 8 * i;
                 let (k, kl, v, vl) = (
@@ -61,7 +64,10 @@ pub fn leaf_entries(b: &[u8], fixed: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
                     u16le(b, e + 4) as usize,
                     u16le(b, e + 6) as usize,
                 );
-                (b[keys + k..keys + k + kl].to_vec(), b[vend - v..vend - v + vl].to_vec())
+                (
+                    b[keys + k..keys + k + kl].to_vec(),
+                    b[vend - v..vend - v + vl].to_vec(),
+                )
             }
         })
         .collect()
@@ -75,7 +81,10 @@ pub fn omap_find(img: &[u8], omap: u64, oid: u64) -> (u64, u64, usize) {
     let tree = u64le(o, 48);
     let t = &img[tree as usize * BS..][..BS];
     let e = leaf_entries(t, true);
-    let i = e.iter().position(|(k, _)| u64le(k, 0) == oid).expect("oid mapped");
+    let i = e
+        .iter()
+        .position(|(k, _)| u64le(k, 0) == oid)
+        .expect("oid mapped");
     (u64le(&e[i].1, 8), tree, i)
 }
 
@@ -94,7 +103,12 @@ pub fn layout(img: &[u8]) -> Layout {
     let vol_omap = u64le(a, 128);
     let fs_root_oid = u64le(a, 136);
     let (fs_root, _, _) = omap_find(img, vol_omap, fs_root_oid);
-    Layout { apsb, vol_omap, fs_root_oid, fs_root }
+    Layout {
+        apsb,
+        vol_omap,
+        fs_root_oid,
+        fs_root,
+    }
 }
 
 fn key(oid: u64, kind: u8) -> Vec<u8> {
@@ -120,10 +134,25 @@ impl Apfs {
     pub fn new(img: Vec<u8>, first_free: u64) -> Apfs {
         let lay = layout(&img);
         let records = leaf_entries(&img[lay.fs_root as usize * BS..][..BS], false);
-        Apfs { img, lay, records, next_oid: 100, next_block: first_free, time: 1_700_000_000_123_456_789 }
+        Apfs {
+            img,
+            lay,
+            records,
+            next_oid: 100,
+            next_block: first_free,
+            time: 1_700_000_000_123_456_789,
+        }
     }
 
-    fn inode(&mut self, oid: u64, parent: u64, mode: u16, size: Option<u64>, flags: u32, extra: &[(u8, Vec<u8>)]) {
+    fn inode(
+        &mut self,
+        oid: u64,
+        parent: u64,
+        mode: u16,
+        size: Option<u64>,
+        flags: u32,
+        extra: &[(u8, Vec<u8>)],
+    ) {
         let mut v = vec![0u8; 92];
         put64(&mut v, 0, parent);
         put64(&mut v, 8, oid);
@@ -214,7 +243,14 @@ impl Apfs {
     pub fn file(&mut self, parent: u64, name: &str, data: &[u8]) -> u64 {
         let oid = self.next_oid;
         self.next_oid += 1;
-        self.inode(oid, parent, S_IFREG | 0o644, Some(data.len() as u64), 0, &[]);
+        self.inode(
+            oid,
+            parent,
+            S_IFREG | 0o644,
+            Some(data.len() as u64),
+            0,
+            &[],
+        );
         self.name(parent, name, oid, 8);
         if !data.is_empty() {
             let b = self.store(data);
@@ -236,7 +272,12 @@ impl Apfs {
         self.next_block += 1;
         let bb = self.store(b);
         self.extent(oid, 0, a.len() as u64, ba);
-        self.extent(oid, a.len() as u64 + hole * BS as u64, b.len().div_ceil(BS) as u64 * BS as u64, bb);
+        self.extent(
+            oid,
+            a.len() as u64 + hole * BS as u64,
+            b.len().div_ceil(BS) as u64 * BS as u64,
+            bb,
+        );
         oid
     }
 
@@ -262,7 +303,14 @@ impl Apfs {
 
     /// A file compressed inline (decmpfs type 3) with `body` after the
     /// header, decoding to `size` bytes.
-    pub fn compressed(&mut self, parent: u64, name: &str, kind: u32, size: u64, body: &[u8]) -> u64 {
+    pub fn compressed(
+        &mut self,
+        parent: u64,
+        name: &str,
+        kind: u32,
+        size: u64,
+        body: &[u8],
+    ) -> u64 {
         let oid = self.next_oid;
         self.next_oid += 1;
         self.inode(oid, parent, S_IFREG | 0o644, None, 0x20, &[]);
@@ -297,7 +345,11 @@ impl Apfs {
         self.records.sort_by(|a, b| {
             let ka = u64le(&a.0, 0);
             let kb = u64le(&b.0, 0);
-            (ka & 0x0fff_ffff_ffff_ffff, ka >> 60, &a.0[8..]).cmp(&(kb & 0x0fff_ffff_ffff_ffff, kb >> 60, &b.0[8..]))
+            (ka & 0x0fff_ffff_ffff_ffff, ka >> 60, &a.0[8..]).cmp(&(
+                kb & 0x0fff_ffff_ffff_ffff,
+                kb >> 60,
+                &b.0[8..],
+            ))
         });
         let root = self.lay.fs_root;
         write_leaf(block(&mut self.img, root), &self.records, false);
