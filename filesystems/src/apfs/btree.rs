@@ -219,7 +219,22 @@ pub(crate) struct Scan<'a> {
     pub nodes: u64,
 }
 
-impl Scan<'_> {
+impl<'a> Scan<'a> {
+    /// A scan reading nodes with `load`, from the first key `lower` does not
+    /// order `Less`, pushing damage to `errors`.
+    pub fn new(
+        load: &'a Loader<'a>,
+        lower: &'a dyn Fn(&[u8]) -> Ordering,
+        errors: &'a mut Vec<ProcessingError>,
+    ) -> Self {
+        Scan {
+            load,
+            lower,
+            errors,
+            nodes: 0,
+        }
+    }
+
     /// Runs the scan from the root at `root`.
     pub fn run(&mut self, root: u64, visit: &mut Visit<'_>) -> ControlFlow<()> {
         let mut path = Vec::new();

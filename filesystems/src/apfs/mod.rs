@@ -343,12 +343,7 @@ impl<R: ReadAt> ApfsFs<R> {
         let mut out = Vec::new();
         let load = |p: u64| self.node(p);
         let lower = |_: &[u8]| Ordering::Equal;
-        let mut scan = Scan {
-            load: &load,
-            lower: &lower,
-            errors: errs,
-            nodes: 0,
-        };
+        let mut scan = Scan::new(&load, &lower, errs);
         let _ = scan.run(tree, &mut |k, v| {
             if let Some(s) = fstree::parse_snapshot(k, v) {
                 out.push(s);
@@ -496,12 +491,7 @@ impl<R: ReadAt> ApfsFs<R> {
         };
         let lower = |k: &[u8]| key(k).map_or(Ordering::Less, |(o, _)| o.cmp(&oid));
         let mut best: Option<(u64, u32, u64)> = None;
-        let mut scan = Scan {
-            load: &load,
-            lower: &lower,
-            errors: errs,
-            nodes: 0,
-        };
+        let mut scan = Scan::new(&load, &lower, errs);
         let _ = scan.run(tree, &mut |k, v| {
             let Some((o, x)) = key(k) else {
                 return ControlFlow::Continue(());

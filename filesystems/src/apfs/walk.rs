@@ -12,8 +12,7 @@ use crate::error::{ErrorKind, FsError, ProcessingError};
 use crate::name::hostile_reason;
 use crate::read::ReadAt;
 use crate::record::{
-    Content, Encoding, FileKind, FileRecord, MetaAddr, Owner, Recovery, Run, TimeBase, Times,
-    Timestamp, clip_runs, push_run,
+    Content, Encoding, FileKind, FileRecord, Owner, Run, Times, Timestamp, clip_runs, push_run,
 };
 use crate::walk::{Sink, WalkSummary};
 
@@ -74,12 +73,7 @@ impl<R: ReadAt> Vol<'_, R> {
             }
         };
         let lower = |k: &[u8]| fstree::cmp_header(k, oid, from);
-        let mut scan = Scan {
-            load: &load,
-            lower: &lower,
-            errors,
-            nodes: 0,
-        };
+        let mut scan = Scan::new(&load, &lower, errors);
         let _ = scan.run(self.root_tree, &mut |k, v| match fstree::key_header(k) {
             Some((o, t)) if o == oid && (from..=to).contains(&t) => each(t, k, v),
             Some(h) if h.cmp(&(oid, to)) == Ordering::Greater => ControlFlow::Break(()),
@@ -199,29 +193,14 @@ where
 }
 
 fn virtual_dir(parent: Arc<[String]>, name: String, vol: &VolumeInfo) -> FileRecord {
-    FileRecord {
+    let raw = name.as_bytes().to_vec();
+    FileRecord::named(
         parent,
-        raw_name: name.as_bytes().to_vec(),
         name,
-        short_name: None,
-        stream: None,
-        meta: MetaAddr {
-            inode: vol.apsb_block.unwrap_or(0),
-            attr: None,
-        },
-        kind: FileKind::VirtualDirectory,
-        size: 0,
-        times: Times::default(),
-        name_times: None,
-        time_base: TimeBase::Utc,
-        allocated: true,
-        attributes: 0,
-        owner: Owner::default(),
-        content: Content::None,
-        slack: Vec::new(),
-        recovery: Recovery::Allocated,
-        errors: Vec::new(),
-    }
+        raw,
+        vol.apsb_block.unwrap_or(0),
+        FileKind::VirtualDirectory,
+    )
 }
 
 fn walk_volume<R: ReadAt, F>(
@@ -418,33 +397,12 @@ fn build<R: ReadAt>(v: &Vol<'_, R>, d: &DirRec, parent: Arc<[String]>) -> Item {
             ControlFlow::Continue(())
         },
     );
-    let mut rec = FileRecord {
-        parent,
-        raw_name: d.raw_name.clone(),
-        name,
-        short_name: None,
-        stream: None,
-        meta: MetaAddr {
-            inode: d.file_id,
-            attr: None,
-        },
-        kind: if d.dtype == DT_DIR {
-            FileKind::Directory
-        } else {
-            FileKind::File
-        },
-        size: 0,
-        times: Times::default(),
-        name_times: None,
-        time_base: TimeBase::Utc,
-        allocated: true,
-        attributes: 0,
-        owner: Owner::default(),
-        content: Content::None,
-        slack: Vec::new(),
-        recovery: Recovery::Allocated,
-        errors: Vec::new(),
+    let kind = if d.dtype == DT_DIR {
+        FileKind::Directory
+    } else {
+        FileKind::File
     };
+    let mut rec = FileRecord::named(parent, name, d.raw_name.clone(), d.file_id, kind);
     let Some(ino) = inode else {
         errors.push(ProcessingError::new(
             ErrorKind::CorruptFileSystem,
