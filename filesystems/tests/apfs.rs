@@ -842,3 +842,37 @@ fn container_at_an_offset_is_detected_and_read() {
     .expect("free runs");
     assert!(first.is_some_and(|o| o >= off));
 }
+
+/// A file-system tree of a root index node over many leaves, one
+/// directory's names and one file's extents straddling leaves: the same
+/// walk, and the same as TSK's.
+#[test]
+fn tree_of_many_leaves_matches_fls_and_icat() {
+    let test = "tree_of_many_leaves_matches_fls_and_icat";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = mkapfs(test) else { return };
+    let mut a = Apfs::new(img, 0x2000);
+    let big = a.dir(2, "many");
+    let mut exp = BTreeMap::new();
+    for i in 0..60 {
+        let data = filler(100 + i, 50 + 97 * i as usize);
+        let name = format!("file {i:03}.txt");
+        a.file(big, &name, &data);
+        exp.insert(format!("many/{name}"), data);
+    }
+    let (x, y) = (filler(9, 3 * BS), filler(10, 10));
+    a.fragmented(2, "split", &x, 2, &y);
+    let img = a.finish_split(7);
+    let fs = open(&img);
+    let (records, summary) = walk(&fs);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(records.len(), 62);
+    for (path, data) in &exp {
+        let r = records.iter().find(|r| &r.path() == path).unwrap_or_else(|| panic!("{path}"));
+        assert_eq!(md5_of(&img[..], r), md5_bytes(data), "{path}");
+    }
+    let file = write_temp(&img);
+    if let Some(n) = compare_with_tsk(test, file.path()) {
+        assert_eq!(n, 61);
+    }
+}

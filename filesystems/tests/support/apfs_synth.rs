@@ -341,7 +341,16 @@ impl Apfs {
     }
 
     /// The image with the file-system tree's leaf rebuilt.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub fn finish(self) -> Vec<u8> {
+        self.finish_split(usize::MAX)
+    }
+
+    /// The image with the file-system tree rebuilt: one leaf, or where
+    /// there are more than `per_leaf` records, a root index node over
+    /// leaves of `per_leaf` records each (new virtual objects mapped in
+    /// the volume's object map), so that one object's records straddle
+    /// leaves.
+    pub fn finish_split(mut self, per_leaf: usize) -> Vec<u8> {
         self.records.sort_by(|a, b| {
             let ka = u64le(&a.0, 0);
             let kb = u64le(&b.0, 0);
@@ -352,7 +361,45 @@ impl Apfs {
             ))
         });
         let root = self.lay.fs_root;
-        write_leaf(block(&mut self.img, root), &self.records, false);
+        if self.records.len() <= per_leaf {
+            write_leaf(block(&mut self.img, root), &self.records, false);
+        } else {
+            let header = block(&mut self.img, root)[..56].to_vec();
+            let mut index = Vec::new();
+            let mut maps = Vec::new();
+            for (i, chunk) in self.records.chunks(per_leaf).enumerate() {
+                let oid = 5000 + i as u64;
+                let at = self.next_block;
+                self.next_block += 1;
+                let b = block(&mut self.img, at);
+                b[..56].copy_from_slice(&header);
+                put64(b, 8, oid);
+                put32(b, 24, 3);
+                b[32..36].copy_from_slice(&[2, 0, 0, 0]);
+                write_node(b, chunk, false, false);
+                reseal(&mut self.img, at);
+                index.push((chunk[0].0.clone(), oid.to_le_bytes().to_vec()));
+                maps.push((oid, at));
+            }
+            let b = block(&mut self.img, root);
+            b[32..36].copy_from_slice(&[1, 0, 1, 0]);
+            write_node(b, &index, false, true);
+            put64(b, BS - 40 + 24, self.records.len() as u64);
+            let omap = self.lay.vol_omap;
+            let tree = u64le(&self.img[omap as usize * BS..], 48);
+            let mut entries = leaf_entries(&self.img[tree as usize * BS..][..BS], true);
+            for (oid, at) in maps {
+                let mut k = oid.to_le_bytes().to_vec();
+                k.extend_from_slice(&1u64.to_le_bytes());
+                let mut v = vec![0u8; 8];
+                v[4..8].copy_from_slice(&(BS as u32).to_le_bytes());
+                v.extend_from_slice(&at.to_le_bytes());
+                entries.push((k, v));
+            }
+            entries.sort_by_key(|(k, _)| (u64le(k, 0), u64le(k, 8)));
+            write_leaf(block(&mut self.img, tree), &entries, true);
+            reseal(&mut self.img, tree);
+        }
         reseal(&mut self.img, root);
         // apfs_next_obj_id: TSK takes its last inode number from it.
         let apsb = self.lay.apsb;
@@ -377,11 +424,18 @@ pub fn omap_set(img: &mut [u8], omap: u64, oid: u64, paddr: u64) {
 /// its header and tree info; `fixed` for 16-byte keys and values
 /// (object maps). The caller reseals the block.
 pub fn write_leaf(b: &mut [u8], records: &[(Vec<u8>, Vec<u8>)], fixed: bool) {
+    write_node(b, records, fixed, true);
+    put64(b, BS - 40 + 24, records.len() as u64);
+}
+
+/// Writes `records` into the node in `b` (keeping its object header and
+/// flags), a root node (ending with tree info) or not.
+pub fn write_node(b: &mut [u8], records: &[(Vec<u8>, Vec<u8>)], fixed: bool, root: bool) {
     let n = records.len();
     let te = if fixed { 4 } else { 8 };
     let toc_len = (n * te).div_ceil(64) * 64;
     let keys = 56 + toc_len;
-    let vend = BS - 40;
+    let vend = if root { BS - 40 } else { BS };
     b[56..vend].fill(0);
     let (mut ko, mut vo) = (0usize, 0usize);
     for (i, (k, v)) in records.iter().enumerate() {
@@ -406,7 +460,6 @@ pub fn write_leaf(b: &mut [u8], records: &[(Vec<u8>, Vec<u8>)], fixed: bool) {
     b[44..46].copy_from_slice(&(ko as u16).to_le_bytes());
     b[46..48].copy_from_slice(&((vend - vo - keys - ko) as u16).to_le_bytes());
     b[48..56].copy_from_slice(&[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
-    put64(b, BS - 40 + 24, n as u64);
 }
 
 /// Adds a second volume: a copy of the first's superblock named `name`
