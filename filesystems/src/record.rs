@@ -167,9 +167,9 @@ pub enum Encoding {
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
-    /// APFS compression (`com.apple.decmpfs`) whose data is in the
-    /// resource fork, or inline LZVN: the runs are the resource fork's
-    /// stored (compressed) bytes.
+    /// APFS compression (`com.apple.decmpfs`) not decoded (LZVN, or zlib
+    /// decoding to more than 16 MiB): the runs are the resource fork's
+    /// stored (compressed) bytes, none for inline data.
     ApfsCompressed,
 }
 

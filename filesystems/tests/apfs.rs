@@ -384,7 +384,10 @@ fn sample(test: &str) -> Option<(Vec<u8>, Expected)> {
     let mut raw = vec![0xff];
     raw.extend_from_slice(b"stored as is");
     let rc = a.compressed(2, "raw inline.txt", 3, 12, &raw);
+    let forked: Vec<u8> = (0..150_000u32).map(|i| (i / 7 % 253) as u8).collect();
+    let fc = a.compressed_fork(2, "zlib fork.bin", &forked, &[false, true, false]);
     let img = a.finish();
+    exp.insert("zlib fork.bin".into(), (fc, forked));
     exp.insert("hard link to shared".into(), (shared, filler(5, 300)));
     exp.insert("holey".into(), (0, holey));
     exp.insert("zlib inline.txt".into(), (zc, text));
@@ -868,7 +871,10 @@ fn tree_of_many_leaves_matches_fls_and_icat() {
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     assert_eq!(records.len(), 62);
     for (path, data) in &exp {
-        let r = records.iter().find(|r| &r.path() == path).unwrap_or_else(|| panic!("{path}"));
+        let r = records
+            .iter()
+            .find(|r| &r.path() == path)
+            .unwrap_or_else(|| panic!("{path}"));
         assert_eq!(md5_of(&img[..], r), md5_bytes(data), "{path}");
     }
     let file = write_temp(&img);

@@ -6,9 +6,13 @@
 //!   is 0xF marks bytes stored uncompressed after it (TSK's rule).
 //! - Type 7 (LZVN, inline): a first byte of 0x06 marks bytes stored
 //!   uncompressed (decoded here); LZVN itself is not decoded.
-//! - Types 4 (zlib) and 8 (LZVN) keep the compressed bytes in the
-//!   `com.apple.ResourceFork` attribute's stream: reported with those
-//!   stored runs, not decoded.
+//! - Type 4 (zlib in the `com.apple.ResourceFork` attribute's stream):
+//!   decoded here ([`decode_zlib_fork`]) as TSK reads it: the fork's
+//!   big-endian data offset, a little-endian table of 64 KiB blocks after
+//!   it, each block zlib or (low nibble 0xF) stored. Files decoding to more
+//!   than [`MAX_INLINE_OUTPUT`] are reported with the fork's stored runs.
+//! - Type 8 (LZVN in the resource fork): reported with the fork's stored
+//!   runs, not decoded.
 //! - Other types TSK does not read either.
 
 use std::io::Read;
@@ -86,6 +90,76 @@ pub fn decode_inline(attr: &[u8], h: &Header) -> Decoded {
     }
 }
 
+/// Bytes one resource-fork block decodes to at most.
+const UNIT: usize = 65536;
+
+/// Decodes a type-4 resource fork (`fork`, the whole stream) to the
+/// `size` bytes its decmpfs header gives.
+pub fn decode_zlib_fork(fork: &[u8], size: u64) -> Decoded {
+    if size > MAX_INLINE_OUTPUT {
+        return Decoded::NotDecoded(format!(
+            "compressed data of {size} bytes is over the {MAX_INLINE_OUTPUT}-byte limit"
+        ));
+    }
+    let be32 = |o: usize| {
+        fork.get(o..o.checked_add(4)?)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let Some(data) = be32(0).map(|d| d as usize + 4) else {
+        return Decoded::NotDecoded("resource fork shorter than its header".into());
+    };
+    let Some(count) = u32_at(fork, data) else {
+        return Decoded::NotDecoded(format!("block table at {data} past the fork's end"));
+    };
+    let want = size as usize;
+    if (count as usize).saturating_mul(UNIT) < want {
+        return Decoded::NotDecoded(format!(
+            "{count} blocks cannot hold the {want} bytes the header gives"
+        ));
+    }
+    let mut out = Vec::with_capacity(want);
+    for i in 0..count as usize {
+        if out.len() >= want {
+            break;
+        }
+        let e = data + 4 + 8 * i;
+        let (Some(off), Some(len)) = (u32_at(fork, e), u32_at(fork, e + 4)) else {
+            return Decoded::NotDecoded(format!("block table entry {i} past the fork's end"));
+        };
+        let start = data.saturating_add(off as usize);
+        let Some(block) = fork.get(start..start.saturating_add(len as usize)) else {
+            return Decoded::NotDecoded(format!(
+                "block {i} ({len} bytes at {start}) past the fork's end"
+            ));
+        };
+        let room = (want - out.len()).min(UNIT);
+        match block.first() {
+            None => {}
+            Some(b) if b & 0x0f == 0x0f => {
+                let raw = &block[1..];
+                out.extend_from_slice(&raw[..raw.len().min(room)]);
+            }
+            Some(_) => {
+                let before = out.len();
+                let mut z = flate2::read::ZlibDecoder::new(block).take(room as u64);
+                if let Err(e) = z.read_to_end(&mut out) {
+                    return Decoded::NotDecoded(format!("block {i} does not decode: {e}"));
+                }
+                if out.len() == before {
+                    return Decoded::NotDecoded(format!("block {i} decodes to nothing"));
+                }
+            }
+        }
+    }
+    if out.len() != want {
+        return Decoded::NotDecoded(format!(
+            "resource fork decodes to {} bytes, not the {want} the header gives",
+            out.len()
+        ));
+    }
+    Decoded::Bytes(out)
+}
+
 fn exact(b: &[u8], want: usize) -> Decoded {
     match b.get(..want) {
         Some(s) => Decoded::Bytes(s.to_vec()),
@@ -140,5 +214,39 @@ mod tests {
             Decoded::NotDecoded(_)
         ));
         assert!(header(b"fpm").is_none());
+    }
+
+    #[test]
+    fn zlib_resource_forks_decode_and_damage_is_refused() {
+        // One stored block (the zlib path is compared with TSK in
+        // tests/apfs.rs).
+        let data = b"stored in the resource fork".to_vec();
+        let mut fork = vec![0u8; 0x104];
+        fork[..4].copy_from_slice(&0x100u32.to_be_bytes());
+        fork.extend_from_slice(&1u32.to_le_bytes());
+        fork.extend_from_slice(&12u32.to_le_bytes());
+        fork.extend_from_slice(&(data.len() as u32 + 1).to_le_bytes());
+        fork.push(0xff);
+        fork.extend_from_slice(&data);
+        assert_eq!(
+            decode_zlib_fork(&fork, data.len() as u64),
+            Decoded::Bytes(data.clone())
+        );
+        assert!(matches!(
+            decode_zlib_fork(&fork, data.len() as u64 + 1),
+            Decoded::NotDecoded(_)
+        ));
+        for cut in [0, 3, 0x104, 0x110, fork.len() - 1] {
+            assert!(matches!(
+                decode_zlib_fork(&fork[..cut], data.len() as u64),
+                Decoded::NotDecoded(_)
+            ));
+        }
+        let mut bad = fork.clone();
+        bad[0x104 + 8] = 0xff;
+        assert!(matches!(
+            decode_zlib_fork(&bad, data.len() as u64),
+            Decoded::NotDecoded(_)
+        ));
     }
 }

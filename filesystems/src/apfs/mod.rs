@@ -28,15 +28,18 @@
 //!   superblock's block, the number TSK's `-B` takes) with that volume's
 //!   records under it. [`ApfsFs::volumes`] names each.
 //! - Encrypted volumes are listed (their `$Volume<i>` where there are
-//!   several) and not walked: an [`ErrorKind::ContentEncoded`] error names
-//!   the volume. Snapshots are listed in [`VolumeInfo::snapshots`] and
+//!   several) and not walked: an [`ErrorKind::EncryptedVolume`] error
+//!   names the volume. Snapshots are listed in [`VolumeInfo::snapshots`] and
 //!   noted once per volume ([`ErrorKind::Snapshot`]); only the live tree is
 //!   walked.
 //! - Content: every file's physical runs from its file extents (holes and
 //!   a size past the last extent read as zeros). Compressed files
-//!   (`com.apple.decmpfs`): see [`decmpfs`]; the record's size is the
-//!   uncompressed size. Symbolic links have no content and size 0, as in
-//!   TSK (their target is an attribute).
+//!   (`com.apple.decmpfs`): see [`decmpfs`]; zlib (inline and in the
+//!   resource fork) and stored data are decoded as TSK decodes them, and
+//!   the record's size is the uncompressed size (TSK's `fls` shows the
+//!   absent data stream's 0; its `icat` gives the decoded bytes). Symbolic
+//!   links have no content and size 0, as in TSK (their target is an
+//!   attribute).
 //! - Times are APFS's nanoseconds since 1970, UTC; mode (type included),
 //!   uid and gid are the inode's ([`crate::Owner`]).
 //! - Unallocated space ([`ApfsFs::unallocated_runs`]) is the space
@@ -49,10 +52,16 @@
 //! - Checksums of every object read are checked; a mismatch is reported
 //!   (object id, block and byte offset), and the object is still used
 //!   unless it is the checkpoint being chosen.
-//! - Resource-fork compressed files (decmpfs types 4 and 8) and inline
-//!   LZVN (type 7) are [`crate::Content::Encoded`] with
-//!   [`crate::Encoding::ApfsCompressed`]: the stored runs, not decoded
-//!   (TSK decodes them).
+//! - LZVN-compressed files (decmpfs types 7 and 8) are
+//!   [`crate::Content::Encoded`] with [`crate::Encoding::ApfsCompressed`]
+//!   (type 8: the resource fork's stored runs; type 7: no runs) and an
+//!   [`ErrorKind::ContentEncoded`] error: not decoded (TSK decodes them).
+//!   Zlib resource forks decoding to more than 16 MiB are reported the
+//!   same way (the decoded bytes are held in the record).
+//! - Sparse files: holes read as zeros; TSK 4.11's `icat` leaves them out
+//!   (its runs ignore the extents' logical offsets), giving the stored
+//!   extents one after another.
+//! - A compressed file's size is its uncompressed size (TSK's `fls`: 0).
 //! - Extents past the container's end are cut there and reported; a
 //!   B-tree node that loops, sits at the wrong level, or points outside the
 //!   container is reported and its subtree skipped.

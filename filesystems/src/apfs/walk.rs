@@ -35,6 +35,8 @@ const MAX_DIRS: usize = 1 << 22;
 const MAX_DEPTH: usize = 4096;
 /// Decmpfs attribute name.
 const DECMPFS: &str = "com.apple.decmpfs";
+/// Largest resource fork read to decode a compressed file.
+const MAX_FORK: u64 = 2 * decmpfs::MAX_INLINE_OUTPUT;
 /// Resource-fork attribute name.
 const RESOURCE_FORK: &str = "com.apple.ResourceFork";
 
@@ -495,7 +497,22 @@ fn content_decmpfs<R: ReadAt>(
                 ));
                 return;
             };
-            let runs = v.stream_runs(oid, errors);
+            let runs = clip_runs(&v.stream_runs(oid, errors), 0, fsize);
+            if h.kind == 4 && h.size <= decmpfs::MAX_INLINE_OUTPUT && fsize <= MAX_FORK {
+                match read_runs(v.fs, &runs, fsize)
+                    .map(|fork| decmpfs::decode_zlib_fork(&fork, h.size))
+                {
+                    Ok(Decoded::Bytes(b)) => {
+                        rec.content = Content::Resident(b);
+                        return;
+                    }
+                    Ok(Decoded::NotDecoded(why)) => {
+                        errors.push(ProcessingError::new(ErrorKind::ContentEncoded, why))
+                    }
+                    Ok(Decoded::ResourceFork) => {}
+                    Err(e) => errors.push(e),
+                }
+            }
             errors.push(ProcessingError::new(
                 ErrorKind::ContentEncoded,
                 format!(
@@ -505,11 +522,41 @@ fn content_decmpfs<R: ReadAt>(
             ));
             rec.content = Content::Encoded {
                 encoding: Encoding::ApfsCompressed,
-                runs: clip_runs(&runs, 0, fsize),
+                runs,
             };
         }
         Decoded::NotDecoded(why) => {
             errors.push(ProcessingError::new(ErrorKind::ContentEncoded, why));
+            rec.content = Content::Encoded {
+                encoding: Encoding::ApfsCompressed,
+                runs: Vec::new(),
+            };
         }
     }
+}
+
+/// The `len` bytes the runs hold, read whole (a resource fork to decode).
+fn read_runs<R: ReadAt>(
+    fs: &ApfsFs<R>,
+    runs: &[Run],
+    len: u64,
+) -> Result<Vec<u8>, ProcessingError> {
+    let content = Content::Runs(runs.to_vec());
+    let reader = crate::content::ContentReader::new(&fs.src, &content);
+    let mut out = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    let mut at = 0usize;
+    while at < out.len() {
+        match reader.read_at(&mut out[at..], at as u64) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) => {
+                return Err(ProcessingError::new(
+                    ErrorKind::Io,
+                    format!("resource fork: {e}"),
+                ));
+            }
+        }
+    }
+    out.truncate(at);
+    Ok(out)
 }

@@ -326,6 +326,69 @@ impl Apfs {
         oid
     }
 
+    /// A file compressed with zlib into its resource fork (decmpfs type
+    /// 4): the fork's header, its block table, 64 KiB blocks each zlib
+    /// (or stored where `stored` says), in a data stream of its own.
+    pub fn compressed_fork(
+        &mut self,
+        parent: u64,
+        name: &str,
+        data: &[u8],
+        stored: &[bool],
+    ) -> u64 {
+        use std::io::Write;
+        let blocks: Vec<Vec<u8>> = data
+            .chunks(65536)
+            .enumerate()
+            .map(|(i, c)| {
+                if stored.get(i) == Some(&true) {
+                    let mut b = vec![0xff];
+                    b.extend_from_slice(c);
+                    b
+                } else {
+                    let mut z =
+                        flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                    z.write_all(c).expect("deflate");
+                    z.finish().expect("deflate")
+                }
+            })
+            .collect();
+        let mut fork = vec![0u8; 0x104];
+        fork[..4].copy_from_slice(&0x100u32.to_be_bytes());
+        fork.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
+        let mut off = 4 + 8 * blocks.len();
+        for b in &blocks {
+            fork.extend_from_slice(&(off as u32).to_le_bytes());
+            fork.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            off += b.len();
+        }
+        for b in &blocks {
+            fork.extend_from_slice(b);
+        }
+        let oid = self.next_oid;
+        let stream = oid + 1;
+        self.next_oid += 2;
+        self.inode(oid, parent, S_IFREG | 0o644, None, 0x20, &[]);
+        self.name(parent, name, oid, 8);
+        let mut a = b"fpmc".to_vec();
+        a.extend_from_slice(&4u32.to_le_bytes());
+        a.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        let mut v = vec![0x02, 0x00];
+        v.extend_from_slice(&(a.len() as u16).to_le_bytes());
+        v.extend_from_slice(&a);
+        self.xattr(oid, "com.apple.decmpfs", v);
+        let mut v = vec![0x01, 0x00, 48, 0];
+        v.extend_from_slice(&stream.to_le_bytes());
+        let mut ds = vec![0u8; 40];
+        put64(&mut ds, 0, fork.len() as u64);
+        put64(&mut ds, 8, fork.len().div_ceil(BS) as u64 * BS as u64);
+        v.extend_from_slice(&ds);
+        self.xattr(oid, "com.apple.ResourceFork", v);
+        let b = self.store(&fork);
+        self.extent(stream, 0, fork.len().div_ceil(BS) as u64 * BS as u64, b);
+        oid
+    }
+
     /// A raw extent record for `oid` (hostile cases).
     pub fn raw_extent(&mut self, oid: u64, logical: u64, len: u64, block: u64) {
         self.extent(oid, logical, len, block);
