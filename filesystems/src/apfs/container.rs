@@ -6,7 +6,7 @@
 //! superblock copy in the descriptor area verifies (magic, checksum, sane
 //! geometry) and whose checkpoint-map blocks all verify (type, checksum,
 //! the same transaction id); older ones are tried in turn, each rejection
-//! recorded. None verifying is [`FsError::NotRecognised`] "no valid
+//! recorded. None verifying is [`crate::FsError::NotRecognised`] "no valid
 //! checkpoint".
 
 use crate::bytes::{slice_at, u16_at, u32_at, u64_at};
