@@ -23,6 +23,8 @@ pub const MAX_FILE_SYSTEMS: usize = 100;
 pub const FS_UNENCRYPTED: u64 = 0x1;
 /// `apfs_incompatible_features`: case-insensitive names.
 pub const INCOMPAT_CASE_INSENSITIVE: u64 = 0x1;
+/// `apfs_incompatible_features`: a sealed (signed, read-only) volume.
+pub const INCOMPAT_SEALED: u64 = 0x20;
 /// `apfs_incompatible_features`: normalization-insensitive names.
 pub const INCOMPAT_NORMALIZATION_INSENSITIVE: u64 = 0x8;
 
@@ -194,8 +196,13 @@ pub struct VolumeSuperblock {
     pub incompat: u64,
     /// Physical address of the volume's object map.
     pub omap_oid: u64,
-    /// Virtual oid of the file-system tree's root.
+    /// Oid of the file-system tree's root: virtual, or physical where
+    /// `root_tree_type` says so (sealed volumes).
     pub root_tree_oid: u64,
+    /// `apfs_root_tree_type`: the tree's object type and storage flags.
+    pub root_tree_type: u32,
+    /// Physical address of a sealed volume's file-extent tree (0: none).
+    pub fext_tree_oid: u64,
     /// Physical address of the snapshot-metadata tree.
     pub snap_meta_tree_oid: u64,
     /// Number of snapshots.
@@ -226,6 +233,8 @@ impl VolumeSuperblock {
             incompat: f64(56)?,
             omap_oid: f64(128)?,
             root_tree_oid: f64(136)?,
+            root_tree_type: u32_at(b, 116).ok_or("short volume superblock")?,
+            fext_tree_oid: u64_at(b, 1032).unwrap_or(0),
             snap_meta_tree_oid: f64(152)?,
             num_snapshots: f64(216)?,
             fs_flags: f64(264)?,
@@ -233,6 +242,18 @@ impl VolumeSuperblock {
             name: String::from_utf8_lossy(&raw[..end]).into_owned(),
             role: u16_at(b, 964).ok_or("short volume superblock")?,
         })
+    }
+
+    /// Whether the file-system tree's nodes are addressed physically
+    /// (sealed volumes) rather than through the volume's object map.
+    pub fn physical_tree(&self) -> bool {
+        self.root_tree_type & super::object::OBJ_PHYSICAL != 0
+    }
+
+    /// A sealed volume's file-extent tree, where its extents are.
+    pub fn sealed_extent_tree(&self) -> Option<u64> {
+        (self.incompat & INCOMPAT_SEALED != 0 && self.fext_tree_oid != 0)
+            .then_some(self.fext_tree_oid)
     }
 
     /// Whether the volume is encrypted (its `FS_UNENCRYPTED` flag clear).

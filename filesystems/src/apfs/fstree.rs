@@ -232,6 +232,17 @@ pub fn parse_extent(k: &[u8], v: &[u8]) -> Option<FileExtent> {
     })
 }
 
+/// Parses a sealed volume's file-extent tree record (`fext_tree_key_t`:
+/// private id and offset; `fext_tree_val_t`: length and block).
+pub fn parse_fext(k: &[u8], v: &[u8]) -> Option<FileExtent> {
+    Some(FileExtent {
+        logical: u64_at(k, 8)?,
+        len: u64_at(v, 0)? & 0x00ff_ffff_ffff_ffff,
+        phys_block: u64_at(v, 8)?,
+        crypto_id: 0,
+    })
+}
+
 /// Where an extended attribute's value is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum XattrData {

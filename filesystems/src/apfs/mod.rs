@@ -40,6 +40,10 @@
 //!   absent data stream's 0; its `icat` gives the decoded bytes). Symbolic
 //!   links have no content and size 0, as in TSK (their target is an
 //!   attribute).
+//! - Sealed volumes (macOS 11 and later system volumes): the file-system
+//!   tree is followed by block address and extents are read from the
+//!   volume's file-extent tree; no sealed image was at hand to test this,
+//!   and seals (hashes) are not checked.
 //! - Times are APFS's nanoseconds since 1970, UTC; mode (type included),
 //!   uid and gid are the inode's ([`crate::Owner`]).
 //! - Unallocated space ([`ApfsFs::unallocated_runs`]) is the space

@@ -25,6 +25,8 @@ pub const TYPE_OMAP: u32 = 0x0b;
 pub const TYPE_CHECKPOINT_MAP: u32 = 0x0c;
 /// `o_type`: volume superblock.
 pub const TYPE_FS: u32 = 0x0d;
+/// `o_type` storage flag: a physical object (its oid is its block).
+pub const OBJ_PHYSICAL: u32 = 0x4000_0000;
 /// The low 16 bits of `o_type` are the type; the high ones are flags.
 pub const TYPE_MASK: u32 = 0xffff;
 

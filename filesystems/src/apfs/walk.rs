@@ -20,8 +20,8 @@ use super::btree::Scan;
 use super::container::{INCOMPAT_CASE_INSENSITIVE, INCOMPAT_NORMALIZATION_INSENSITIVE};
 use super::decmpfs::{self, Decoded};
 use super::fstree::{
-    self, DT_DIR, DirRec, InodeVal, ROOT_DIR, S_IFDIR, S_IFMT, TYPE_DIR_REC, TYPE_FILE_EXTENT,
-    TYPE_INODE, TYPE_XATTR, Xattr, XattrData,
+    self, DT_DIR, DirRec, FileExtent, InodeVal, ROOT_DIR, S_IFDIR, S_IFMT, TYPE_DIR_REC,
+    TYPE_FILE_EXTENT, TYPE_INODE, TYPE_XATTR, Xattr, XattrData,
 };
 use super::{ApfsFs, VolumeInfo};
 
@@ -44,8 +44,12 @@ const RESOURCE_FORK: &str = "com.apple.ResourceFork";
 pub(super) struct Vol<'a, R> {
     fs: &'a ApfsFs<R>,
     omap_tree: u64,
-    /// Virtual oid of the file-system tree's root.
+    /// Oid of the file-system tree's root.
     root_tree: u64,
+    /// Whether the tree's pointers are block addresses (sealed volumes).
+    physical: bool,
+    /// A sealed volume's file-extent tree (physical), where extents are.
+    fext_tree: Option<u64>,
     hashed: bool,
 }
 
@@ -62,7 +66,11 @@ impl<R: ReadAt> Vol<'_, R> {
         let fs = self.fs;
         let xid = fs.nx.xid;
         let omap = self.omap_tree;
+        let physical = self.physical;
         let load = |v: u64| {
+            if physical {
+                return fs.node(v);
+            }
             let mut errs = Vec::new();
             match fs.omap_lookup(omap, v, xid, &mut errs) {
                 Some(p) => fs.node(p),
@@ -93,7 +101,7 @@ impl<R: ReadAt> Vol<'_, R> {
         let mut pos = 0u64;
         let mut n = 0usize;
         let mut errs = Vec::new();
-        self.records(id, TYPE_FILE_EXTENT, TYPE_FILE_EXTENT, errors, |_, k, v| {
+        let mut add = |e: Option<FileExtent>| {
             n += 1;
             if n > MAX_EXTENTS {
                 errs.push(ProcessingError::new(
@@ -102,7 +110,7 @@ impl<R: ReadAt> Vol<'_, R> {
                 ));
                 return ControlFlow::Break(());
             }
-            let Some(e) = fstree::parse_extent(k, v) else {
+            let Some(e) = e else {
                 errs.push(ProcessingError::new(
                     ErrorKind::CorruptFileSystem,
                     format!("stream {id:#x}: a file extent record too short"),
@@ -112,11 +120,19 @@ impl<R: ReadAt> Vol<'_, R> {
             if e.logical < pos {
                 errs.push(ProcessingError::new(
                     ErrorKind::CorruptFileSystem,
-                    format!("stream {id:#x}: extent at {} overlaps the one before", e.logical),
+                    format!(
+                        "stream {id:#x}: extent at {} overlaps the one before",
+                        e.logical
+                    ),
                 ));
                 return ControlFlow::Continue(());
             }
-            push_run(&mut runs, Run::Zeros { len: e.logical - pos });
+            push_run(
+                &mut runs,
+                Run::Zeros {
+                    len: e.logical - pos,
+                },
+            );
             let mut len = e.len;
             if e.phys_block == 0 {
                 push_run(&mut runs, Run::Zeros { len });
@@ -144,7 +160,27 @@ impl<R: ReadAt> Vol<'_, R> {
             }
             pos = e.logical.saturating_add(e.len);
             ControlFlow::Continue(())
-        });
+        };
+        match self.fext_tree {
+            // Sealed volumes keep extents in their own physical tree.
+            Some(tree) => {
+                let load = |p: u64| fs.node(p);
+                let lower =
+                    |k: &[u8]| crate::bytes::u64_at(k, 0).map_or(Ordering::Less, |p| p.cmp(&id));
+                let _ = Scan::new(&load, &lower, errors).run(tree, &mut |k, v| {
+                    match crate::bytes::u64_at(k, 0) {
+                        Some(p) if p == id => add(fstree::parse_fext(k, v)),
+                        Some(p) if p > id => ControlFlow::Break(()),
+                        _ => ControlFlow::Continue(()),
+                    }
+                });
+            }
+            None => {
+                self.records(id, TYPE_FILE_EXTENT, TYPE_FILE_EXTENT, errors, |_, k, v| {
+                    add(fstree::parse_extent(k, v))
+                });
+            }
+        }
         errors.extend(errs);
         runs
     }
@@ -262,9 +298,10 @@ where
         return ControlFlow::Continue(());
     };
     let mut errs = Vec::new();
-    if fs
-        .omap_lookup(omap_tree, sb.root_tree_oid, fs.nx.xid, &mut errs)
-        .is_none()
+    if !sb.physical_tree()
+        && fs
+            .omap_lookup(omap_tree, sb.root_tree_oid, fs.nx.xid, &mut errs)
+            .is_none()
     {
         for e in errs {
             sink.error(e);
@@ -282,6 +319,8 @@ where
         fs,
         omap_tree,
         root_tree: sb.root_tree_oid,
+        physical: sb.physical_tree(),
+        fext_tree: sb.sealed_extent_tree(),
         hashed: sb.incompat & (INCOMPAT_CASE_INSENSITIVE | INCOMPAT_NORMALIZATION_INSENSITIVE) != 0,
     };
     let mut entered: HashSet<u64> = HashSet::new();
