@@ -76,8 +76,9 @@
 //! - APFS: see the [`apfs`] module (one record set per container: a
 //!   single volume's paths are `fls`'s, several volumes' go under
 //!   `$Volume<i>`; encrypted volumes listed and not walked; holes read as
-//!   zeros where TSK 4.11's `icat` leaves them out; zlib-compressed files
-//!   decoded, LZVN ones reported encoded; checksums checked).
+//!   zeros where TSK 4.11's `icat` leaves them out; compressed files
+//!   decoded as TSK decodes them, their size the uncompressed one;
+//!   checksums checked).
 //! - Permissions and owners ([`Owner`]) follow TSK's rules per file
 //!   system, except NTFS's owner id from a short (NTFS 1.2)
 //!   `$STANDARD_INFORMATION`: TSK reads it past the attribute's end,

@@ -167,9 +167,9 @@ pub enum Encoding {
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
-    /// APFS compression (`com.apple.decmpfs`) not decoded (LZVN, or zlib
-    /// decoding to more than 16 MiB): the runs are the resource fork's
-    /// stored (compressed) bytes, none for inline data.
+    /// APFS compression (`com.apple.decmpfs`) not decoded (a type TSK
+    /// does not read, damage, or more than 16 MiB decoded): the runs are
+    /// the resource fork's stored (compressed) bytes, none for inline data.
     ApfsCompressed,
 }
 

@@ -4,16 +4,19 @@
 //!
 //! - Type 3 (zlib, inline): decoded here. A first byte whose low nibble
 //!   is 0xF marks bytes stored uncompressed after it (TSK's rule).
-//! - Type 7 (LZVN, inline): a first byte of 0x06 marks bytes stored
-//!   uncompressed (decoded here); LZVN itself is not decoded.
+//! - Type 7 (LZVN, inline): decoded here ([`super::lzvn`]); a first byte
+//!   of 0x06 marks bytes stored uncompressed.
 //! - Type 4 (zlib in the `com.apple.ResourceFork` attribute's stream):
 //!   decoded here ([`decode_zlib_fork`]) as TSK reads it: the fork's
 //!   big-endian data offset, a little-endian table of 64 KiB blocks after
 //!   it, each block zlib or (low nibble 0xF) stored. Files decoding to more
 //!   than [`MAX_INLINE_OUTPUT`] are reported with the fork's stored runs.
-//! - Type 8 (LZVN in the resource fork): reported with the fork's stored
-//!   runs, not decoded.
-//! - Other types TSK does not read either.
+//! - Type 8 (LZVN in the resource fork): decoded here
+//!   ([`decode_lzvn_fork`]): a little-endian table of block offsets at
+//!   the fork's start (its first entry is the table's size), each block
+//!   LZVN or (first byte 0x06) stored.
+//! - Other types (stored 9 and 10, LZFSE 11 and 12) TSK does not read
+//!   either: reported, not decoded.
 
 use std::io::Read;
 
@@ -82,7 +85,14 @@ pub fn decode_inline(attr: &[u8], h: &Header) -> Decoded {
             }
         }
         7 if body.first() == Some(&0x06) => exact(body.get(1..).unwrap_or(&[]), want),
-        7 => Decoded::NotDecoded("LZVN-compressed (type 7) content is not decoded".into()),
+        7 => match super::lzvn::decode(body, want) {
+            Ok(out) if out.len() == want => Decoded::Bytes(out),
+            Ok(out) => Decoded::NotDecoded(format!(
+                "LZVN data decodes to {} bytes, not the {want} the header gives",
+                out.len()
+            )),
+            Err(e) => Decoded::NotDecoded(format!("LZVN data does not decode: {e}")),
+        },
         4 | 8 => Decoded::ResourceFork,
         k => Decoded::NotDecoded(format!(
             "compression type {k} is not read (TSK reads 3, 4, 7 and 8)"
@@ -149,6 +159,57 @@ pub fn decode_zlib_fork(fork: &[u8], size: u64) -> Decoded {
                     return Decoded::NotDecoded(format!("block {i} decodes to nothing"));
                 }
             }
+        }
+    }
+    if out.len() != want {
+        return Decoded::NotDecoded(format!(
+            "resource fork decodes to {} bytes, not the {want} the header gives",
+            out.len()
+        ));
+    }
+    Decoded::Bytes(out)
+}
+
+/// Decodes a type-8 resource fork (`fork`, the whole stream) to the
+/// `size` bytes its decmpfs header gives.
+pub fn decode_lzvn_fork(fork: &[u8], size: u64) -> Decoded {
+    if size > MAX_INLINE_OUTPUT {
+        return Decoded::NotDecoded(format!(
+            "compressed data of {size} bytes is over the {MAX_INLINE_OUTPUT}-byte limit"
+        ));
+    }
+    let want = size as usize;
+    let Some(table) = u32_at(fork, 0).map(|t| t as usize) else {
+        return Decoded::NotDecoded("resource fork shorter than its block table".into());
+    };
+    let blocks = (table / 4).saturating_sub(1);
+    if blocks.saturating_mul(UNIT) < want {
+        return Decoded::NotDecoded(format!(
+            "{blocks} blocks cannot hold the {want} bytes the header gives"
+        ));
+    }
+    let mut out = Vec::with_capacity(want);
+    for i in 0..blocks {
+        if out.len() >= want {
+            break;
+        }
+        let (Some(a), Some(b)) = (u32_at(fork, 4 * i), u32_at(fork, 4 * i + 4)) else {
+            return Decoded::NotDecoded(format!("block table entry {i} past the fork's end"));
+        };
+        let Some(block) = fork.get(a as usize..b as usize) else {
+            return Decoded::NotDecoded(format!("block {i} ({a}..{b}) outside the fork"));
+        };
+        let room = (want - out.len()).min(UNIT);
+        match block.first() {
+            None => {}
+            Some(0x06) => {
+                let raw = &block[1..];
+                out.extend_from_slice(&raw[..raw.len().min(room)]);
+            }
+            Some(_) => match super::lzvn::decode(block, room) {
+                Ok(b) => out.extend_from_slice(&b),
+                Err(e) => return Decoded::NotDecoded(format!("block {i}: {e}")),
+            },
         }
     }
     if out.len() != want {

@@ -34,12 +34,12 @@
 //!   walked.
 //! - Content: every file's physical runs from its file extents (holes and
 //!   a size past the last extent read as zeros). Compressed files
-//!   (`com.apple.decmpfs`): see [`decmpfs`]; zlib (inline and in the
-//!   resource fork) and stored data are decoded as TSK decodes them, and
-//!   the record's size is the uncompressed size (TSK's `fls` shows the
-//!   absent data stream's 0; its `icat` gives the decoded bytes). Symbolic
-//!   links have no content and size 0, as in TSK (their target is an
-//!   attribute).
+//!   (`com.apple.decmpfs`, see [`decmpfs`]): zlib and LZVN, inline and in
+//!   the resource fork, and stored data are decoded as TSK decodes them
+//!   (the decoded bytes are held in the record, up to 16 MiB), and the
+//!   record's size is the uncompressed size (TSK's `fls` shows the absent
+//!   data stream's 0; its `icat` gives the decoded bytes). Symbolic links
+//!   have no content and size 0, as in TSK (their target is an attribute).
 //! - Sealed volumes (macOS 11 and later system volumes): the file-system
 //!   tree is followed by block address and extents are read from the
 //!   volume's file-extent tree; no sealed image was at hand to test this,
@@ -56,12 +56,11 @@
 //! - Checksums of every object read are checked; a mismatch is reported
 //!   (object id, block and byte offset), and the object is still used
 //!   unless it is the checkpoint being chosen.
-//! - LZVN-compressed files (decmpfs types 7 and 8) are
+//! - Compressed files that do not decode, decode to more than 16 MiB, or
+//!   use a type TSK does not read (LZFSE, 11 and 12; stored, 9 and 10) are
 //!   [`crate::Content::Encoded`] with [`crate::Encoding::ApfsCompressed`]
-//!   (type 8: the resource fork's stored runs; type 7: no runs) and an
-//!   [`ErrorKind::ContentEncoded`] error: not decoded (TSK decodes them).
-//!   Zlib resource forks decoding to more than 16 MiB are reported the
-//!   same way (the decoded bytes are held in the record).
+//!   (the resource fork's stored runs, none for inline data) and an
+//!   [`ErrorKind::ContentEncoded`] error.
 //! - Sparse files: holes read as zeros; TSK 4.11's `icat` leaves them out
 //!   (its runs ignore the extents' logical offsets), giving the stored
 //!   extents one after another.
@@ -74,6 +73,7 @@ pub mod btree;
 pub mod container;
 pub mod decmpfs;
 pub mod fstree;
+pub mod lzvn;
 pub mod object;
 mod walk;
 

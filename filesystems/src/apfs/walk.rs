@@ -537,10 +537,13 @@ fn content_decmpfs<R: ReadAt>(
                 return;
             };
             let runs = clip_runs(&v.stream_runs(oid, errors), 0, fsize);
-            if h.kind == 4 && h.size <= decmpfs::MAX_INLINE_OUTPUT && fsize <= MAX_FORK {
-                match read_runs(v.fs, &runs, fsize)
-                    .map(|fork| decmpfs::decode_zlib_fork(&fork, h.size))
-                {
+            if h.size <= decmpfs::MAX_INLINE_OUTPUT && fsize <= MAX_FORK {
+                let decode = if h.kind == 4 {
+                    decmpfs::decode_zlib_fork
+                } else {
+                    decmpfs::decode_lzvn_fork
+                };
+                match read_runs(v.fs, &runs, fsize).map(|fork| decode(&fork, h.size)) {
                     Ok(Decoded::Bytes(b)) => {
                         rec.content = Content::Resident(b);
                         return;

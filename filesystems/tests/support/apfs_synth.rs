@@ -365,14 +365,20 @@ impl Apfs {
         for b in &blocks {
             fork.extend_from_slice(b);
         }
+        self.fork_file(parent, name, 4, &fork, data.len() as u64)
+    }
+
+    /// A compressed file (decmpfs `kind`, `size` bytes decoded) whose data
+    /// is `fork`, the resource fork, in a data stream of its own.
+    pub fn fork_file(&mut self, parent: u64, name: &str, kind: u32, fork: &[u8], size: u64) -> u64 {
         let oid = self.next_oid;
         let stream = oid + 1;
         self.next_oid += 2;
         self.inode(oid, parent, S_IFREG | 0o644, None, 0x20, &[]);
         self.name(parent, name, oid, 8);
         let mut a = b"fpmc".to_vec();
-        a.extend_from_slice(&4u32.to_le_bytes());
-        a.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        a.extend_from_slice(&kind.to_le_bytes());
+        a.extend_from_slice(&size.to_le_bytes());
         let mut v = vec![0x02, 0x00];
         v.extend_from_slice(&(a.len() as u16).to_le_bytes());
         v.extend_from_slice(&a);
@@ -384,7 +390,7 @@ impl Apfs {
         put64(&mut ds, 8, fork.len().div_ceil(BS) as u64 * BS as u64);
         v.extend_from_slice(&ds);
         self.xattr(oid, "com.apple.ResourceFork", v);
-        let b = self.store(&fork);
+        let b = self.store(fork);
         self.extent(stream, 0, fork.len().div_ceil(BS) as u64 * BS as u64, b);
         oid
     }
@@ -578,4 +584,138 @@ pub fn add_snapshot(img: &mut [u8], name: &str, xid: u64) {
     reseal(img, tree);
     put64(block(img, lay.apsb), 216, 1);
     reseal(img, lay.apsb);
+}
+
+/// The LZVN opcode class of a first byte (Apple's table), for the test
+/// encoder to pick only valid forms.
+fn lzvn_class(opc: u8) -> &'static str {
+    match opc {
+        0x06 => "eos",
+        0x0e | 0x16 => "nop",
+        0x1e | 0x26 | 0x2e | 0x36 | 0x3e | 0x70..=0x7f | 0xd0..=0xdf => "udef",
+        0xa0..=0xbf => "med_d",
+        0xe0..=0xef => "lit",
+        0xf0..=0xff => "match",
+        _ => match opc & 7 {
+            6 => "pre_d",
+            7 => "lrg_d",
+            _ => "sml_d",
+        },
+    }
+}
+
+/// An LZVN stream for a script of (literal, match distance, match length)
+/// steps, using every opcode form where the step allows it (literals
+/// inside distance opcodes, small, medium and large distances, the
+/// previous distance, literal and match runs), and the bytes it decodes
+/// to. A test encoder: TSK's decoder (Apple's) is the oracle.
+pub fn lzvn_encode(script: &[(Vec<u8>, usize, usize)]) -> (Vec<u8>, Vec<u8>) {
+    let mut s = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
+    let mut prev = 0usize;
+    let lits = |s: &mut Vec<u8>, mut lit: &[u8]| {
+        while !lit.is_empty() {
+            let n = lit.len().min(271);
+            if n <= 15 {
+                s.push(0xe0 | n as u8);
+            } else {
+                s.extend_from_slice(&[0xe0, (n - 16) as u8]);
+            }
+            s.extend_from_slice(&lit[..n]);
+            lit = &lit[n..];
+        }
+    };
+    for (lit, d, m) in script {
+        let (d, mut m) = (*d, *m);
+        let l = lit.len();
+        let mut folded = false;
+        if m >= 3 && l <= 3 {
+            let ll = (l as u8) << 6;
+            if d == prev && m <= 10 && l >= 1 {
+                let opc = ll | ((m - 3) as u8) << 3 | 6;
+                if lzvn_class(opc) == "pre_d" {
+                    s.push(opc);
+                    folded = true;
+                }
+            }
+            if !folded && m <= 10 && d < 1536 {
+                let opc = ll | ((m - 3) as u8) << 3 | (d >> 8) as u8;
+                if lzvn_class(opc) == "sml_d" {
+                    s.extend_from_slice(&[opc, d as u8]);
+                    folded = true;
+                }
+            }
+            if !folded && m <= 34 && d < 16384 {
+                let opc = 0xa0 | (l as u8) << 3 | ((m - 3) >> 2) as u8;
+                let w = (d << 2) | ((m - 3) & 3);
+                s.extend_from_slice(&[opc, w as u8, (w >> 8) as u8]);
+                folded = true;
+            }
+            if folded {
+                s.extend_from_slice(lit);
+                out.extend_from_slice(lit);
+                for _ in 0..m {
+                    out.push(out[out.len() - d]);
+                }
+                prev = d;
+                continue;
+            }
+        }
+        lits(&mut s, lit);
+        out.extend_from_slice(lit);
+        if m == 0 {
+            continue;
+        }
+        if d != prev {
+            let first = m.min(10);
+            assert!(first >= 3, "a new distance needs a match of 3 or more");
+            let opc = ((first - 3) as u8) << 3 | 7;
+            assert_eq!(lzvn_class(opc), "lrg_d");
+            s.extend_from_slice(&[opc, d as u8, (d >> 8) as u8]);
+            for _ in 0..first {
+                out.push(out[out.len() - d]);
+            }
+            m -= first;
+            prev = d;
+        }
+        while m > 0 {
+            let n = m.min(271);
+            if n <= 15 {
+                s.push(0xf0 | n as u8);
+            } else {
+                s.extend_from_slice(&[0xf0, (n - 16) as u8]);
+            }
+            for _ in 0..n {
+                out.push(out[out.len() - d]);
+            }
+            m -= n;
+        }
+    }
+    s.extend_from_slice(&[0x06, 0, 0, 0, 0, 0, 0, 0]);
+    (s, out)
+}
+
+impl Apfs {
+    /// A file compressed with LZVN into its resource fork (decmpfs type
+    /// 8): the fork's offset table, then `blocks` (each an LZVN stream or
+    /// 0x06 and stored bytes) as they are; `size` is what they decode to.
+    pub fn compressed_lzvn_fork(
+        &mut self,
+        parent: u64,
+        name: &str,
+        blocks: &[Vec<u8>],
+        size: u64,
+    ) -> u64 {
+        let mut fork = Vec::new();
+        let mut off = 4 * (blocks.len() + 1);
+        fork.extend_from_slice(&(off as u32).to_le_bytes());
+        for b in blocks {
+            off += b.len();
+            fork.extend_from_slice(&(off as u32).to_le_bytes());
+        }
+        for b in blocks {
+            fork.extend_from_slice(b);
+        }
+        self.fork_file(parent, name, 8, &fork, size)
+    }
 }
