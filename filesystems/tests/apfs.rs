@@ -184,7 +184,8 @@ fn compare_with_tsk(test: &str, image: &Path) -> Option<usize> {
         return None;
     }
     let src = std::fs::File::open(image).expect("open image");
-    let fs = ApfsFs::open(&src, 0, src.len()).expect("open APFS");
+    let mut fs = ApfsFs::open(&src, 0, src.len()).expect("open APFS");
+    fs.set_decode_limit(u64::MAX);
     let (records, _) = walk(&fs);
     let several = fs.volumes().len() > 1;
     let mut failures = Vec::new();
@@ -402,7 +403,34 @@ fn filled_container_matches_fls_and_icat() {
     let Some((img, exp)) = sample(test) else {
         return;
     };
+    // By default a compressed file decoding to more than 64 KiB is
+    // reported with its stored runs, not decoded into its record.
     let fs = ApfsFs::open(&img[..], 0, img.len() as u64).expect("open");
+    let (records, _) = walk(&fs);
+    let big = records
+        .iter()
+        .find(|r| r.path() == "zlib fork.bin")
+        .expect("listed");
+    assert!(matches!(
+        big.content,
+        Content::Encoded {
+            encoding: Encoding::ApfsCompressed,
+            ..
+        }
+    ));
+    assert!(!big.content.extents().is_empty());
+    assert!(
+        has(&big.errors, ErrorKind::ContentEncoded),
+        "{:?}",
+        big.errors
+    );
+    assert_eq!(big.size, 150_000);
+    let small = records
+        .iter()
+        .find(|r| r.path() == "zlib inline.txt")
+        .expect("listed");
+    assert!(matches!(small.content, Content::Resident(_)));
+    let fs = open(&img);
     let (records, summary) = walk(&fs);
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     for (path, (inode, data)) in &exp {
@@ -492,8 +520,12 @@ fn filled(test: &str) -> Option<Vec<u8>> {
     sample(test).map(|(img, _)| img)
 }
 
+/// The container, compressed files decoded up to 16 MiB (the tests
+/// compare them with TSK).
 fn open(img: &[u8]) -> ApfsFs<&[u8]> {
-    ApfsFs::open(img, 0, img.len() as u64).expect("open")
+    let mut fs = ApfsFs::open(img, 0, img.len() as u64).expect("open");
+    fs.set_decode_limit(u64::MAX);
+    fs
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //!   decoded here ([`decode_zlib_fork`]) as TSK reads it: the fork's
 //!   big-endian data offset, a little-endian table of 64 KiB blocks after
 //!   it, each block zlib or (low nibble 0xF) stored. Files decoding to more
-//!   than [`MAX_INLINE_OUTPUT`] are reported with the fork's stored runs.
+//!   than the caller's limit are reported with the fork's stored runs.
 //! - Type 8 (LZVN in the resource fork): decoded here
 //!   ([`decode_lzvn_fork`]): a little-endian table of block offsets at
 //!   the fork's start (its first entry is the table's size), each block
@@ -24,9 +24,9 @@ use crate::bytes::{u32_at, u64_at};
 
 /// `fpmc` in little-endian.
 const MAGIC: u32 = 0x636d_7066;
-/// Most bytes an inline attribute is decoded to (an inline attribute holds
-/// at most 3,804 compressed bytes; more output than this is refused).
-pub const MAX_INLINE_OUTPUT: u64 = 16 << 20;
+/// Most bytes a compressed file is ever decoded to (the caller's limit is
+/// capped here).
+pub const MAX_OUTPUT: u64 = 16 << 20;
 
 /// What a decmpfs header says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,13 +59,13 @@ pub enum Decoded {
 
 /// Decodes an inline decmpfs attribute (header included) whose header
 /// says `h`.
-pub fn decode_inline(attr: &[u8], h: &Header) -> Decoded {
+pub fn decode_inline(attr: &[u8], h: &Header, limit: u64) -> Decoded {
     let body = attr.get(16..).unwrap_or(&[]);
-    if h.size > MAX_INLINE_OUTPUT {
-        return Decoded::NotDecoded(format!(
-            "inline compressed data of {} bytes is over the {MAX_INLINE_OUTPUT}-byte limit",
-            h.size
-        ));
+    if matches!(h.kind, 4 | 8) {
+        return Decoded::ResourceFork;
+    }
+    if let Some(why) = over(h.size, limit) {
+        return Decoded::NotDecoded(why);
     }
     let want = h.size as usize;
     match h.kind {
@@ -105,11 +105,9 @@ const UNIT: usize = 65536;
 
 /// Decodes a type-4 resource fork (`fork`, the whole stream) to the
 /// `size` bytes its decmpfs header gives.
-pub fn decode_zlib_fork(fork: &[u8], size: u64) -> Decoded {
-    if size > MAX_INLINE_OUTPUT {
-        return Decoded::NotDecoded(format!(
-            "compressed data of {size} bytes is over the {MAX_INLINE_OUTPUT}-byte limit"
-        ));
+pub fn decode_zlib_fork(fork: &[u8], size: u64, limit: u64) -> Decoded {
+    if let Some(why) = over(size, limit) {
+        return Decoded::NotDecoded(why);
     }
     let be32 = |o: usize| {
         fork.get(o..o.checked_add(4)?)
@@ -172,11 +170,9 @@ pub fn decode_zlib_fork(fork: &[u8], size: u64) -> Decoded {
 
 /// Decodes a type-8 resource fork (`fork`, the whole stream) to the
 /// `size` bytes its decmpfs header gives.
-pub fn decode_lzvn_fork(fork: &[u8], size: u64) -> Decoded {
-    if size > MAX_INLINE_OUTPUT {
-        return Decoded::NotDecoded(format!(
-            "compressed data of {size} bytes is over the {MAX_INLINE_OUTPUT}-byte limit"
-        ));
+pub fn decode_lzvn_fork(fork: &[u8], size: u64, limit: u64) -> Decoded {
+    if let Some(why) = over(size, limit) {
+        return Decoded::NotDecoded(why);
     }
     let want = size as usize;
     let Some(table) = u32_at(fork, 0).map(|t| t as usize) else {
@@ -221,6 +217,14 @@ pub fn decode_lzvn_fork(fork: &[u8], size: u64) -> Decoded {
     Decoded::Bytes(out)
 }
 
+/// Why `size` decoded bytes are not held, if they are over `limit`.
+fn over(size: u64, limit: u64) -> Option<String> {
+    let limit = limit.min(MAX_OUTPUT);
+    (size > limit).then(|| {
+        format!("{size} bytes decoded would be over the {limit}-byte limit for decoded content held in a record")
+    })
+}
+
 fn exact(b: &[u8], want: usize) -> Decoded {
     match b.get(..want) {
         Some(s) => Decoded::Bytes(s.to_vec()),
@@ -251,27 +255,30 @@ mod tests {
         z.write_all(text).unwrap();
         let a = attr(3, text.len() as u64, &z.finish().unwrap());
         let h = header(&a).unwrap();
-        assert_eq!(decode_inline(&a, &h), Decoded::Bytes(text.to_vec()));
+        assert_eq!(
+            decode_inline(&a, &h, MAX_OUTPUT),
+            Decoded::Bytes(text.to_vec())
+        );
         let mut raw = vec![0xff];
         raw.extend_from_slice(text);
         let a = attr(3, text.len() as u64, &raw);
         assert_eq!(
-            decode_inline(&a, &header(&a).unwrap()),
+            decode_inline(&a, &header(&a).unwrap(), MAX_OUTPUT),
             Decoded::Bytes(text.to_vec())
         );
         let a = attr(3, 100, &[0x78, 0x9c, 1, 2, 3]);
         assert!(matches!(
-            decode_inline(&a, &header(&a).unwrap()),
+            decode_inline(&a, &header(&a).unwrap(), MAX_OUTPUT),
             Decoded::NotDecoded(_)
         ));
         let a = attr(4, 100, &[]);
         assert_eq!(
-            decode_inline(&a, &header(&a).unwrap()),
+            decode_inline(&a, &header(&a).unwrap(), MAX_OUTPUT),
             Decoded::ResourceFork
         );
         let a = attr(3, u64::MAX, &[]);
         assert!(matches!(
-            decode_inline(&a, &header(&a).unwrap()),
+            decode_inline(&a, &header(&a).unwrap(), MAX_OUTPUT),
             Decoded::NotDecoded(_)
         ));
         assert!(header(b"fpm").is_none());
@@ -290,23 +297,23 @@ mod tests {
         fork.push(0xff);
         fork.extend_from_slice(&data);
         assert_eq!(
-            decode_zlib_fork(&fork, data.len() as u64),
+            decode_zlib_fork(&fork, data.len() as u64, MAX_OUTPUT),
             Decoded::Bytes(data.clone())
         );
         assert!(matches!(
-            decode_zlib_fork(&fork, data.len() as u64 + 1),
+            decode_zlib_fork(&fork, data.len() as u64 + 1, MAX_OUTPUT),
             Decoded::NotDecoded(_)
         ));
         for cut in [0, 3, 0x104, 0x110, fork.len() - 1] {
             assert!(matches!(
-                decode_zlib_fork(&fork[..cut], data.len() as u64),
+                decode_zlib_fork(&fork[..cut], data.len() as u64, MAX_OUTPUT),
                 Decoded::NotDecoded(_)
             ));
         }
         let mut bad = fork.clone();
         bad[0x104 + 8] = 0xff;
         assert!(matches!(
-            decode_zlib_fork(&bad, data.len() as u64),
+            decode_zlib_fork(&bad, data.len() as u64, MAX_OUTPUT),
             Decoded::NotDecoded(_)
         ));
     }

@@ -36,7 +36,8 @@
 //!   a size past the last extent read as zeros). Compressed files
 //!   (`com.apple.decmpfs`, see [`decmpfs`]): zlib and LZVN, inline and in
 //!   the resource fork, and stored data are decoded as TSK decodes them
-//!   (the decoded bytes are held in the record, up to 16 MiB), and the
+//!   (the decoded bytes are held in the record, up to
+//!   [`ApfsFs::set_decode_limit`]'s limit, 64 KiB by default), and the
 //!   record's size is the uncompressed size (TSK's `fls` shows the absent
 //!   data stream's 0; its `icat` gives the decoded bytes). Symbolic links
 //!   have no content and size 0, as in TSK (their target is an attribute).
@@ -56,7 +57,7 @@
 //! - Checksums of every object read are checked; a mismatch is reported
 //!   (object id, block and byte offset), and the object is still used
 //!   unless it is the checkpoint being chosen.
-//! - Compressed files that do not decode, decode to more than 16 MiB, or
+//! - Compressed files that do not decode, decode to more than the limit, or
 //!   use a type TSK does not read (LZFSE, 11 and 12; stored, 9 and 10) are
 //!   [`crate::Content::Encoded`] with [`crate::Encoding::ApfsCompressed`]
 //!   (the resource fork's stored runs, none for inline data) and an
@@ -96,6 +97,9 @@ use self::object::{
     TYPE_SPACEMAN_CIB, checksum_ok,
 };
 
+/// Default of [`ApfsFs::set_decode_limit`]: compressed files decoding to
+/// more are reported encoded rather than decoded into the record.
+pub const DEFAULT_DECODE_LIMIT: u64 = 64 << 10;
 /// Blocks of metadata kept in memory.
 const CACHE_BLOCKS: usize = 256;
 
@@ -142,6 +146,8 @@ pub struct ApfsFs<R> {
     /// Problems met while reading objects (checksums), reported once per
     /// block and handed to the next walk or to [`ApfsFs::open_errors`].
     pending: Mutex<(Vec<ProcessingError>, HashSet<u64>)>,
+    /// Most bytes a compressed file is decoded to in its record.
+    decode_limit: u64,
 }
 
 impl<R: ReadAt> ApfsFs<R> {
@@ -179,6 +185,7 @@ impl<R: ReadAt> ApfsFs<R> {
             open_errors: Vec::new(),
             blocks: ChunkCache::new(bs, CACHE_BLOCKS),
             pending: Mutex::new((Vec::new(), HashSet::new())),
+            decode_limit: DEFAULT_DECODE_LIMIT,
         };
         if first.xp_desc_blocks & 0x8000_0000 != 0 {
             return Err(FsError::not(
@@ -368,6 +375,16 @@ impl<R: ReadAt> ApfsFs<R> {
             }
         });
         out
+    }
+
+    /// Most bytes a compressed (decmpfs) file is decoded to: its decoded
+    /// bytes are held in its record ([`crate::Content::Resident`]), so
+    /// larger ones are reported as [`crate::Content::Encoded`] (their
+    /// stored runs) with an [`ErrorKind::ContentEncoded`] error. Default
+    /// [`DEFAULT_DECODE_LIMIT`] (64 KiB); at most
+    /// [`decmpfs::MAX_OUTPUT`] (16 MiB).
+    pub fn set_decode_limit(&mut self, bytes: u64) {
+        self.decode_limit = bytes.min(decmpfs::MAX_OUTPUT);
     }
 
     /// The volumes, in the container's order.

@@ -35,8 +35,6 @@ const MAX_DIRS: usize = 1 << 22;
 const MAX_DEPTH: usize = 4096;
 /// Decmpfs attribute name.
 const DECMPFS: &str = "com.apple.decmpfs";
-/// Largest resource fork read to decode a compressed file.
-const MAX_FORK: u64 = 2 * decmpfs::MAX_INLINE_OUTPUT;
 /// Resource-fork attribute name.
 const RESOURCE_FORK: &str = "com.apple.ResourceFork";
 
@@ -474,7 +472,7 @@ fn build<R: ReadAt>(v: &Vol<'_, R>, d: &DirRec, parent: Arc<[String]>) -> Item {
     rec.size = size;
     let bs = v.fs.nx.block_size;
     if let Some(cmp) = xattrs.iter().find(|x| x.name == DECMPFS) {
-        content_decmpfs(v, &ino, cmp, &xattrs, &mut rec, &mut errors);
+        content_decmpfs(v, cmp, &xattrs, &mut rec, &mut errors);
     } else if size > 0 {
         let runs = v.stream_runs(ino.private_id, &mut errors);
         let stored: u64 = runs.iter().map(Run::len).sum();
@@ -497,7 +495,6 @@ fn build<R: ReadAt>(v: &Vol<'_, R>, d: &DirRec, parent: Arc<[String]>) -> Item {
 
 fn content_decmpfs<R: ReadAt>(
     v: &Vol<'_, R>,
-    ino: &InodeVal,
     cmp: &Xattr,
     xattrs: &[Xattr],
     rec: &mut FileRecord,
@@ -518,8 +515,8 @@ fn content_decmpfs<R: ReadAt>(
         return;
     };
     rec.size = h.size;
-    let _ = ino;
-    match decmpfs::decode_inline(raw, &h) {
+    let limit = v.fs.decode_limit;
+    match decmpfs::decode_inline(raw, &h, limit) {
         Decoded::Bytes(b) => rec.content = Content::Resident(b),
         Decoded::ResourceFork => {
             let fork = xattrs.iter().find_map(|x| match (&x.name[..], &x.data) {
@@ -537,13 +534,13 @@ fn content_decmpfs<R: ReadAt>(
                 return;
             };
             let runs = clip_runs(&v.stream_runs(oid, errors), 0, fsize);
-            if h.size <= decmpfs::MAX_INLINE_OUTPUT && fsize <= MAX_FORK {
+            if h.size <= limit && fsize <= limit.saturating_mul(2).max(1 << 16) {
                 let decode = if h.kind == 4 {
                     decmpfs::decode_zlib_fork
                 } else {
                     decmpfs::decode_lzvn_fork
                 };
-                match read_runs(v.fs, &runs, fsize).map(|fork| decode(&fork, h.size)) {
+                match read_runs(v.fs, &runs, fsize).map(|fork| decode(&fork, h.size, limit)) {
                     Ok(Decoded::Bytes(b)) => {
                         rec.content = Content::Resident(b);
                         return;
