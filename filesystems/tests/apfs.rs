@@ -547,6 +547,9 @@ fn bad_checksum_is_reported_with_object_and_offset() {
         .expect("checksum mismatch reported");
     assert_eq!(e.offset, Some(root * BS as u64));
     assert!(e.detail.contains(&format!("block {root}")), "{}", e.detail);
+    // A second walk reports it again.
+    let (_, again) = walk(&fs);
+    assert!(has(&again.errors.errors, ErrorKind::ChecksumMismatch));
 }
 
 #[test]

@@ -143,9 +143,12 @@ pub struct ApfsFs<R> {
     volumes: Vec<VolumeInfo>,
     open_errors: Vec<ProcessingError>,
     blocks: ChunkCache,
-    /// Problems met while reading objects (checksums), reported once per
-    /// block and handed to the next walk or to [`ApfsFs::open_errors`].
-    pending: Mutex<(Vec<ProcessingError>, HashSet<u64>)>,
+    /// Problems met while reading objects (checksums), noted once per
+    /// block; those noted while opening are in [`ApfsFs::open_errors`],
+    /// every walk reports the others it meets (see `noted_since`).
+    noted: Mutex<(Vec<ProcessingError>, HashSet<u64>)>,
+    /// How many of `noted` were met while opening.
+    open_noted: usize,
     /// Most bytes a compressed file is decoded to in its record.
     decode_limit: u64,
 }
@@ -184,7 +187,8 @@ impl<R: ReadAt> ApfsFs<R> {
             volumes: Vec::new(),
             open_errors: Vec::new(),
             blocks: ChunkCache::new(bs, CACHE_BLOCKS),
-            pending: Mutex::new((Vec::new(), HashSet::new())),
+            noted: Mutex::new((Vec::new(), HashSet::new())),
+            open_noted: 0,
             decode_limit: DEFAULT_DECODE_LIMIT,
         };
         if first.xp_desc_blocks & 0x8000_0000 != 0 {
@@ -267,8 +271,10 @@ impl<R: ReadAt> ApfsFs<R> {
         fs.omap_tree = omap_tree;
         fs.open_errors = open_errors;
         fs.load_volumes();
-        let pending = fs.take_pending();
-        fs.open_errors.extend(pending);
+        let mut noted = 0;
+        let met = fs.noted_since(&mut noted);
+        fs.open_noted = noted;
+        fs.open_errors.extend(met);
         Ok(fs)
     }
 
@@ -489,7 +495,7 @@ impl<R: ReadAt> ApfsFs<R> {
 
     fn note_once(&self, b: u64, e: impl FnOnce() -> ProcessingError) {
         let mut p = self
-            .pending
+            .noted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if p.1.len() < 1 << 16 && p.1.insert(b) {
@@ -497,12 +503,20 @@ impl<R: ReadAt> ApfsFs<R> {
         }
     }
 
-    fn take_pending(&self) -> Vec<ProcessingError> {
-        let mut p = self
-            .pending
+    /// The problems noted after the first `from`, advancing `from` past
+    /// them. A walk starts from [`Self::open_noted`]: it reports what it
+    /// meets even when an earlier walk met it first.
+    fn noted_since(&self, from: &mut usize) -> Vec<ProcessingError> {
+        let p = self
+            .noted
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        std::mem::take(&mut p.0)
+        let out =
+            p.0.get(*from..)
+                .map(<[ProcessingError]>::to_vec)
+                .unwrap_or_default();
+        *from = p.0.len();
+        out
     }
 
     /// The physical block of object `oid` at transaction `xid` in the

@@ -203,6 +203,7 @@ where
     F: FnMut(FileRecord) -> ControlFlow<()>,
 {
     let mut sink = Sink::new(visit, fs.open_errors());
+    let mut noted = fs.open_noted;
     let several = fs.volumes.len() > 1;
     let mut flow = ControlFlow::Continue(());
     for vol in &fs.volumes {
@@ -217,8 +218,8 @@ where
         } else {
             Arc::from(Vec::new())
         };
-        flow = walk_volume(fs, vol, prefix, &mut sink);
-        for e in fs.take_pending() {
+        flow = walk_volume(fs, vol, prefix, &mut sink, &mut noted);
+        for e in fs.noted_since(&mut noted) {
             sink.error(e);
         }
         if flow.is_break() {
@@ -244,6 +245,7 @@ fn walk_volume<R: ReadAt, F>(
     vol: &VolumeInfo,
     prefix: Arc<[String]>,
     sink: &mut Sink<F>,
+    noted: &mut usize,
 ) -> ControlFlow<()>
 where
     F: FnMut(FileRecord) -> ControlFlow<()>,
@@ -341,7 +343,7 @@ where
         if flow.is_break() {
             return flow;
         }
-        for e in fs.take_pending() {
+        for e in fs.noted_since(noted) {
             sink.error(e);
         }
         if !dir {
