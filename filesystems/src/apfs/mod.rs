@@ -26,7 +26,9 @@
 //!   of several volumes gives, for each (in `nx_fs_oid` order), a virtual
 //!   directory `$Volume<i>` (i from 0; its inode is the volume
 //!   superblock's block, the number TSK's `-B` takes) with that volume's
-//!   records under it. [`ApfsFs::volumes`] names each.
+//!   records under it. [`ApfsFs::volumes`] names each. Inode numbers are
+//!   per volume, as TSK's are (each volume's root is 2), so records of
+//!   different volumes can share one: the path tells them apart.
 //! - Encrypted volumes are listed (their `$Volume<i>` where there are
 //!   several) and not walked: an [`ErrorKind::EncryptedVolume`] error
 //!   names the volume. Snapshots are listed in [`VolumeInfo::snapshots`] and
