@@ -979,3 +979,51 @@ fn lzvn_compressed_files_match_tsk() {
         assert_eq!(n, 2);
     }
 }
+
+/// A directory record naming an ancestor (a loop) and one naming no inode:
+/// each listed with its problem, the walk ends, the rest is read.
+#[test]
+fn directory_loop_and_missing_inode_are_reported() {
+    let test = "directory_loop_and_missing_inode_are_reported";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = mkapfs(test) else { return };
+    let mut a = Apfs::new(img, 0x2000);
+    let top = a.dir(2, "top");
+    let inner = a.dir(top, "inner");
+    a.name(inner, "back to top", top, 4);
+    a.name(inner, "nobody", 999, 8);
+    a.file(inner, "witness", b"still read");
+    let img = a.finish();
+    let fs = open(&img);
+    let (records, summary) = walk(&fs);
+    let paths: Vec<String> = records.iter().map(|r| r.path()).collect();
+    assert!(
+        paths.contains(&"top/inner/back to top".to_string()),
+        "{paths:?}"
+    );
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.starts_with("top/inner/back to top/")),
+        "{paths:?}"
+    );
+    assert!(
+        has(&summary.errors.errors, ErrorKind::DirectoryLoop),
+        "{:?}",
+        summary.errors
+    );
+    let nobody = records
+        .iter()
+        .find(|r| r.path() == "top/inner/nobody")
+        .expect("listed");
+    assert!(
+        has(&nobody.errors, ErrorKind::CorruptFileSystem),
+        "{:?}",
+        nobody.errors
+    );
+    let w = records
+        .iter()
+        .find(|r| r.path() == "top/inner/witness")
+        .expect("witness");
+    assert_eq!(md5_of(&img[..], w), md5_bytes(b"still read"));
+}
