@@ -454,20 +454,7 @@ impl Apfs {
             b[32..36].copy_from_slice(&[1, 0, 1, 0]);
             write_node(b, &index, false, true);
             put64(b, BS - 40 + 24, self.records.len() as u64);
-            let omap = self.lay.vol_omap;
-            let tree = u64le(&self.img[omap as usize * BS..], 48);
-            let mut entries = leaf_entries(&self.img[tree as usize * BS..][..BS], true);
-            for (oid, at) in maps {
-                let mut k = oid.to_le_bytes().to_vec();
-                k.extend_from_slice(&1u64.to_le_bytes());
-                let mut v = vec![0u8; 8];
-                v[4..8].copy_from_slice(&(BS as u32).to_le_bytes());
-                v.extend_from_slice(&at.to_le_bytes());
-                entries.push((k, v));
-            }
-            entries.sort_by_key(|(k, _)| (u64le(k, 0), u64le(k, 8)));
-            write_leaf(block(&mut self.img, tree), &entries, true);
-            reseal(&mut self.img, tree);
+            omap_insert(&mut self.img, self.lay.vol_omap, &maps);
         }
         reseal(&mut self.img, root);
         // apfs_next_obj_id: TSK takes its last inode number from it.
@@ -531,6 +518,24 @@ pub fn write_node(b: &mut [u8], records: &[(Vec<u8>, Vec<u8>)], fixed: bool, roo
     b[48..56].copy_from_slice(&[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
 }
 
+/// Maps each (oid, block) at transaction 1 in the object map at block
+/// `omap` (a one-leaf tree), keeping its entries in numeric order.
+pub fn omap_insert(img: &mut [u8], omap: u64, maps: &[(u64, u64)]) {
+    let tree = u64le(&img[omap as usize * BS..], 48);
+    let mut entries = leaf_entries(&img[tree as usize * BS..][..BS], true);
+    for &(oid, at) in maps {
+        let mut k = oid.to_le_bytes().to_vec();
+        k.extend_from_slice(&1u64.to_le_bytes());
+        let mut v = vec![0u8; 8];
+        v[4..8].copy_from_slice(&(BS as u32).to_le_bytes());
+        v.extend_from_slice(&at.to_le_bytes());
+        entries.push((k, v));
+    }
+    entries.sort_by_key(|(k, _)| (u64le(k, 0), u64le(k, 8)));
+    write_leaf(block(img, tree), &entries, true);
+    reseal(img, tree);
+}
+
 /// Adds a second volume: a copy of the first's superblock named `name`
 /// at block `at`, mapped in the container's object map as oid `oid` and
 /// listed second in `nx_fs_oid` (of block 0 and of the checkpoint's
@@ -548,17 +553,7 @@ pub fn add_volume(img: &mut [u8], name: &str, at: u64, oid: u64) {
     b[704..704 + name.len()].copy_from_slice(name.as_bytes());
     reseal(img, at);
     let c_omap = u64le(&img[..BS], 160);
-    let tree = u64le(&img[c_omap as usize * BS..], 48);
-    let mut entries = leaf_entries(&img[tree as usize * BS..][..BS], true);
-    let mut k = oid.to_le_bytes().to_vec();
-    k.extend_from_slice(&1u64.to_le_bytes());
-    let mut v = vec![0u8; 8];
-    v[4..8].copy_from_slice(&(BS as u32).to_le_bytes());
-    v.extend_from_slice(&at.to_le_bytes());
-    entries.push((k, v));
-    entries.sort_by_key(|(k, _)| (u64le(k, 0), u64le(k, 8)));
-    write_leaf(block(img, tree), &entries, true);
-    reseal(img, tree);
+    omap_insert(img, c_omap, &[(oid, at)]);
     for sb in [0u64, 2] {
         // nx_max_file_systems: mkapfs allows one volume in 128 MiB.
         put32(block(img, sb), 180, 2);
