@@ -224,30 +224,38 @@ fn a_corrupted_table_entry_is_recorded_with_its_sectors() {
     if !common::have_tool(name, "sqlite3") {
         return;
     }
-    let work = tempfile::tempdir().unwrap();
-    let set = multiseg(&root, work.path());
     // Segment 2's table: descriptor (76) + header (24), then u32 entries.
-    // Point its third entry (chunk 47) far beyond the segment's end.
-    let mut bytes = std::fs::read(&set[1]).unwrap();
-    let table = bytes.windows(6).position(|w| w == b"table\0").unwrap();
-    let entry = table + 76 + 24 + 8;
-    bytes[entry..entry + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
-    std::fs::write(&set[1], bytes).unwrap();
-    let out = run(&set[0], work.path());
-    no_panic(&out);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = recorded(work.path());
-    assert!(
-        rows.iter().any(|r| r.0 == "error"
-            && r.1 == Some(3008)
-            && r.2 == Some(3071)
-            && r.3.contains("beyond the end")),
-        "{rows:?}"
-    );
+    // Point its third entry (chunk 47) far beyond the segment's end: in
+    // `table` alone, the `table2` mirror (whose entries still pass their
+    // Adler-32) serves, as libewf does; in both, the chunk is an error.
+    for both in [false, true] {
+        let work = tempfile::tempdir().unwrap();
+        let set = multiseg(&root, work.path());
+        let mut bytes = std::fs::read(&set[1]).unwrap();
+        let table = bytes.windows(6).position(|w| w == b"table\0").unwrap();
+        let mirror = bytes.windows(7).position(|w| w == b"table2\0").unwrap();
+        let copies: &[usize] = if both { &[table, mirror] } else { &[table] };
+        for &copy in copies {
+            let entry = copy + 76 + 24 + 8;
+            bytes[entry..entry + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+        }
+        std::fs::write(&set[1], bytes).unwrap();
+        let out = run(&set[0], work.path());
+        no_panic(&out);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = recorded(work.path());
+        let damaged = rows.iter().any(|r| {
+            r.0 == "error"
+                && r.1 == Some(3008)
+                && r.2 == Some(3071)
+                && r.3.contains("beyond the end")
+        });
+        assert_eq!(damaged, both, "both copies damaged: {both}; {rows:?}");
+    }
 }
 
 #[test]

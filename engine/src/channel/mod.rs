@@ -14,8 +14,8 @@
 //! through the counting VFS registered on this channel's counters) and
 //! [`Channel::server_dir`] (a database server's data directory, whose I/O
 //! the server does itself and [`Channel::charge_foreign`] adds in). Code
-//! that must read on handles of its own (the `ewf` crate's EWF2 reader,
-//! which takes paths) charges its reads with `charge_foreign` too.
+//! that must read on handles of its own (a library that takes paths)
+//! charges its reads with `charge_foreign` too.
 //!
 //! Stages run one after another within a pipeline, so a stage's figures are
 //! the difference between two [`ChannelSnapshot`]s taken around it.

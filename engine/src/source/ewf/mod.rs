@@ -1,32 +1,61 @@
-//! EWF (E01/Ex01) evidence through the `ewf` crate.
+//! EWF (E01 and Ex01) evidence, read by our own parser.
 //!
-//! The `ewf` crate parses the container: segment headers, sections, the chunk
-//! tables (paged lazily, so memory stays bounded for terabyte images), the
-//! stored hashes and the case metadata. Its segments are handed to it as
-//! counting backings, so its own parsing reads are charged to the evidence
-//! channel.
+//! `v1.rs` and `v2.rs` walk each segment's sections (every descriptor's
+//! Adler-32, length and offset checked before it is followed) into a
+//! [`Layout`]: the geometry, the case metadata, the stored hashes and one
+//! small record per chunk table. `table.rs` reads a table's entries when a
+//! chunk in it is first wanted and keeps a few tables cached, so memory is
+//! bounded for terabyte images. Every read goes through the counted
+//! segment, so the container's own parsing is charged to the evidence
+//! channel like its chunks.
 //!
-//! For EWF v1 the media read path is our own, on top of the crate's chunk
-//! table: it reads a chunk's stored bytes once through the counted segment,
-//! inflates compressed chunks with flate2 (zlib-rs backend) and verifies the
-//! Adler-32 trailer of uncompressed ones, which the crate does not check.
+//! The media read path reads a chunk's stored bytes once through the
+//! counted segment, inflates compressed chunks with flate2 (zlib-rs
+//! backend) and verifies the Adler-32 trailer of uncompressed ones.
 //! (libdeflate's whole-buffer inflate was tried too: faster on a synthetic
 //! criterion sample, but 31% of the stage's CPU against zlib-rs's 24% on a
 //! real corpus E01, so zlib-rs stays.)
 //! That lets a damaged chunk be reported with its exact sector range, and lets
-//! many threads inflate distinct chunks at once without sharing a cache lock.
+//! many threads inflate distinct chunks at once; the table cache's lock is
+//! held only to find or insert a table.
+//!
+//! The `ewf` crate did this until it was found indexing past a hostile
+//! table's end (a panic the product caught and the fuzzer could not); it
+//! stays in the tests as an independent reader.
 
+mod format;
+mod table;
+mod v1;
+mod v2;
+
+use self::format::SegmentRead;
+use self::table::{ChunkIndex, Stored, TableRef};
 use super::runs::{FLOOR_BYTES, Fetch, HINT_GAP_BYTES, ReadOptions, Run, RunReader, Runs, reuse};
 use super::{
     EvidenceSource, SECTOR_SIZE, SourceError, SourceFormat, SourceInfo, StoredHashes, hex,
 };
-use crate::channel::{Channel, ChannelError, ChannelFile, ChannelSnapshot};
-use ::ewf::{EwfReader, SegmentBacking, SegmentSource};
+use crate::channel::{Channel, ChannelError, ChannelFile};
 use flate2::{Decompress, FlushDecompress, Status};
 use std::cell::RefCell;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// What opening a set's segments found.
+#[derive(Debug, Default)]
+struct Layout {
+    chunk_size: u64,
+    media_size: u64,
+    /// Chunks the volume or case data says there are.
+    declared_chunks: Option<u64>,
+    tables: Vec<TableRef>,
+    /// Per segment: where its sections start, and its length.
+    bounds: Vec<Vec<u64>>,
+    md5: Option<[u8; 16]>,
+    sha1: Option<[u8; 20]>,
+    metadata: Vec<(String, String)>,
+    notes: Vec<String>,
+}
 
 /// An E01/Ex01 set.
 pub struct EwfSource {
@@ -35,13 +64,11 @@ pub struct EwfSource {
     /// Runs of consecutive stored chunks (units: chunks).
     runs: Runs,
     read: ReadOptions,
-    reader: EwfReader,
-    segments: Vec<Arc<CountedSegment>>,
+    index: ChunkIndex,
+    segments: Vec<CountedSegment>,
     chunk_size: u64,
     size: u64,
-    version2: bool,
     info: SourceInfo,
-    evidence: Channel,
 }
 
 impl std::fmt::Debug for EwfSource {
@@ -59,7 +86,7 @@ struct CountedSegment {
     len: u64,
 }
 
-impl SegmentBacking for CountedSegment {
+impl SegmentRead for CountedSegment {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.file.read_at(buf, offset)
     }
@@ -101,61 +128,47 @@ impl EwfSource {
                 });
             }
             container_bytes += len;
-            segments.push(Arc::new(CountedSegment { file, len }));
+            segments.push(CountedSegment { file, len });
         }
-        let format_error = |e: ::ewf::EwfError| SourceError::Format {
-            path: first.to_path_buf(),
-            reason: e.to_string(),
-        };
-        let reader = if version2 {
-            // The crate reads EWF v2 only from paths; its reads are then
-            // charged chunk by chunk in `read_at` below.
-            EwfReader::open_segments(&paths).map_err(format_error)?
+        let opened = if version2 {
+            v2::open(&segments)
         } else {
-            let sources = segments
-                .iter()
-                .map(|s| SegmentSource::from_backing(Arc::clone(s) as Arc<dyn SegmentBacking>))
-                .collect();
-            EwfReader::open_lazy_from_sources(sources).map_err(format_error)?
+            v1::open(&segments)
         };
-        let chunk_size = reader.chunk_size();
-        let size = reader.total_size();
+        let layout = opened.map_err(|reason| SourceError::Format {
+            path: first.to_path_buf(),
+            reason,
+        })?;
+        let chunk_size = layout.chunk_size;
+        let size = layout.media_size;
         if chunk_size == 0 || chunk_size % SECTOR_SIZE != 0 || chunk_size > 64 << 20 {
             return Err(SourceError::Format {
                 path: first.to_path_buf(),
                 reason: format!("implausible chunk size {chunk_size}"),
             });
         }
+        let index = ChunkIndex::new(layout.tables, layout.bounds);
         let expected_chunks = size.div_ceil(chunk_size);
-        let mut notes = Vec::new();
-        if (reader.chunk_count() as u64) < expected_chunks {
+        let mut notes = layout.notes;
+        if let Some(declared) = layout.declared_chunks
+            && declared != expected_chunks
+        {
+            notes.push(format!(
+                "the volume declares {declared} chunks but its media ({size} bytes) needs {expected_chunks}"
+            ));
+        }
+        if index.chunk_count() < expected_chunks {
             // Keep going: what the tables do list is readable, and reads of
             // the rest fail with their sector ranges.
             notes.push(format!(
                 "the chunk tables list {} chunks but the media ({} bytes) needs {}; a segment is missing or truncated, sectors {}-{} are unreadable",
-                reader.chunk_count(),
+                index.chunk_count(),
                 size,
                 expected_chunks,
-                reader.chunk_count() as u64 * chunk_size / SECTOR_SIZE,
+                index.chunk_count() * chunk_size / SECTOR_SIZE,
                 size.div_ceil(SECTOR_SIZE).saturating_sub(1)
             ));
         }
-        let stored = reader.stored_hashes();
-        let meta = reader.metadata();
-        let metadata = [
-            ("case_number", &meta.case_number),
-            ("evidence_number", &meta.evidence_number),
-            ("description", &meta.description),
-            ("examiner", &meta.examiner),
-            ("notes", &meta.notes),
-            ("acquiry_software", &meta.acquiry_software),
-            ("os_version", &meta.os_version),
-            ("acquiry_date", &meta.acquiry_date),
-            ("system_date", &meta.system_date),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
-        .collect();
         let info = SourceInfo {
             format: if version2 {
                 SourceFormat::Ewf2
@@ -167,10 +180,10 @@ impl EwfSource {
             media_size: size,
             chunk_size: Some(chunk_size),
             stored_hashes: StoredHashes {
-                md5: stored.md5.map(|h| hex(&h)),
-                sha1: stored.sha1.map(|h| hex(&h)),
+                md5: layout.md5.map(|h| hex(&h)),
+                sha1: layout.sha1.map(|h| hex(&h)),
             },
-            metadata,
+            metadata: layout.metadata,
             notes,
             read_run_bytes: Some(read.run_bytes),
         };
@@ -189,13 +202,11 @@ impl EwfSource {
                 read.cache_runs,
             ),
             read,
-            reader,
+            index,
             segments,
             chunk_size,
             size,
-            version2,
             info,
-            evidence: channel.clone(),
         })
     }
 
@@ -218,48 +229,38 @@ impl EwfSource {
     }
 
     /// Where chunk `chunk`'s stored bytes are, checked against its
-    /// segment: (segment, offset, bytes to read, compressed).
-    fn locate(&self, chunk: u64, logical: u64) -> Result<(usize, u64, usize, bool), SourceError> {
-        let index =
-            usize::try_from(chunk).map_err(|_| self.corrupt(chunk, "index overflow".into()))?;
-        // The `ewf` crate (0.4.10) indexes past a hostile table section's
-        // end when it reads its chunk table lazily (found by the e01 fuzz
-        // target): its panic is caught here and is this chunk's error. The
-        // reader stays usable: its cache lock recovers from poisoning.
-        let entry = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.reader.debug_chunk(index)
-        }))
-        .map_err(|_| {
-            self.corrupt(
-                chunk,
-                "chunk table: a table section is shorter than its header says".into(),
-            )
-        })?;
-        let (offset, stored, compressed, segment) =
-            entry.map_err(|e| self.corrupt(chunk, format!("chunk table: {e}")))?;
+    /// segment: (segment, offset, bytes to read, how stored). A pattern
+    /// fill has nothing to read.
+    fn locate(&self, chunk: u64, logical: u64) -> Result<(usize, u64, usize, Stored), SourceError> {
+        let entry = self
+            .index
+            .entry(chunk, &self.segments)
+            .map_err(|e| self.corrupt(chunk, format!("chunk table: {e}")))?;
+        let (segment, offset, stored, how) =
+            (entry.segment, entry.offset, entry.size, entry.stored);
+        if let Stored::Pattern(_) = how {
+            return Ok((segment, 0, 0, how));
+        }
         // A stored chunk is at most the chunk plus its checksum; compressed
         // data a little larger than the chunk is legal zlib but nothing sane
-        // writes it. Anything beyond that is a corrupt table entry.
-        if stored == 0 || stored > self.chunk_size * 2 + 1024 {
-            return Err(self.corrupt(
-                chunk,
-                format!("table gives an implausible stored size {stored}"),
-            ));
-        }
+        // writes it. Anything beyond that is a corrupt table entry. (A v1
+        // table's last entry is bounded by its section's end, so only its
+        // start is checked here.)
         let seg = self.segments.get(segment).ok_or_else(|| {
             self.corrupt(
                 chunk,
                 format!("table points at segment {} which is absent", segment + 1),
             )
         })?;
-        // The crate derives a chunk's size from the next table entry or the
-        // end of the segment's first `sectors` section, which can overshoot
-        // for the last chunk of a later group or a short final chunk. What
-        // is certain: the data starts inside the segment, a stored chunk is
-        // its logical length plus a 4-byte Adler-32, and a deflate stream
-        // ends by itself (bytes after it are ignored).
+        // What is certain: the data starts inside the segment, a stored
+        // chunk is its logical length plus a 4-byte Adler-32 (v1 always; v2
+        // when its flag says so), and a deflate stream ends by itself (bytes
+        // after it are ignored).
         let available = seg.len.saturating_sub(offset);
-        let needed = if compressed { 1 } else { logical };
+        let needed = match how {
+            Stored::Compressed => 1,
+            _ => logical,
+        };
         if available < needed {
             return Err(self.corrupt(
                 chunk,
@@ -270,14 +271,17 @@ impl EwfSource {
                 ),
             ));
         }
-        let stored = if compressed {
-            stored.min(available)
-        } else {
-            (logical + 4).min(available)
+        if stored == 0 {
+            return Err(self.corrupt(chunk, "table gives no stored bytes".into()));
+        }
+        let stored = match how {
+            Stored::Compressed => stored.min(available).min(self.chunk_size * 2 + 1024),
+            Stored::Plain { checked: true } => (logical + 4).min(available),
+            _ => logical,
         };
         let stored = usize::try_from(stored)
             .map_err(|_| self.corrupt(chunk, "stored size overflows".into()))?;
-        Ok((segment, offset, stored, compressed))
+        Ok((segment, offset, stored, how))
     }
 
     /// Logical bytes of chunk `chunk` (the last one may be short).
@@ -300,7 +304,14 @@ impl EwfSource {
         run: &mut Option<Arc<Run>>,
     ) -> Result<(), SourceError> {
         let logical = out.len() as u64;
-        let (segment, offset, stored, compressed) = self.locate(chunk, logical)?;
+        let (segment, offset, stored, how) = self.locate(chunk, logical)?;
+        if let Stored::Pattern(p) = how {
+            for (o, b) in out.iter_mut().zip(p.to_le_bytes().iter().cycle()) {
+                *o = *b;
+            }
+            return Ok(());
+        }
+        let compressed = how == Stored::Compressed;
         let seg = &self.segments[segment];
         if !run
             .as_ref()
@@ -440,32 +451,6 @@ impl EwfSource {
         }
         Ok(())
     }
-
-    /// EWF v2: the crate reads; we charge the chunk's stored bytes.
-    fn read_v2(&self, buf: &mut [u8], offset: u64) -> Result<usize, SourceError> {
-        let start = std::time::Instant::now();
-        let n = self.reader.read_at(buf, offset).map_err(|e| {
-            let chunk = offset / self.chunk_size;
-            self.corrupt(chunk, e.to_string())
-        })?;
-        let first = offset / self.chunk_size;
-        let last = (offset + n.max(1) as u64 - 1) / self.chunk_size;
-        let mut stored = 0u64;
-        for c in first..=last {
-            if let Ok((_, s, _, _)) = self.reader.debug_chunk(c as usize) {
-                stored += s;
-            }
-        }
-        // The crate reads EWF2 segments on handles of its own (it takes
-        // paths only): charge the stored bytes of the chunks it read.
-        self.evidence.charge_foreign(&ChannelSnapshot {
-            bytes_read: stored,
-            read_ops: 1,
-            read_blocked_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            ..ChannelSnapshot::default()
-        });
-        Ok(n)
-    }
 }
 
 /// The last chunk a thread decoded for a partial read: small files read in
@@ -494,9 +479,6 @@ impl EvidenceSource for EwfSource {
             return Ok(0);
         }
         let want = usize::try_from((self.size - offset).min(buf.len() as u64)).unwrap_or(buf.len());
-        if self.version2 {
-            return self.read_v2(&mut buf[..want], offset);
-        }
         // The chunk after the request's last: runs are sized from it.
         let want_end = (offset + want as u64).div_ceil(self.chunk_size);
         let mut run: Option<Arc<Run>> = None;
@@ -562,16 +544,20 @@ impl EwfSource {
 impl RunReader for EwfSource {
     /// Chunks from `start` stored one after another in `start`'s segment.
     fn stretch(&self, start: u64, end: u64) -> u64 {
-        let Ok((segment, first, stored, _)) = self.locate(start, self.logical(start)) else {
+        let Ok((segment, first, stored, how)) = self.locate(start, self.logical(start)) else {
             return start + 1;
         };
+        if matches!(how, Stored::Pattern(_)) {
+            return start + 1;
+        }
         let budget = self.stretch_budget() as u64;
         let mut next = first + stored as u64;
         let mut c = start + 1;
         while c < end {
             match self.locate(c, self.logical(c)) {
-                Ok((s, o, n, _))
+                Ok((s, o, n, how))
                     if s == segment
+                        && !matches!(how, Stored::Pattern(_))
                         && o >= next
                         && o - next <= 4096
                         && o + n as u64 - first <= budget =>
@@ -586,7 +572,10 @@ impl RunReader for EwfSource {
     }
 
     fn fill(&self, start: u64, end: u64, mut bytes: Vec<u8>) -> Option<Run> {
-        let (segment, first, _, _) = self.locate(start, self.logical(start)).ok()?;
+        let (segment, first, _, how) = self.locate(start, self.logical(start)).ok()?;
+        if matches!(how, Stored::Pattern(_)) {
+            return None;
+        }
         let (_, last, stored, _) = self.locate(end - 1, self.logical(end - 1)).ok()?;
         let seg = self.segments.get(segment)?;
         let span = (last + stored as u64).checked_sub(first)?;
@@ -738,26 +727,4 @@ fn discover_segments(first: &Path) -> Result<Vec<PathBuf>, SourceError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segment_names_follow_the_ewf_sequence() {
-        assert_eq!(segment_extension("E01", 1).as_deref(), Some("E01"));
-        assert_eq!(segment_extension("E01", 99).as_deref(), Some("E99"));
-        assert_eq!(segment_extension("E01", 100).as_deref(), Some("EAA"));
-        assert_eq!(segment_extension("E01", 101).as_deref(), Some("EAB"));
-        assert_eq!(segment_extension("E01", 126).as_deref(), Some("EBA"));
-        assert_eq!(segment_extension("e01", 100).as_deref(), Some("eaa"));
-        assert_eq!(
-            segment_extension("E01", 100 + 26 * 26).as_deref(),
-            Some("FAA")
-        );
-        assert_eq!(
-            segment_extension("E01", 100 + 22 * 26 * 26 - 1).as_deref(),
-            Some("ZZZ")
-        );
-        assert_eq!(segment_extension("E01", 100 + 22 * 26 * 26), None);
-        assert_eq!(segment_extension("Ex01", 2).as_deref(), Some("Ex02"));
-    }
-}
+mod tests;
