@@ -1027,3 +1027,76 @@ fn directory_loop_and_missing_inode_are_reported() {
         .expect("witness");
     assert_eq!(md5_of(&img[..], w), md5_bytes(b"still read"));
 }
+
+/// A GPT disk whose partition (of Apple's APFS type) holds the filled
+/// container: the volume system finds it, detection reads it as APFS, and
+/// the walk and free space are in absolute disk offsets; TSK's `fls -o`
+/// reaches the same names.
+#[test]
+fn container_in_a_gpt_partition_is_found_and_walked() {
+    let test = "container_in_a_gpt_partition_is_found_and_walked";
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(img) = filled(test) else { return };
+    let first = 2048u64;
+    let count = (img.len() / 512) as u64;
+    let sectors = (first + count + 2048) as usize;
+    let apfs_type = "7C3457EF-0000-11AA-AA11-00306543ECAC";
+    let mut disk = gpt_disk_with(
+        sectors,
+        &[(first, first + count - 1, "Macintosh HD", apfs_type)],
+    );
+    let at = first as usize * 512;
+    disk[at..at + img.len()].copy_from_slice(&img);
+    let vs = caseload_fs::open_volume_system(&disk[..]).expect("volume system");
+    let part = vs
+        .partitions
+        .iter()
+        .find(|p| p.start_sector == first)
+        .expect("the APFS partition");
+    let fs = open_filesystem(&disk[..], part.offset, part.length).expect("open");
+    assert_eq!(fs.kind(), FsKind::Apfs);
+    let (records, summary) = walk_all(&fs);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    let r = records
+        .iter()
+        .find(|r| r.path() == "small.txt")
+        .expect("listed");
+    assert_eq!(md5_of(&disk[..], r), md5_bytes(b"hello, apfs\n"));
+    let mut free = 0u64;
+    fs.unallocated_runs(|e| {
+        assert!(e.offset >= part.offset && e.offset + e.len <= part.offset + part.length);
+        free += e.len;
+    })
+    .expect("free runs");
+    assert!(free > 0);
+    if have_tool(test, "fls") {
+        let file = write_temp(&disk);
+        let apsb = layout(&img).apsb;
+        let out = Command::new("fls")
+            .args([
+                "-r",
+                "-p",
+                "-o",
+                &first.to_string(),
+                "-P",
+                "apfs",
+                "-B",
+                &apsb.to_string(),
+            ])
+            .arg(file.path())
+            .output()
+            .expect("fls");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let theirs: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once(":\t").map(|p| p.1))
+            .collect();
+        let ours: Vec<String> = records.iter().map(|r| r.path()).collect();
+        assert_eq!(
+            ours,
+            theirs,
+            "fls -o {first}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
