@@ -1,6 +1,7 @@
 //! Disk and volume geometry: partition table (MBR or GPT) and the FAT
 //! layout (sector and cluster sizes, FAT size, where the data area starts).
 
+use crate::apfs::ApfsParams;
 use crate::error::CorpusError;
 use crate::exfat::ExfatParams;
 use crate::fat::FatType;
@@ -65,6 +66,11 @@ pub struct Geometry {
     /// `reserved`, which covers the boot region, the FAT and those two);
     /// `fat` is unused (FAT32, so the root gets clusters like any folder).
     pub exfat: Option<ExfatParams>,
+    /// An APFS container filling the partition: where its objects lie.
+    /// The planner's clusters are 4 KiB blocks from
+    /// [`ApfsParams::data_base`] on (`reserved` covers the blocks before);
+    /// `fat` is unused (FAT32).
+    pub apfs: Option<ApfsParams>,
 }
 
 fn fat32_cluster_bytes(vol: u64) -> u64 {
@@ -163,6 +169,7 @@ impl Geometry {
                 clusters: clusters as u32,
                 ntfs: false,
                 exfat: None,
+                apfs: None,
             })
         };
         let smallest =
@@ -214,6 +221,7 @@ impl Geometry {
             clusters: clusters as u32,
             ntfs: true,
             exfat: None,
+            apfs: None,
         })
     }
 
@@ -240,6 +248,36 @@ impl Geometry {
             clusters: p.cluster_count - p.sys_clusters(),
             ntfs: false,
             exfat: Some(p),
+            apfs: None,
+        })
+    }
+
+    /// Plan an APFS disk of `disk_bytes`: GPT unless an MBR is asked for
+    /// (a Mac's disks are GUID-partitioned), one container filling the
+    /// partition (whole 4 KiB blocks).
+    pub fn plan_apfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
+        let table = Some(table.unwrap_or(TableKind::Gpt));
+        let (disk_bytes, table, vol_bytes) =
+            Self::partition(disk_bytes, table, "APFS", crate::apfs::MIN_DISK)?;
+        let p = ApfsParams::for_container(vol_bytes)
+            .ok_or_else(|| CorpusError::Invalid("size out of APFS's range here".into()))?;
+        let spc = (crate::apfs::BLOCK as u64 / DISK_SECTOR) as u32;
+        Ok(Geometry {
+            disk_bytes,
+            table,
+            part_start_lba: PART_START_LBA,
+            part_sectors: vol_bytes / DISK_SECTOR,
+            fat: FatType::Fat32,
+            bps: DISK_SECTOR as u32,
+            spc,
+            reserved: (p.data_base * spc as u64) as u32,
+            fat_sectors: 0,
+            root_entries: 0,
+            total_sectors: vol_bytes / DISK_SECTOR,
+            clusters: (p.blocks - p.data_base) as u32,
+            ntfs: false,
+            exfat: None,
+            apfs: Some(p),
         })
     }
 
@@ -342,6 +380,10 @@ impl Geometry {
 
     /// Partition type byte as an MBR records it.
     pub fn mbr_type(&self) -> u8 {
+        if self.apfs.is_some() {
+            // Apple's type byte (HFS+ and APFS).
+            return 0xAF;
+        }
         if self.ntfs || self.exfat.is_some() {
             return 0x07;
         }

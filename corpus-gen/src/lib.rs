@@ -8,6 +8,7 @@
 //! sets. The same seed and options always give byte-identical output,
 //! whatever the thread count, and memory stays bounded whatever the size.
 
+pub mod apfs;
 pub mod boot;
 pub mod calibrate;
 pub mod content;
@@ -30,7 +31,8 @@ pub mod words;
 pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
-    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat,
+    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_apfs,
+    generate_exfat,
     generate_with_tee,
 };
 pub use geometry::TableKind;
