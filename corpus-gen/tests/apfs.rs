@@ -103,8 +103,172 @@ fn check_apfsck(c: &Corpus) {
     let _ = std::fs::remove_file(v);
 }
 
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The manifest's listed (allocated) files and folders.
+fn live(m: &Manifest) -> Vec<&FileEntry> {
+    m.files
+        .iter()
+        .filter(|e| e.stream.is_none() && e.allocated)
+        .collect()
+}
+
+fn apfs_facts(c: &Corpus) -> &caseload_corpus::manifest::ApfsFacts {
+    c.manifest.filesystem.apfs.as_ref().expect("apfs facts")
+}
+
+/// `pstat` finds the container and its one volume at the manifest's block;
+/// `fls` lists exactly the manifest's live names with their inode numbers
+/// (no deleted ones: APFS keeps none); `icat` gives each live file's MD5.
+fn check_tsk(c: &Corpus) {
+    if !have("fls") || !have("icat") || !have("pstat") {
+        return;
+    }
+    let sector = (part(c).0 / 512).to_string();
+    let image = c.image.to_str().expect("path");
+    let block = apfs_facts(c).volume_block.to_string();
+    let (ok, text) = run("pstat", &["-o", &sector, image]);
+    assert!(ok, "pstat failed:\n{text}");
+    assert!(text.contains("Type: APFS"), "pstat:\n{text}");
+    assert!(
+        text.contains(&format!("APSB Block Number: {block}")),
+        "pstat:\n{text}"
+    );
+    assert!(text.contains(&apfs_facts(c).volume_name), "pstat:\n{text}");
+    let (ok, text) = run(
+        "fls",
+        &["-r", "-p", "-P", "apfs", "-B", &block, "-o", &sector, image],
+    );
+    assert!(ok, "fls failed:\n{text}");
+    let mut listed: BTreeSet<(String, u64)> = BTreeSet::new();
+    for line in text.lines() {
+        let Some((meta, path)) = line.split_once(":\t") else {
+            continue;
+        };
+        assert!(!meta.contains('*'), "fls lists a deleted entry: {line}");
+        let inode: u64 = meta
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("fls line {line:?}"));
+        assert!(listed.insert((path.to_string(), inode)), "twice: {line}");
+    }
+    let want: BTreeSet<(String, u64)> = live(&c.manifest)
+        .iter()
+        .map(|e| (e.tsk_path.clone(), e.inode.expect("inode")))
+        .collect();
+    let only_fls: Vec<_> = listed.difference(&want).take(10).collect();
+    let only_mf: Vec<_> = want.difference(&listed).take(10).collect();
+    assert!(
+        only_fls.is_empty() && only_mf.is_empty(),
+        "fls and the manifest differ: only in fls {only_fls:?}, only in the manifest {only_mf:?}"
+    );
+    let mut checked = 0;
+    for e in live(&c.manifest) {
+        if e.kind != EntryKind::File {
+            continue;
+        }
+        let inode = e.inode.expect("inode").to_string();
+        let out = Command::new("icat")
+            .args(["-P", "apfs", "-B", &block, "-o", &sector, image, &inode])
+            .output()
+            .expect("icat");
+        assert_eq!(
+            Some(hex(&Md5::digest(&out.stdout))),
+            e.md5,
+            "icat of {} ({inode})",
+            e.path
+        );
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} files checked");
+    println!(
+        "fls: {} names; icat: {checked} files",
+        listed.len()
+    );
+}
+
+/// libfsapfs's hierarchy is exactly the manifest's live paths.
+fn check_fsapfsinfo(c: &Corpus) {
+    if !have("fsapfsinfo") {
+        return;
+    }
+    let offset = part(c).0.to_string();
+    let (ok, text) = run(
+        "fsapfsinfo",
+        &["-o", &offset, "-H", c.image.to_str().expect("path")],
+    );
+    assert!(ok, "fsapfsinfo failed:\n{text}");
+    let mut seen = BTreeSet::new();
+    for line in text.lines() {
+        // "/{volume uuid}/path"
+        let Some(rest) = line.strip_prefix("/{") else {
+            continue;
+        };
+        let Some((_, path)) = rest.split_once("}/") else {
+            continue;
+        };
+        if !path.is_empty() {
+            seen.insert(path.to_string());
+        }
+    }
+    let want: BTreeSet<String> = live(&c.manifest).iter().map(|e| e.path.clone()).collect();
+    let only_lib: Vec<_> = seen.difference(&want).take(10).collect();
+    let only_mf: Vec<_> = want.difference(&seen).take(10).collect();
+    assert!(
+        only_lib.is_empty() && only_mf.is_empty(),
+        "fsapfsinfo and the manifest differ: only in fsapfsinfo {only_lib:?}, only in the manifest {only_mf:?}"
+    );
+    println!("fsapfsinfo: {} paths", seen.len());
+}
+
+fn check_all(c: &Corpus) {
+    check_apfsck(c);
+    check_tsk(c);
+    check_fsapfsinfo(c);
+}
+
+fn size_seed(default: (u64, u64)) -> (u64, u64) {
+    let size = std::env::var("APFS_SIZE_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(|m: u64| m * MIB)
+        .unwrap_or(default.0);
+    let seed = std::env::var("APFS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default.1);
+    (size, seed)
+}
+
 #[test]
-fn small_workstation_corpus_passes_apfsck() {
-    let c = corpus(64 * MIB, 1, 2, "workstation");
-    check_apfsck(&c);
+fn workstation_corpus_passes_every_oracle() {
+    let (size, seed) = size_seed((64 * MIB, 1));
+    let c = corpus(size, seed, 2, "workstation");
+    check_all(&c);
+}
+
+#[test]
+fn suspect_corpus_with_deleted_folders_passes_every_oracle() {
+    let c = corpus(96 * MIB, 2, 2, "suspect");
+    assert!(c.manifest.summary.deleted_files > 0);
+    check_all(&c);
+}
+
+#[test]
+fn image_and_manifest_do_not_depend_on_threads() {
+    let a = corpus(48 * MIB, 3, 1, "workstation");
+    let b = corpus(48 * MIB, 3, 2, "workstation");
+    let read = |c: &Corpus, n: &str| std::fs::read(c.dir.path().join(n)).expect("read");
+    assert!(
+        read(&a, caseload_corpus::IMAGE) == read(&b, caseload_corpus::IMAGE),
+        "images differ between 1 and 2 threads"
+    );
+    assert_eq!(
+        read(&a, caseload_corpus::MANIFEST),
+        read(&b, caseload_corpus::MANIFEST),
+        "manifests differ between 1 and 2 threads"
+    );
 }
