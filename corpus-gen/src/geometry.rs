@@ -259,8 +259,12 @@ impl Geometry {
         let table = Some(table.unwrap_or(TableKind::Gpt));
         let (disk_bytes, table, vol_bytes) =
             Self::partition(disk_bytes, table, "APFS", crate::apfs::MIN_DISK)?;
-        let p = ApfsParams::for_container(vol_bytes)
-            .ok_or_else(|| CorpusError::Invalid("size out of APFS's range here".into()))?;
+        let p = ApfsParams::for_container(vol_bytes).ok_or_else(|| {
+            CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is outside APFS's range here (16 MiB to 7 TiB: above, \
+                 the space manager would need chunk-info address blocks)"
+            ))
+        })?;
         let spc = (crate::apfs::BLOCK as u64 / DISK_SECTOR) as u32;
         Ok(Geometry {
             disk_bytes,

@@ -272,3 +272,52 @@ fn image_and_manifest_do_not_depend_on_threads() {
         "manifests differ between 1 and 2 threads"
     );
 }
+
+#[test]
+fn mac_laptop_corpus_passes_every_oracle() {
+    let c = corpus(128 * MIB, 4, 2, "mac-laptop");
+    let paths: Vec<&str> = live(&c.manifest).iter().map(|e| e.path.as_str()).collect();
+    let user = paths
+        .iter()
+        .find_map(|p| p.strip_prefix("Users/").filter(|r| !r.contains('/')))
+        .expect("a home folder");
+    for want in [
+        "Desktop",
+        "Documents",
+        "Downloads",
+        "Pictures",
+        "Library/Mail",
+        "Library/Safari",
+        "Library/Safari/History.db",
+    ] {
+        let p = format!("Users/{user}/{want}");
+        assert!(paths.contains(&p.as_str()), "no {p}");
+    }
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.contains("/Library/Mail/") && p.ends_with(".emlx")),
+        "no .emlx message"
+    );
+    assert!(!paths.iter().any(|p| p.starts_with("Windows")));
+    check_all(&c);
+}
+
+/// The smallest disk accepted here passes apfsck too; one byte-sector
+/// less is refused, naming APFS.
+#[test]
+fn smallest_corpus_passes_and_smaller_is_refused() {
+    let c = corpus(caseload_corpus::apfs::MIN_DISK, 6, 2, "workstation");
+    check_apfsck(&c);
+    check_fsapfsinfo(&c);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = opts(
+        dir.path(),
+        caseload_corpus::apfs::MIN_DISK - 512,
+        6,
+        1,
+        "workstation",
+    );
+    let e = generate_apfs(&o, &NoProgress, None).expect_err("too small");
+    assert!(e.to_string().contains("APFS"), "{e}");
+}

@@ -245,6 +245,14 @@ pub fn phys_extent(block: u64, blocks: u64, owner: u64) -> Sorted {
     }
 }
 
+/// The object id an object-map key holds.
+pub fn key_oid(key: &[u8]) -> u64 {
+    key.get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .unwrap_or(0)
+}
+
 /// An object-map record: virtual `oid` at block `block`.
 pub fn omap(oid: u64, block: u64) -> Rec {
     let mut k = vec![0u8; 16];

@@ -199,7 +199,8 @@ impl ApfsWriter {
                 b
             }
         };
-        omap.sort_by(|a, b| a.key.cmp(&b.key));
+        // By object id as a number (the keys' bytes are little-endian).
+        omap.sort_by_key(|r| records::key_oid(&r.key));
         let omap_leaves = btree::pack(Tree::Omap, &omap);
         let mut omap_children = Vec::new();
         let mut omap_leaf_blocks = Vec::new();

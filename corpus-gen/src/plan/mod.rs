@@ -669,7 +669,26 @@ impl Volume {
             ("Program Files".into(), 0, None),              // 18
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
-        let mut tree = if profile.stick {
+        let mut tree = if profile.mac {
+            // A Mac's home folder: mail and Safari under Library.
+            vec![
+                (String::new(), 0, None),                      // 0 root
+                ("Users".into(), 0, None),                     // 1
+                (user.clone(), 1, None),                       // 2
+                ("Desktop".into(), 2, Some(Leaf::Desktop)),    // 3
+                ("Documents".into(), 2, Some(Leaf::Documents)), // 4
+                ("Downloads".into(), 2, Some(Leaf::Downloads)), // 5
+                ("Pictures".into(), 2, Some(Leaf::Pictures)),  // 6
+                ("Music".into(), 2, Some(Leaf::Music)),        // 7
+                ("Library".into(), 2, None),                   // 8
+                ("Mail".into(), 8, Some(Leaf::Mail)),          // 9
+                ("Safari".into(), 8, Some(Leaf::Browser)),     // 10
+                ("Caches".into(), 8, None),                    // 11
+                ("com.apple.Safari".into(), 11, Some(Leaf::Cache)), // 12
+                ("Applications".into(), 0, None),              // 13
+                (format!("{vendor}.app"), 13, Some(Leaf::Programs)), // 14
+            ]
+        } else if profile.stick {
             // A stick's own tree; `Transfer` holds the loose files.
             vec![
                 (String::new(), 0, None),                       // 0 root
@@ -683,7 +702,7 @@ impl Volume {
         } else {
             tree
         };
-        let system_disk = profile.system_disk && !profile.stick;
+        let system_disk = profile.system_disk && !profile.stick && !profile.mac;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -1165,6 +1184,21 @@ fn file_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> String {
         }
     } else {
         name
+    }
+}
+
+/// The name a Mac gives a file `file_name` named: Safari's history is
+/// `History.db`, Mail's messages are `.emlx` files (the content stays an
+/// RFC 822 message: Apple's byte-count line and property list are not
+/// written).
+fn mac_name(name: String, leaf: Leaf, kind: Kind) -> String {
+    match (leaf, kind) {
+        (Leaf::Browser, Kind::Sqlite) => "History.db".into(),
+        (_, Kind::Eml) => match name.strip_suffix(".eml") {
+            Some(stem) => format!("{stem}.emlx"),
+            None => name,
+        },
+        _ => name,
     }
 }
 
