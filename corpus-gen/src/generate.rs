@@ -300,25 +300,7 @@ impl ImageSink<'_, '_> {
     }
 }
 
-impl crate::apfs::write::Out for ImageSink<'_, '_> {
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
-        self.write(b)
-    }
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
-        self.zeros(n)
-    }
-}
-
-impl crate::exfat::write::Out for ImageSink<'_, '_> {
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
-        self.write(b)
-    }
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
-        self.zeros(n)
-    }
-}
-
-impl ntfs::write::Out for ImageSink<'_, '_> {
+impl crate::plan::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
     }

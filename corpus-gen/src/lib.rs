@@ -2,7 +2,8 @@
 //! truth.
 //!
 //! [`generate()`] writes `image.dd` (an MBR or GPT disk holding one FAT or
-//! NTFS partition shaped like a Windows user's disk), `manifest.json` (every
+//! NTFS partition shaped like a Windows user's disk; [`generate_exfat()`]
+//! and [`generate_apfs()`] place the same plan on exFAT and APFS), `manifest.json` (every
 //! file, deleted entry, carvable item and planted keyword, schema in
 //! `docs/manifest.md`, types in [`manifest`]) and the known/notable hash
 //! sets. The same seed and options always give byte-identical output,

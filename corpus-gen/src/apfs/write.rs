@@ -14,15 +14,8 @@ use super::layout;
 use super::records;
 use super::*;
 use crate::error::CorpusError;
-use crate::plan::{GroupPlan, Volume};
+use crate::plan::{GroupPlan, Out, Volume};
 
-/// Where the head's bytes go, in order.
-pub trait Out {
-    /// Append bytes.
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
-    /// Append `n` zero bytes.
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
-}
 
 /// What the pass over the plan found, and the head's nodes.
 #[derive(Debug)]

@@ -384,6 +384,15 @@ pub struct GroupPlan {
     pub mft: u32,
 }
 
+/// Where a file system's head bytes go, in disk order (the image sink,
+/// which tees them to an E01 too).
+pub trait Out {
+    /// Append bytes.
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
+    /// Append `n` zero bytes.
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
+}
+
 /// What a file system's layout planner tells the shared planner: how much
 /// room its own structures take, so that one logical plan is placed in
 /// clusters alike on every file system. `fat::layout` and `ntfs::layout`
