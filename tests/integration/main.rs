@@ -22,6 +22,7 @@ mod corpus_bad_input;
 mod corpus_content;
 mod corpus_determinism;
 mod corpus_e01;
+mod corpus_apfs;
 mod corpus_exfat;
 mod corpus_filesystem;
 mod corpus_ntfs;

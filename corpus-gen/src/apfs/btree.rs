@@ -101,10 +101,9 @@ pub fn rec_bytes(tree: Tree, r: &Rec) -> usize {
     }
 }
 
-/// Split `recs` into nodes (leaves, or index nodes), greedily, each
-/// holding what fits beside a root's footer.
-pub fn pack(tree: Tree, recs: &[Rec]) -> Vec<Range<usize>> {
-    let leaf = recs.first().map(|r| r.val.len() != 8).unwrap_or(true);
+/// Split `recs` into nodes (leaves, or index nodes when `leaf` is
+/// false), greedily, each holding what fits beside a root's footer.
+pub fn pack(tree: Tree, leaf: bool, recs: &[Rec]) -> Vec<Range<usize>> {
     let room = if tree.fixed() {
         BLOCK - HEADER - FOOTER - toc_len(tree, leaf, 0)
     } else {
@@ -257,7 +256,7 @@ pub fn index_levels(
             })
             .collect();
         let mut next = Vec::new();
-        for r in pack(tree, &recs) {
+        for r in pack(tree, false, &recs) {
             let ptr = alloc();
             next.push(Child {
                 first_key: recs[r.start].key.clone(),

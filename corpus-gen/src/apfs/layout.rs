@@ -321,7 +321,10 @@ pub fn group_records(p: &ApfsParams, plan: &GroupPlan, base: u64) -> GroupRecs {
 /// A group's leaf nodes, packed: file-system leaves then extent-reference
 /// leaves, as record ranges.
 pub fn group_leaves(g: &GroupRecs) -> (Vec<std::ops::Range<usize>>, Vec<std::ops::Range<usize>>) {
-    (btree::pack(Tree::Fs, &g.fs), btree::pack(Tree::ExtRef, &g.extref))
+    (
+        btree::pack(Tree::Fs, true, &g.fs),
+        btree::pack(Tree::ExtRef, true, &g.extref),
+    )
 }
 
 /// The skeleton's own records: the root and private directory (as mkapfs

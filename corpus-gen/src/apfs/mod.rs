@@ -304,10 +304,10 @@ pub fn storable_name(name: &str) -> Option<String> {
     Some(out)
 }
 
-/// The directory-record hash of a name on a case- and
-/// normalization-sensitive... more exactly, a normalization-insensitive,
-/// case-sensitive volume: CRC-32C (no final inversion) of the NFD form's
-/// UTF-32 code points, its low 22 bits, shifted past the 10-bit length.
+/// The directory-record hash of a name on this volume (case-sensitive,
+/// normalization-insensitive, so names are hashed without case folding):
+/// CRC-32C, without its final inversion, of the name's NFD form as UTF-32
+/// code points; its low 22 bits, shifted past the key's 10-bit name length.
 pub fn name_hash(name: &str) -> u32 {
     use unicode_normalization::UnicodeNormalization;
     let mut bytes = Vec::with_capacity(name.len() * 4);

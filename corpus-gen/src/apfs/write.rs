@@ -133,7 +133,7 @@ impl ApfsWriter {
         // The skeleton's leaves, at the start of the planner's clusters.
         let skel_recs = layout::skeleton_records(vol, &head_drecs, formatted);
         drop(head_drecs);
-        let ranges = btree::pack(Tree::Fs, &skel_recs);
+        let ranges = btree::pack(Tree::Fs, true, &skel_recs);
         let room = vol.skel[0].clusters as usize;
         if ranges.len() > room {
             return Err(CorpusError::Worker(format!(
@@ -194,7 +194,7 @@ impl ApfsWriter {
         };
         // By object id as a number (the keys' bytes are little-endian).
         omap.sort_by_key(|r| records::key_oid(&r.key));
-        let omap_leaves = btree::pack(Tree::Omap, &omap);
+        let omap_leaves = btree::pack(Tree::Omap, true, &omap);
         let mut omap_children = Vec::new();
         let mut omap_leaf_blocks = Vec::new();
         for r in &omap_leaves {
@@ -413,31 +413,6 @@ impl ApfsWriter {
         }
         out.resize(plan.mft as usize * BLOCK, 0);
         out
-    }
-
-    /// Which of a group's clusters are allocated: its leaves and its
-    /// listed files' blocks.
-    pub fn used_clusters(plan: &GroupPlan, leaves: u32) -> Vec<bool> {
-        let mut used = vec![false; plan.n as usize];
-        for u in used.iter_mut().take(leaves as usize) {
-            *u = true;
-        }
-        for it in plan.items.iter().filter(|it| layout::live_item(it)) {
-            for r in &it.runs {
-                for c in r.start..r.start + r.len {
-                    used[c as usize] = true;
-                }
-            }
-        }
-        used
-    }
-
-    /// Leaf nodes group `plan` writes.
-    pub fn group_leaf_count(&self, plan: &GroupPlan) -> u32 {
-        let k = plan.k as usize;
-        let g = layout::group_records(&self.p, plan, self.id_base[k]);
-        let (fl, el) = layout::group_leaves(&g);
-        (fl.len() + el.len()) as u32
     }
 }
 
