@@ -651,7 +651,10 @@ fn generate_fs(
         None
     };
     // APFS: the container's free blocks (its space manager's count).
-    let free = apfs_writer.as_ref().map(|w| w.free_blocks()).unwrap_or(free);
+    let free = apfs_writer
+        .as_ref()
+        .map(|w| w.free_blocks())
+        .unwrap_or(free);
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
         planted

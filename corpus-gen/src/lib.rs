@@ -33,8 +33,7 @@ pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
     IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_apfs,
-    generate_exfat,
-    generate_with_tee,
+    generate_exfat, generate_with_tee,
 };
 pub use geometry::TableKind;
 pub use manifest::Manifest;

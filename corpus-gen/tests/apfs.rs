@@ -184,10 +184,7 @@ fn check_tsk(c: &Corpus) {
         checked += 1;
     }
     assert!(checked > 20, "only {checked} files checked");
-    println!(
-        "fls: {} names; icat: {checked} files",
-        listed.len()
-    );
+    println!("fls: {} names; icat: {checked} files", listed.len());
 }
 
 /// libfsapfs's hierarchy is exactly the manifest's live paths.
@@ -243,7 +240,12 @@ fn check_generic(c: &Corpus) {
             bytes.extend_from_slice(&img[x.offset as usize..(x.offset + x.length) as usize]);
         }
         bytes.truncate(e.size as usize);
-        assert_eq!(Some(hex(&Md5::digest(&bytes))), e.md5, "extents of {}", e.path);
+        assert_eq!(
+            Some(hex(&Md5::digest(&bytes))),
+            e.md5,
+            "extents of {}",
+            e.path
+        );
         files += 1;
         for k in &e.keywords {
             for o in k.raw.iter().filter_map(|o| o.disk_offset) {
@@ -268,7 +270,11 @@ fn check_generic(c: &Corpus) {
             assert!(nsrl.contains(md5.as_str()), "known {} not in NSRL", e.path);
         }
         if e.notable {
-            assert!(notable.contains(md5.as_str()), "notable {} not listed", e.path);
+            assert!(
+                notable.contains(md5.as_str()),
+                "notable {} not listed",
+                e.path
+            );
         }
     }
     let mut carved = 0;

@@ -100,9 +100,12 @@ fn an_apfs_mac_laptop_corpus_and_its_e01_are_what_the_manifest_says() {
             .arg(&container)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&o.stdout).to_string()
-            + &String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success() && text.trim().is_empty(), "apfsck: {text}");
+        let text =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && text.trim().is_empty(),
+            "apfsck: {text}"
+        );
     }
     if common::have_tool(test, "fls") {
         let block = m["filesystem"]["apfs"]["volume_block"].to_string();

@@ -93,7 +93,11 @@ pub fn free_queue(oid: u64) -> Vec<u8> {
     put16(&mut b, 32, 1 | 2 | 4);
     let toc = ((BLOCK - btree::HEADER) / (16 + 8 + 4)) * 4;
     put16(&mut b, 42, toc as u16);
-    put16(&mut b, 46, (BLOCK - btree::HEADER - toc - btree::FOOTER) as u16);
+    put16(
+        &mut b,
+        46,
+        (BLOCK - btree::HEADER - toc - btree::FOOTER) as u16,
+    );
     put16(&mut b, 48, 0xFFFF);
     put16(&mut b, 52, 0xFFFF);
     let at = BLOCK - btree::FOOTER;

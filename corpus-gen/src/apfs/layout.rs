@@ -232,11 +232,10 @@ pub fn group_records(p: &ApfsParams, plan: &GroupPlan, base: u64) -> GroupRecs {
         Child::Dir(d) => !plan.dirs[d].deleted,
         Child::Item(i) => live_item(&plan.items[i]),
     };
-    let add_drec = |g: &mut GroupRecs, fs: &mut Vec<Sorted>, parent: Parent, r: Sorted| {
-        match parent {
-            Parent::Skel(s) => g.head.push((s, r)),
-            Parent::Dir(_) => fs.push(r),
-        }
+    let add_drec = |g: &mut GroupRecs, fs: &mut Vec<Sorted>, parent: Parent, r: Sorted| match parent
+    {
+        Parent::Skel(s) => g.head.push((s, r)),
+        Parent::Dir(_) => fs.push(r),
     };
     let parent_id = |parent: Parent| match parent {
         Parent::Skel(s) => skel_id(s),
@@ -349,8 +348,22 @@ pub fn skeleton_records(vol: &Volume, extra: &[(usize, Sorted)], formatted: u64)
         gid: 0,
         mode: 0o040755,
     };
-    recs.push(records::drec(ino::ROOT_PARENT, "private-dir", ino::PRIVATE, formatted, DT_DIR));
-    recs.push(records::inode(ino::PRIVATE, ino::ROOT_PARENT, "private-dir", &special, 0, 0, None));
+    recs.push(records::drec(
+        ino::ROOT_PARENT,
+        "private-dir",
+        ino::PRIVATE,
+        formatted,
+        DT_DIR,
+    ));
+    recs.push(records::inode(
+        ino::PRIVATE,
+        ino::ROOT_PARENT,
+        "private-dir",
+        &special,
+        0,
+        0,
+        None,
+    ));
     for (i, d) in vol.skel.iter().enumerate() {
         let id = skel_id(i);
         // The root and /Users belong to root (group admin, 80); the rest
@@ -362,11 +375,31 @@ pub fn skeleton_records(vol: &Volume, extra: &[(usize, Sorted)], formatted: u64)
         };
         let m = meta(&d.times, uid, gid, 0o040755);
         if i == 0 {
-            recs.push(records::drec(ino::ROOT_PARENT, "root", id, formatted, DT_DIR));
-            recs.push(records::inode(id, ino::ROOT_PARENT, "root", &m, 0, kids[0], None));
+            recs.push(records::drec(
+                ino::ROOT_PARENT,
+                "root",
+                id,
+                formatted,
+                DT_DIR,
+            ));
+            recs.push(records::inode(
+                id,
+                ino::ROOT_PARENT,
+                "root",
+                &m,
+                0,
+                kids[0],
+                None,
+            ));
         } else {
             let parent = skel_id(d.parent);
-            recs.push(records::drec(parent, &d.name, id, nanos(&d.times.created), DT_DIR));
+            recs.push(records::drec(
+                parent,
+                &d.name,
+                id,
+                nanos(&d.times.created),
+                DT_DIR,
+            ));
             recs.push(records::inode(id, parent, &d.name, &m, 0, kids[i], None));
         }
     }

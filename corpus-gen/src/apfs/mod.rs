@@ -336,7 +336,10 @@ mod tests {
         seal(&mut b, 5, ty::OMAP, 0);
         // Checking a block: the checksum over everything (with its own
         // checksum in front) verifies as apfsck does: recompute and compare.
-        assert_eq!(u64::from_le_bytes(b[0..8].try_into().unwrap()), fletcher64(&b[8..]));
+        assert_eq!(
+            u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            fletcher64(&b[8..])
+        );
     }
 
     #[test]

@@ -16,7 +16,6 @@ use super::*;
 use crate::error::CorpusError;
 use crate::plan::{GroupPlan, Out, Volume};
 
-
 /// What the pass over the plan found, and the head's nodes.
 #[derive(Debug)]
 pub struct ApfsWriter {
@@ -150,7 +149,13 @@ impl ApfsWriter {
                 ptr: next_oid,
             });
             omap.push(records::omap(next_oid, block));
-            skel_leaves.push(btree::node(Tree::Fs, 0, None, &skel_recs[r.clone()], next_oid));
+            skel_leaves.push(btree::node(
+                Tree::Fs,
+                0,
+                None,
+                &skel_recs[r.clone()],
+                next_oid,
+            ));
             next_oid += 1;
             mark(&mut bitmap, block, 1);
         }
@@ -272,10 +277,19 @@ impl ApfsWriter {
             omap_leaf_blocks[0]
         } else {
             let blocks: Vec<u64> = omap_index.iter().map(|n| n.ptr).collect();
-            encode_index(Tree::Omap, &omap_index, &blocks, omap_footer, &mut tree_nodes);
+            encode_index(
+                Tree::Omap,
+                &omap_index,
+                &blocks,
+                omap_footer,
+                &mut tree_nodes,
+            );
             omap_index.last().map(|n| n.ptr).unwrap_or(0)
         };
-        tree_nodes.push((VOL_OMAP_BLOCK, container::omap(VOL_OMAP_BLOCK, omap_root, false)));
+        tree_nodes.push((
+            VOL_OMAP_BLOCK,
+            container::omap(VOL_OMAP_BLOCK, omap_root, false),
+        ));
         tree_nodes.sort_by_key(|n| n.0);
 
         let used: u64 = bitmap.iter().map(|w| w.count_ones() as u64).sum();
@@ -409,7 +423,13 @@ impl ApfsWriter {
         }
         for (j, r) in el.iter().enumerate() {
             let block = self.p.block_of(plan.base + (fl.len() + j) as u32);
-            out.extend_from_slice(&btree::node(Tree::ExtRef, 0, None, &g.extref[r.clone()], block));
+            out.extend_from_slice(&btree::node(
+                Tree::ExtRef,
+                0,
+                None,
+                &g.extref[r.clone()],
+                block,
+            ));
         }
         out.resize(plan.mft as usize * BLOCK, 0);
         out

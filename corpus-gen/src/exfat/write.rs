@@ -8,7 +8,6 @@ use crate::error::CorpusError;
 use crate::plan::{GroupPlan, Out, Run, Volume};
 use std::collections::HashMap;
 
-
 /// Write the volume from its first sector to the end of the skeleton's
 /// folders. `skel_order` lists the skeleton folders by first cluster,
 /// `folder_runs` every batch folder's absolute runs, `free` the free

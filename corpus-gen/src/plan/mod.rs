@@ -681,20 +681,20 @@ impl Volume {
         let mut tree = if profile.mac {
             // A Mac's home folder: mail and Safari under Library.
             vec![
-                (String::new(), 0, None),                      // 0 root
-                ("Users".into(), 0, None),                     // 1
-                (user.clone(), 1, None),                       // 2
-                ("Desktop".into(), 2, Some(Leaf::Desktop)),    // 3
-                ("Documents".into(), 2, Some(Leaf::Documents)), // 4
-                ("Downloads".into(), 2, Some(Leaf::Downloads)), // 5
-                ("Pictures".into(), 2, Some(Leaf::Pictures)),  // 6
-                ("Music".into(), 2, Some(Leaf::Music)),        // 7
-                ("Library".into(), 2, None),                   // 8
-                ("Mail".into(), 8, Some(Leaf::Mail)),          // 9
-                ("Safari".into(), 8, Some(Leaf::Browser)),     // 10
-                ("Caches".into(), 8, None),                    // 11
-                ("com.apple.Safari".into(), 11, Some(Leaf::Cache)), // 12
-                ("Applications".into(), 0, None),              // 13
+                (String::new(), 0, None),                            // 0 root
+                ("Users".into(), 0, None),                           // 1
+                (user.clone(), 1, None),                             // 2
+                ("Desktop".into(), 2, Some(Leaf::Desktop)),          // 3
+                ("Documents".into(), 2, Some(Leaf::Documents)),      // 4
+                ("Downloads".into(), 2, Some(Leaf::Downloads)),      // 5
+                ("Pictures".into(), 2, Some(Leaf::Pictures)),        // 6
+                ("Music".into(), 2, Some(Leaf::Music)),              // 7
+                ("Library".into(), 2, None),                         // 8
+                ("Mail".into(), 8, Some(Leaf::Mail)),                // 9
+                ("Safari".into(), 8, Some(Leaf::Browser)),           // 10
+                ("Caches".into(), 8, None),                          // 11
+                ("com.apple.Safari".into(), 11, Some(Leaf::Cache)),  // 12
+                ("Applications".into(), 0, None),                    // 13
                 (format!("{vendor}.app"), 13, Some(Leaf::Programs)), // 14
             ]
         } else if profile.stick {
