@@ -261,7 +261,7 @@ impl Geometry {
             Self::partition(disk_bytes, table, "APFS", crate::apfs::MIN_DISK)?;
         let p = ApfsParams::for_container(vol_bytes).ok_or_else(|| {
             CorpusError::Invalid(format!(
-                "size {disk_bytes} bytes is outside APFS's range here (16 MiB to 7 TiB: above, \
+                "size {disk_bytes} bytes is outside APFS's range here (8 MiB to 7 TiB: above, \
                  the space manager would need chunk-info address blocks)"
             ))
         })?;

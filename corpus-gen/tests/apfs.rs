@@ -367,13 +367,15 @@ fn mac_laptop_corpus_passes_every_oracle() {
     check_all(&c);
 }
 
-/// The smallest disk accepted here passes apfsck too; one byte-sector
-/// less is refused, naming APFS.
+/// The smallest disk accepted here (8 MiB) passes apfsck and fsapfsinfo
+/// with every profile; one sector less is refused, naming APFS.
 #[test]
 fn smallest_corpus_passes_and_smaller_is_refused() {
-    let c = corpus(caseload_corpus::apfs::MIN_DISK, 6, 2, "workstation");
-    check_apfsck(&c);
-    check_fsapfsinfo(&c);
+    for profile in ["workstation", "suspect", "usb-stick", "mac-laptop"] {
+        let c = corpus(caseload_corpus::apfs::MIN_DISK, 6, 2, profile);
+        check_apfsck(&c);
+        check_fsapfsinfo(&c);
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let o = opts(
         dir.path(),

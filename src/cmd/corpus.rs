@@ -48,7 +48,7 @@ pub struct Args {
     /// deleted records as Windows leaves them), exFAT as mkfs.exfat lays it
     /// out (32 MiB at least), APFS as mkapfs lays out a container with one
     /// volume, in a GPT partition of Apple's type unless --partition-table
-    /// mbr (16 MiB at least; deleted files keep no name, only their
+    /// mbr (8 MiB at least; deleted files keep no name, only their
     /// blocks); see docs/manifest.md. Default: ntfs for the workstation
     /// profile (fat below 68 MiB, too small for NTFS, as Windows formats a
     /// small stick), exfat for usb-stick (fat below its minimum), apfs for

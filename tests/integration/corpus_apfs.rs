@@ -46,7 +46,7 @@ fn an_apfs_mac_laptop_corpus_and_its_e01_are_what_the_manifest_says() {
         serde_json::from_slice(&std::fs::read(default.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(d["filesystem"]["type"], "APFS");
     let o = common::caseload()
-        .args(["corpus", "--size", "12MiB", "--seed", "2", "--fs", "apfs"])
+        .args(["corpus", "--size", "7MiB", "--seed", "2", "--fs", "apfs"])
         .arg("--out")
         .arg(work.path().join("tiny"))
         .output()

@@ -47,14 +47,17 @@ pub const CHUNKS_PER_CIB: u64 = (BLOCK as u64 - 40) / 32;
 pub const MAX_CIBS: u64 = (BLOCK as u64 - 0x180) / 8 - 1;
 /// The transaction every object was written in (as mkapfs: 1).
 pub const XID: u64 = 1;
-/// Smallest container accepted here (the internal pool and the fixed
-/// objects need a few hundred blocks; apfsck accepts this size).
-pub const MIN_CONTAINER: u64 = 8 << 20;
+/// Smallest container accepted here (the fixed objects end near block
+/// 1,100, since physical objects' ids are their blocks and ids under 1024
+/// are reserved; the planner needs room after them).
+pub const MIN_CONTAINER: u64 = 4 << 20;
 /// The volume's name (a Mac's startup data volume's).
 pub const VOLUME_NAME: &str = "Macintosh HD";
 /// Smallest disk accepted for APFS (the container is the disk less the
-/// first MiB and the backup GPT).
-pub const MIN_DISK: u64 = 16 << 20;
+/// first MiB and the backup GPT). apfsck accepts what this writer makes
+/// down to 6,272 KiB disks; below that the planner has no room for the
+/// skeleton's folders; 8 MiB leaves every profile room.
+pub const MIN_DISK: u64 = 8 << 20;
 /// The GPT partition type of an APFS container
 /// (7C3457EF-0000-11AA-AA11-00306543ECAC), as stored.
 pub const GPT_TYPE: [u8; 16] = [
@@ -249,7 +252,8 @@ impl ApfsParams {
         // written).
         let tree_blocks = 64 + blocks / 512;
         let data_base = tree_base + tree_blocks;
-        if data_base + 1024 > blocks {
+        // The planner's clusters: at least a few groups' worth of room.
+        if data_base + 128 > blocks {
             return None;
         }
         Some(ApfsParams {
