@@ -234,6 +234,29 @@ impl Geometry {
             .ok_or_else(|| CorpusError::Invalid("volume too small for exFAT".into()))?;
         let spc = 1u32 << p.spc_shift;
         Ok(Geometry {
+            exfat: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                p.heap_offset + p.sys_clusters() * spc,
+                p.volume_sectors,
+                p.cluster_count - p.sys_clusters(),
+            )
+        })
+    }
+
+    /// A volume of 512-byte sectors filling the partition, with no FAT of
+    /// its own (`fat` FAT32, so the root gets clusters like any folder):
+    /// `spc` sectors per cluster, `reserved` sectors before cluster 2,
+    /// `total` sectors and `clusters` planner clusters.
+    fn filling(
+        (disk_bytes, table, vol_bytes): (u64, TableKind, u64),
+        spc: u32,
+        reserved: u32,
+        total: u64,
+        clusters: u32,
+    ) -> Geometry {
+        Geometry {
             disk_bytes,
             table,
             part_start_lba: PART_START_LBA,
@@ -241,15 +264,15 @@ impl Geometry {
             fat: FatType::Fat32,
             bps: DISK_SECTOR as u32,
             spc,
-            reserved: p.heap_offset + p.sys_clusters() * spc,
+            reserved,
             fat_sectors: 0,
             root_entries: 0,
-            total_sectors: p.volume_sectors,
-            clusters: p.cluster_count - p.sys_clusters(),
+            total_sectors: total,
+            clusters,
             ntfs: false,
-            exfat: Some(p),
+            exfat: None,
             apfs: None,
-        })
+        }
     }
 
     /// Plan an APFS disk of `disk_bytes`: GPT unless an MBR is asked for
@@ -267,21 +290,14 @@ impl Geometry {
         })?;
         let spc = (crate::apfs::BLOCK as u64 / DISK_SECTOR) as u32;
         Ok(Geometry {
-            disk_bytes,
-            table,
-            part_start_lba: PART_START_LBA,
-            part_sectors: vol_bytes / DISK_SECTOR,
-            fat: FatType::Fat32,
-            bps: DISK_SECTOR as u32,
-            spc,
-            reserved: (p.data_base * spc as u64) as u32,
-            fat_sectors: 0,
-            root_entries: 0,
-            total_sectors: vol_bytes / DISK_SECTOR,
-            clusters: (p.blocks - p.data_base) as u32,
-            ntfs: false,
-            exfat: None,
             apfs: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                (p.data_base * spc as u64) as u32,
+                vol_bytes / DISK_SECTOR,
+                (p.blocks - p.data_base) as u32,
+            )
         })
     }
 

@@ -1275,8 +1275,8 @@ mod tests {
     #[test]
     fn the_logical_plan_is_the_same_on_every_file_system() {
         // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB), NTFS (4 KiB
-        // and its own records) and exFAT (32 KiB, entry sets) hold the
-        // same batches.
+        // and its own records), exFAT (32 KiB, entry sets) and APFS (4 KiB,
+        // each group's leaf nodes) hold the same batches.
         let size = 1 << 30;
         let seed = 11;
         let pool = Pool::build(seed).expect("pool");
@@ -1314,6 +1314,42 @@ mod tests {
             for (fs, p) in ["FAT32", "NTFS", "exFAT"].iter().zip(&plans[1..]) {
                 assert_eq!(plans[0][k], p[k], "group {k}: FAT16 against {fs}");
             }
+        }
+        // APFS holds the same batches; a deleted folder keeps no listing
+        // there, so what was in one is residue rather than a deleted entry.
+        let geo = Geometry::plan_apfs(size, None).expect("apfs");
+        let layout = crate::layouts::for_geometry(&geo);
+        let profile = Profile::by_name("workstation").expect("profile");
+        let apfs = Volume::new(geo, seed, profile, &pool, layout).expect("volume");
+        let neutral = |plan: &GroupPlan| -> Vec<String> {
+            let mut v: Vec<String> = plan
+                .items
+                .iter()
+                .map(|it| {
+                    let mut it = it.clone();
+                    if it.in_deleted_dir {
+                        it.residue = false;
+                    }
+                    logical(&it)
+                })
+                .collect();
+            v.extend(plan.dirs.iter().map(|d| format!("dir {}", folder(d))));
+            v
+        };
+        let fat16 = {
+            let geo = Geometry::plan(size, None, Some(crate::fat::FatType::Fat16)).expect("fat16");
+            let layout = crate::layouts::for_geometry(&geo);
+            let profile = Profile::by_name("workstation").expect("profile");
+            Volume::new(geo, seed, profile, &pool, layout).expect("volume")
+        };
+        let m = n.min(apfs.groups as usize - 1);
+        assert!(m >= 6, "{m} full APFS groups");
+        for k in 0..m as u32 {
+            assert_eq!(
+                neutral(&fat16.plan_group(k)),
+                neutral(&apfs.plan_group(k)),
+                "group {k}: FAT16 against APFS"
+            );
         }
         // At 16 GiB an NTFS group holds two batches, a FAT group one: NTFS
         // group g holds what FAT groups 2g and 2g + 1 hold, in order.
