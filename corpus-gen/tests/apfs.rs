@@ -2,8 +2,10 @@
 //! Sleuth Kit's `pstat`, `fls` and `icat`, and libfsapfs's `fsapfsinfo`.
 //! A missing tool prints `SKIPPED: <tool>` and the check passes.
 
+mod common;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
 use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_apfs};
+use common::{have, hex};
 use md5::{Digest, Md5};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -54,19 +56,6 @@ fn corpus(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        println!("SKIPPED: {tool}");
-    }
-    found
-}
-
 fn run(tool: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(tool).args(args).output().expect(tool);
     (
@@ -101,10 +90,6 @@ fn check_apfsck(c: &Corpus) {
     let (ok, text) = run("apfsck", &[v.to_str().expect("path")]);
     assert!(ok && text.trim().is_empty(), "apfsck reported:\n{text}");
     let _ = std::fs::remove_file(v);
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The manifest's listed (allocated) files and folders.
