@@ -769,7 +769,7 @@ fn generate_fs(
                 sink.write(&w.skeleton_bytes(i))?;
             }
         } else if let Some(w) = &apfs_writer {
-            w.write_head(&mut sink)?;
+            w.write_head(&vol, &mut sink)?;
             sink.write(&w.skeleton_bytes(vol.skel[0].clusters))?;
         } else if let Some(p) = geo.exfat {
             let inodes = crate::exfat::write::head(

@@ -1,12 +1,12 @@
 //! The APFS container as one sequential stream: a pass over every group's
-//! plan numbers the objects, counts each group's leaf nodes and marks the
-//! allocation bitmap; then the head (container objects, internal pool,
-//! object map and index nodes), the skeleton's leaves and each group's
-//! leaves are written in disk order.
+//! plan numbers the objects, counts each group's leaf nodes and its blocks
+//! in use; then the head (container objects, the internal pool with the
+//! allocation bitmap, streamed by planning each group again, the object
+//! map and index nodes), the skeleton's leaves and each group's leaves
+//! are written in disk order.
 //!
-//! Memory: the allocation bitmap (one bit per block: 32 KiB per GiB), one
-//! object-map record and one index entry per leaf node, and the directory
-//! records of skeleton folders.
+//! Memory: one object-map record and one index entry per leaf node, the
+//! directory records of skeleton folders, and a few numbers per group.
 
 use super::btree::{self, Child, Footer, IndexNode, Rec, Tree};
 use super::container::{self, NxFacts, VolFacts};
@@ -28,8 +28,10 @@ pub struct ApfsWriter {
     skel_leaves: Vec<Vec<u8>>,
     /// Nodes of the tree area, by block.
     tree_nodes: Vec<(u64, Vec<u8>)>,
-    /// The allocation bitmap, a bit per block.
-    bitmap: Vec<u64>,
+    /// Leaf nodes at each group's start.
+    group_leaves: Vec<u32>,
+    /// End of the tree area's nodes.
+    tree_end: u64,
     /// Free blocks.
     free: u64,
     vol: VolFacts,
@@ -41,9 +43,59 @@ pub struct ApfsWriter {
     pub dirs: u64,
 }
 
-fn mark(bitmap: &mut [u64], from: u64, n: u64) {
-    for b in from..from + n {
-        bitmap[(b / 64) as usize] |= 1 << (b % 64);
+/// Which of a group's clusters are in use: its leaf nodes and its listed
+/// files' blocks.
+fn group_used(plan: &GroupPlan, leaves: u32) -> Vec<bool> {
+    let mut used = vec![false; plan.n as usize];
+    for u in used.iter_mut().take(leaves as usize) {
+        *u = true;
+    }
+    for it in plan.items.iter().filter(|it| layout::live_item(it)) {
+        for r in &it.runs {
+            for c in r.start..r.start + r.len {
+                if let Some(u) = used.get_mut(c as usize) {
+                    *u = true;
+                }
+            }
+        }
+    }
+    used
+}
+
+/// The allocation bitmap as it streams out, a chunk's block at a time.
+struct Bits<'a> {
+    words: Vec<u64>,
+    n: u64,
+    /// Free blocks of each chunk written.
+    free: Vec<u32>,
+    total: u64,
+    out: &'a mut dyn Out,
+}
+
+impl Bits<'_> {
+    fn push(&mut self, used: bool, count: u64) -> Result<(), CorpusError> {
+        for _ in 0..count {
+            if used {
+                self.words[(self.n % BLOCKS_PER_CHUNK / 64) as usize] |= 1 << (self.n % 64);
+            }
+            self.n += 1;
+            if self.n.is_multiple_of(BLOCKS_PER_CHUNK) || self.n == self.total {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), CorpusError> {
+        let blocks = (self.n - 1) % BLOCKS_PER_CHUNK + 1;
+        let used: u64 = self.words.iter().map(|w| w.count_ones() as u64).sum();
+        self.free.push((blocks - used) as u32);
+        let mut b = vec![0u8; BLOCK];
+        for (i, w) in self.words.iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        self.words.iter_mut().for_each(|w| *w = 0);
+        self.out.put(&b)
     }
 }
 
@@ -61,11 +113,11 @@ impl ApfsWriter {
             .geo
             .apfs
             .ok_or_else(|| CorpusError::Worker("APFS writer on a volume without APFS".into()))?;
-        let mut bitmap = vec![0u64; p.blocks.div_ceil(64) as usize];
         // Block zero, both checkpoint areas, the container object map, the
         // volume superblock, its object map and snapshot tree, the whole
         // internal pool and its bitmaps.
-        mark(&mut bitmap, 0, IP_BASE + p.ip_blocks);
+        let mut used = IP_BASE + p.ip_blocks;
+        let mut group_leaves = Vec::with_capacity(vol.groups as usize);
         let mut id_base = Vec::with_capacity(vol.groups as usize);
         let mut leaf_oid = Vec::with_capacity(vol.groups as usize);
         let mut next_id = layout::first_group_id(vol);
@@ -101,7 +153,6 @@ impl ApfsWriter {
                 });
                 omap.push(records::omap(next_oid, block));
                 next_oid += 1;
-                mark(&mut bitmap, block, 1);
             }
             for (j, r) in el.iter().enumerate() {
                 let block = p.block_of(plan.base + (fl.len() + j) as u32);
@@ -109,7 +160,6 @@ impl ApfsWriter {
                     first_key: g.extref[r.start].key.clone(),
                     ptr: block,
                 });
-                mark(&mut bitmap, block, 1);
             }
             fs_leaves += fl.len() as u64;
             fs_keys += g.fs.len() as u64;
@@ -119,11 +169,9 @@ impl ApfsWriter {
                 longest.1 = longest.1.max(r.val.len() as u32);
             }
             eref_leaves += el.len() as u64;
-            for it in plan.items.iter().filter(|it| layout::live_item(it)) {
-                for r in &it.runs {
-                    mark(&mut bitmap, p.block_of(plan.base + r.start), r.len as u64);
-                }
-            }
+            let leaves = (fl.len() + el.len()) as u32;
+            used += group_used(&plan, leaves).iter().filter(|u| **u).count() as u64;
+            group_leaves.push(leaves);
             files += g.files;
             dirs += g.dirs;
             data_blocks += g.data_blocks;
@@ -157,8 +205,8 @@ impl ApfsWriter {
                 next_oid,
             ));
             next_oid += 1;
-            mark(&mut bitmap, block, 1);
         }
+        used += skel_leaves.len() as u64;
         skel_children.extend(fs_children);
         fs_keys += skel_recs.len() as u64;
         for r in &skel_recs {
@@ -226,7 +274,7 @@ impl ApfsWriter {
                 p.tree_blocks
             )));
         }
-        mark(&mut bitmap, p.tree_base, next_block - p.tree_base);
+        used += next_block - p.tree_base;
 
         // Encode the tree area's nodes.
         let fs_nodes = fs_leaves + skel_leaves.len() as u64 + fs_index.len() as u64;
@@ -292,7 +340,6 @@ impl ApfsWriter {
         ));
         tree_nodes.sort_by_key(|n| n.0);
 
-        let used: u64 = bitmap.iter().map(|w| w.count_ones() as u64).sum();
         // The volume's blocks: its object map and nodes, its trees' nodes,
         // the snapshot tree's root and its files' data (not the superblock).
         let alloc_blocks = 1 + omap_nodes + fs_nodes + eref_nodes.max(1) + 1 + data_blocks;
@@ -318,7 +365,8 @@ impl ApfsWriter {
                 uuid: uuids.0,
                 next_oid,
             },
-            bitmap,
+            group_leaves,
+            tree_end: next_block,
             files,
             dirs,
         })
@@ -341,7 +389,7 @@ impl ApfsWriter {
 
     /// Write blocks 0 to the planner's cluster 2: the container objects,
     /// the internal pool and the tree area.
-    pub fn write_head(&self, out: &mut dyn Out) -> Result<(), CorpusError> {
+    pub fn write_head(&self, vol: &Volume, out: &mut dyn Out) -> Result<(), CorpusError> {
         let p = &self.p;
         let nx = container::nx_superblock(p, &self.nx);
         let z = |out: &mut dyn Out, n: u64| out.put_zeros(n * BLOCK as u64);
@@ -370,20 +418,39 @@ impl ApfsWriter {
         out.put(&container::ip_bitmap(p))?;
         z(out, IP_BM_BLOCKS - 1)?;
         // Chunk bitmaps, then chunk-info blocks, then the pool's rest.
-        let words_per_chunk = (BLOCKS_PER_CHUNK / 64) as usize;
-        let mut free_in = Vec::with_capacity(p.chunks as usize);
-        for c in 0..p.chunks as usize {
-            let from = c * words_per_chunk;
-            let to = (from + words_per_chunk).min(self.bitmap.len());
-            let mut b = vec![0u8; BLOCK];
-            let mut used = 0u64;
-            for (i, w) in self.bitmap[from..to].iter().enumerate() {
-                b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-                used += w.count_ones() as u64;
+        let mut bits = Bits {
+            words: vec![0; (BLOCKS_PER_CHUNK / 64) as usize],
+            n: 0,
+            free: Vec::with_capacity(p.chunks as usize),
+            total: p.blocks,
+            out: &mut *out,
+        };
+        // The head (up to the tree area), the tree area's nodes, the
+        // skeleton's leaves, each group's leaves and files, what is left.
+        bits.push(true, p.tree_base)?;
+        bits.push(true, self.tree_end - p.tree_base)?;
+        bits.push(false, p.data_base - self.tree_end)?;
+        let skel = &vol.skel[0];
+        bits.push(false, (skel.first - 2) as u64)?;
+        bits.push(true, self.skel_leaves.len() as u64)?;
+        let mut next = skel.first as u64 + self.skel_leaves.len() as u64;
+        for k in 0..vol.groups {
+            let plan = vol.plan_group(k);
+            bits.push(false, plan.base as u64 - next)?;
+            let leaves = self.group_leaves.get(k as usize).copied().unwrap_or(0);
+            for u in group_used(&plan, leaves) {
+                bits.push(u, 1)?;
             }
-            let count = (p.blocks - c as u64 * BLOCKS_PER_CHUNK).min(BLOCKS_PER_CHUNK);
-            free_in.push((count - used) as u32);
-            out.put(&b)?;
+            next = plan.base as u64 + plan.n as u64;
+        }
+        bits.push(false, p.blocks - bits.n)?;
+        let free_in = std::mem::take(&mut bits.free);
+        if free_in.len() as u64 != p.chunks
+            || free_in.iter().map(|&f| f as u64).sum::<u64>() != self.free
+        {
+            return Err(CorpusError::Worker(
+                "APFS allocation bitmap disagrees with the planned count".into(),
+            ));
         }
         for i in 0..p.cibs {
             out.put(&container::cib(p, i, &|c| free_in[c as usize]))?;
