@@ -300,16 +300,7 @@ impl ImageSink<'_, '_> {
     }
 }
 
-impl crate::exfat::write::Out for ImageSink<'_, '_> {
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
-        self.write(b)
-    }
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
-        self.zeros(n)
-    }
-}
-
-impl ntfs::write::Out for ImageSink<'_, '_> {
+impl crate::plan::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
     }
@@ -432,7 +423,30 @@ pub fn generate_with_tee(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, false, progress, tee)
+    generate_fs(opts, Fs::Classic, progress, tee)
+}
+
+/// Generate an APFS corpus (as [`generate_with_tee`] does for FAT and
+/// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
+/// placed in one APFS container and volume laid out as mkapfs lays them
+/// out, in a GPT partition of Apple's type unless an MBR is asked for.
+pub fn generate_apfs(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
+    generate_fs(opts, Fs::Apfs, progress, tee)
+}
+
+/// Which writer a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fs {
+    /// FAT or NTFS, as the options say.
+    Classic,
+    /// exFAT.
+    Exfat,
+    /// APFS.
+    Apfs,
 }
 
 /// Generate an exFAT corpus (as [`generate_with_tee`] does for FAT and
@@ -443,12 +457,12 @@ pub fn generate_exfat(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, true, progress, tee)
+    generate_fs(opts, Fs::Exfat, progress, tee)
 }
 
 fn generate_fs(
     opts: &Options,
-    exfat: bool,
+    fs: Fs,
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
@@ -460,13 +474,16 @@ fn generate_fs(
             "--decoys is limited to 100 million".into(),
         ));
     }
-    let geo = if exfat {
-        if opts.ntfs || opts.fat.is_some() {
-            return Err(CorpusError::Invalid(
-                "an exFAT volume takes neither a FAT type nor NTFS".into(),
-            ));
-        }
+    if fs != Fs::Classic && (opts.ntfs || opts.fat.is_some()) {
+        return Err(CorpusError::Invalid(format!(
+            "an {} volume takes neither a FAT type nor NTFS",
+            if fs == Fs::Apfs { "APFS" } else { "exFAT" }
+        )));
+    }
+    let geo = if fs == Fs::Exfat {
         Geometry::plan_exfat(opts.size, opts.partition_table)?
+    } else if fs == Fs::Apfs {
+        Geometry::plan_apfs(opts.size, opts.partition_table)?
     } else if opts.ntfs {
         if opts.fat.is_some() {
             return Err(CorpusError::Invalid(
@@ -568,7 +585,9 @@ fn generate_fs(
     let mut folder_runs = HashMap::new();
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        if geo.exfat.is_some() {
+        if geo.apfs.is_some() {
+            // Counted by the APFS writer's own pass.
+        } else if geo.exfat.is_some() {
             used += crate::exfat::layout::used_clusters(&plan)
                 .iter()
                 .filter(|u| **u)
@@ -585,7 +604,7 @@ fn generate_fs(
         } else {
             used += crate::fat::layout::used_clusters(&plan, cluster);
         }
-        if !geo.ntfs && geo.exfat.is_none() && next_free.is_none() {
+        if !geo.ntfs && geo.exfat.is_none() && geo.apfs.is_none() && next_free.is_none() {
             let eoc = geo.fat.eoc();
             if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
                 .iter()
@@ -609,6 +628,33 @@ fn generate_fs(
     // clusters are counted over the groups.
     let free =
         geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used;
+    let apfs_writer = if geo.apfs.is_some() {
+        progress.phase("numbering APFS objects");
+        let mut r = Rng::derive(opts.seed, &[0x4150_4653]);
+        let mut uuid = || {
+            let mut u = [0u8; 16];
+            r.fill(&mut u);
+            // Version 4, variant 1.
+            u[6] = (u[6] & 0x0F) | 0x40;
+            u[8] = (u[8] & 0x3F) | 0x80;
+            u
+        };
+        let uuids = (uuid(), uuid());
+        let formatted = crate::apfs::nanos(&vol.skel[0].times.created);
+        Some(crate::apfs::write::ApfsWriter::new(
+            &vol,
+            uuids,
+            crate::apfs::VOLUME_NAME,
+            formatted,
+        )?)
+    } else {
+        None
+    };
+    // APFS: the container's free blocks (its space manager's count).
+    let free = apfs_writer
+        .as_ref()
+        .map(|w| w.free_blocks())
+        .unwrap_or(free);
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
         planted
@@ -696,6 +742,10 @@ fn generate_fs(
             progress,
         };
         let mut mf = ManifestOut::create(&manifest_tmp, &carve_tmp, &area_tmp)?;
+        mf.apfs = apfs_writer.as_ref().map(|w| ApfsMf {
+            p: *w.params(),
+            id_base: (0..vol.groups).map(|k| w.id_base(k)).collect(),
+        });
         mf.head(
             opts,
             &vol,
@@ -718,6 +768,9 @@ fn generate_fs(
             for &i in &skel_order {
                 sink.write(&w.skeleton_bytes(i))?;
             }
+        } else if let Some(w) = &apfs_writer {
+            w.write_head(&vol, &mut sink)?;
+            sink.write(&w.skeleton_bytes(vol.skel[0].clusters))?;
         } else if let Some(p) = geo.exfat {
             let inodes = crate::exfat::write::head(
                 &vol,
@@ -797,7 +850,15 @@ fn generate_fs(
                     Ok(Msg::Plan(p)) => p,
                     _ => return Err(CorpusError::Worker("content producer stopped".into())),
                 };
-                write_group(&vol, &plan, &rx, &mut sink, &mut mf, ntfs_writer.as_ref())?;
+                write_group(
+                    &vol,
+                    &plan,
+                    &rx,
+                    &mut sink,
+                    &mut mf,
+                    ntfs_writer.as_ref(),
+                    apfs_writer.as_ref(),
+                )?;
             }
             Ok(())
         })();
@@ -871,7 +932,9 @@ fn generate_fs(
         .collect(),
         size: image.size,
         md5: image.md5,
-        fs_type: if geo.exfat.is_some() {
+        fs_type: if geo.apfs.is_some() {
+            FsType::Apfs
+        } else if geo.exfat.is_some() {
             FsType::Exfat
         } else if geo.ntfs {
             FsType::Ntfs
@@ -975,6 +1038,7 @@ fn write_group(
     sink: &mut ImageSink<'_, '_>,
     mf: &mut ManifestOut,
     ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
+    apfs: Option<&crate::apfs::write::ApfsWriter>,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
     let mut left: Vec<u32> = vec![0; plan.items.len()];
@@ -1020,6 +1084,11 @@ fn write_group(
             }
         }
         sink.write(&w.group_records(plan, &resident)?)?;
+        cursor = plan.mft;
+    }
+    if let Some(w) = apfs {
+        // The group's leaf nodes open it.
+        sink.write(&w.group_bytes(plan))?;
         cursor = plan.mft;
     }
     for e in &plan.extents {
@@ -1192,6 +1261,15 @@ struct ManifestOut {
     dup_groups: std::collections::BTreeSet<u64>,
     /// exFAT: its layout and the skeleton folders' entries' inode numbers.
     exfat: Option<ExfatMf>,
+    /// APFS: its layout and each group's first inode number.
+    apfs: Option<ApfsMf>,
+}
+
+/// What the manifest needs of an APFS volume.
+struct ApfsMf {
+    p: crate::apfs::ApfsParams,
+    /// First inode number (object id) of each group.
+    id_base: Vec<u64>,
 }
 
 /// What the manifest needs of an exFAT volume.
@@ -1234,6 +1312,7 @@ impl ManifestOut {
             keywords: Default::default(),
             dup_groups: Default::default(),
             exfat: None,
+            apfs: None,
         })
     }
 
@@ -1305,7 +1384,9 @@ impl ManifestOut {
                     start_sector: geo.part_start_lba,
                     sectors: geo.part_sectors,
                     offset: geo.part_offset(),
-                    type_id: if gpt {
+                    type_id: if gpt && geo.apfs.is_some() {
+                        crate::apfs::GPT_TYPE_TEXT.into()
+                    } else if gpt {
                         "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7".into()
                     } else {
                         format!("0x{:02x}", geo.mbr_type())
@@ -1318,7 +1399,9 @@ impl ManifestOut {
         self.field(
             "filesystem",
             &FileSystem {
-                fs_type: if geo.exfat.is_some() {
+                fs_type: if geo.apfs.is_some() {
+                    FsType::Apfs
+                } else if geo.exfat.is_some() {
                     FsType::Exfat
                 } else if geo.ntfs {
                     FsType::Ntfs
@@ -1331,7 +1414,7 @@ impl ManifestOut {
                 cluster_size: geo.cluster_bytes(),
                 reserved_sectors: geo.exfat.map(|p| p.fat_offset).unwrap_or(geo.reserved),
                 fat_sectors: geo.exfat.map(|p| p.fat_length).unwrap_or(geo.fat_sectors),
-                fats: if geo.ntfs {
+                fats: if geo.ntfs || geo.apfs.is_some() {
                     0
                 } else if geo.exfat.is_some() {
                     1
@@ -1364,6 +1447,15 @@ impl ManifestOut {
                     upcase_cluster: p.upcase_cluster(),
                     root_cluster: p.root_cluster(),
                     label: crate::exfat::LABEL.into(),
+                }),
+                apfs: self.apfs.as_ref().map(|a| ApfsFacts {
+                    container_blocks: a.p.blocks,
+                    volume_block: crate::apfs::VOL_BLOCK,
+                    volume_name: crate::apfs::VOLUME_NAME.into(),
+                    data_block: a.p.data_base,
+                    free_blocks: free,
+                    case_sensitive: true,
+                    deleted_listed: false,
                 }),
             },
             true,
@@ -1442,10 +1534,12 @@ impl ManifestOut {
                     deleted: false,
                     group: 0,
                     record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
-                    inode: self
-                        .exfat
-                        .as_ref()
-                        .and_then(|x| x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()),
+                    inode: match &self.apfs {
+                        Some(_) => Some(crate::apfs::layout::skel_id(i)),
+                        None => self.exfat.as_ref().and_then(|x| {
+                            x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()
+                        }),
+                    },
                 },
                 if d.clusters > 0 {
                     vec![Extent {
@@ -1477,6 +1571,12 @@ impl ManifestOut {
                 .iter()
                 .filter(|u| **u)
                 .count() as u64,
+            None if self.apfs.is_some() => plan
+                .items
+                .iter()
+                .filter(|it| crate::apfs::layout::live_item(it))
+                .map(|it| it.runs.iter().map(|r| r.len as u64).sum::<u64>())
+                .sum::<u64>(),
             None if self.exfat.is_some() => crate::exfat::layout::used_clusters(plan)
                 .iter()
                 .filter(|u| **u)
@@ -1523,7 +1623,19 @@ impl ManifestOut {
                 }
             }
         }
-        let keep_names = ntfs.is_some() || exfat_p.is_some();
+        // APFS: every listed object's inode number is its object id.
+        if let Some(a) = &self.apfs {
+            let base = a.id_base.get(plan.k as usize).copied().unwrap_or(0);
+            for d in 0..plan.dirs.len() {
+                let c = crate::plan::Child::Dir(d);
+                inode.insert(c, crate::apfs::layout::child_id(plan, base, c));
+            }
+            for i in 0..plan.items.len() {
+                let c = crate::plan::Child::Item(i);
+                inode.insert(c, crate::apfs::layout::child_id(plan, base, c));
+            }
+        }
+        let keep_names = ntfs.is_some() || exfat_p.is_some() || self.apfs.is_some();
         self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
         let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {

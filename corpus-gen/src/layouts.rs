@@ -2,6 +2,7 @@
 //! plan. Adding a file system adds a planner here (and its writer); the
 //! planner and the other file systems do not change.
 
+use crate::apfs::layout::ApfsLayout;
 use crate::exfat::layout::ExfatLayout;
 use crate::fat::layout::FatLayout;
 use crate::geometry::Geometry;
@@ -11,7 +12,9 @@ use std::sync::Arc;
 
 /// The layout planner of the file system `geo` describes.
 pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
-    if geo.exfat.is_some() {
+    if geo.apfs.is_some() {
+        Arc::new(ApfsLayout)
+    } else if geo.exfat.is_some() {
         Arc::new(ExfatLayout)
     } else if geo.ntfs {
         Arc::new(NtfsLayout)

@@ -76,6 +76,13 @@ pub struct Profile {
     /// tree.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stick: bool,
+    /// A Mac's disk: `/Users/<user>` with `Desktop`, `Documents`,
+    /// `Downloads`, `Pictures`, `Music` and `Library` (`Mail` with `.emlx`
+    /// messages, `Safari` with `History.db`, Safari's cache under
+    /// `Caches`), programs under `Applications`, no Windows folders. Off:
+    /// a Windows user's tree (or a stick's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mac: bool,
 }
 
 /// Range of `fill` the planner supports.
@@ -90,7 +97,7 @@ fn one() -> f64 {
 
 impl Profile {
     /// Names of the built-in profiles.
-    pub const NAMES: [&'static str; 3] = ["workstation", "suspect", "usb-stick"];
+    pub const NAMES: [&'static str; 4] = ["workstation", "suspect", "usb-stick", "mac-laptop"];
 
     /// The built-in profile called `name`.
     pub fn by_name(name: &str) -> Option<Profile> {
@@ -125,6 +132,7 @@ impl Profile {
                 mail_share: None,
                 system_disk: true,
                 stick: false,
+                mac: false,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -151,6 +159,7 @@ impl Profile {
                 mail_share: None,
                 system_disk: false,
                 stick: false,
+                mac: false,
             }),
             // A USB stick (exFAT as sold, or FAT): photos, documents and
             // archives copied on and off, a few deleted; half full, little
@@ -178,6 +187,35 @@ impl Profile {
                 mail_share: None,
                 system_disk: false,
                 stick: true,
+                mac: false,
+            }),
+            // A Mac laptop's data volume (APFS by default): a user's home
+            // with mail, Safari and downloads (quarantined), little
+            // fragmentation (APFS allocates whole extents), free space
+            // mostly zero (TRIM on flash), a tenth deleted.
+            "mac-laptop" => Some(Profile {
+                name: name.into(),
+                fill: 0.60,
+                deleted_share: 0.10,
+                fragmented_share: 0.04,
+                incompressible_share: 0.45,
+                overwrite_share: 0.25,
+                residue_share: 0.05,
+                deleted_dirs_per_100: 1.0,
+                keyword_share: 0.04,
+                duplicate_share: 0.03,
+                notable_share: 0.01,
+                known_share: 0.02,
+                random_free_share: 0.02,
+                compressed_share: 0.0,
+                sparse_share: 0.0,
+                target_e01_ratio: None,
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
+                system_disk: false,
+                stick: false,
+                mac: true,
             }),
             _ => None,
         }

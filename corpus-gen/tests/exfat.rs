@@ -3,8 +3,10 @@
 //! exfat-fuse mounted read-only where root and FUSE are available. A
 //! missing tool prints `SKIPPED: <tool>` and the check passes.
 
+mod common;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
 use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_exfat};
+use common::{have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -58,23 +60,6 @@ fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
         _dir: dir,
         manifest,
     }
-}
-
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        println!("SKIPPED: {tool}");
-    }
-    found
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The manifest's files and folders (no streams): TSK path → entry.
