@@ -309,6 +309,15 @@ impl crate::exfat::write::Out for ImageSink<'_, '_> {
     }
 }
 
+impl crate::ext4::write::Out for ImageSink<'_, '_> {
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
+        self.write(b)
+    }
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
+        self.zeros(n)
+    }
+}
+
 impl ntfs::write::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
@@ -432,7 +441,52 @@ pub fn generate_with_tee(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, false, progress, tee)
+    generate_fs(opts, Special::No, progress, tee)
+}
+
+/// A file system [`generate_fs`] is told apart by (FAT and NTFS follow
+/// from the options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Special {
+    No,
+    Exfat,
+    Ext4,
+}
+
+/// Generate an ext4 corpus (as [`generate_with_tee`] does for FAT and
+/// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
+/// placed on a volume laid out as mkfs.ext4 lays it out.
+pub fn generate_ext4(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
+    generate_fs(opts, Special::Ext4, progress, tee)
+}
+
+/// The identity of an ext4 volume drawn from the corpus seed.
+fn ext4_ids(seed: u64) -> crate::ext4::Ids {
+    let mut r = Rng::derive(seed, &[0x6578_7434]);
+    let mut uuid = [0u8; 16];
+    r.fill(&mut uuid);
+    // A random (version 4, RFC 4122 variant) UUID, as mkfs makes.
+    uuid[6] = (uuid[6] & 0x0F) | 0x40;
+    uuid[8] = (uuid[8] & 0x3F) | 0x80;
+    let hash_seed = [
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+    ];
+    // Made some weeks before the planner's first files (January 2016).
+    let made = crate::names::Stamp::from_civil(2015, 12, 1, 9, 0, 0).secs
+        + crate::ext4::TO_1980
+        + r.below(86_400 * 20);
+    crate::ext4::Ids {
+        uuid,
+        hash_seed,
+        created: made as u32,
+    }
 }
 
 /// Generate an exFAT corpus (as [`generate_with_tee`] does for FAT and
@@ -443,12 +497,12 @@ pub fn generate_exfat(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, true, progress, tee)
+    generate_fs(opts, Special::Exfat, progress, tee)
 }
 
 fn generate_fs(
     opts: &Options,
-    exfat: bool,
+    fs: Special,
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
@@ -460,7 +514,14 @@ fn generate_fs(
             "--decoys is limited to 100 million".into(),
         ));
     }
-    let geo = if exfat {
+    let geo = if fs == Special::Ext4 {
+        if opts.ntfs || opts.fat.is_some() {
+            return Err(CorpusError::Invalid(
+                "an ext4 volume takes neither a FAT type nor NTFS".into(),
+            ));
+        }
+        Geometry::plan_ext4(opts.size, opts.partition_table, ext4_ids(opts.seed))?
+    } else if fs == Special::Exfat {
         if opts.ntfs || opts.fat.is_some() {
             return Err(CorpusError::Invalid(
                 "an exFAT volume takes neither a FAT type nor NTFS".into(),
@@ -564,11 +625,18 @@ fn generate_fs(
     if geo.ntfs {
         used = 0;
     }
+    // ext4: inode numbers and the bitmaps, from a pass of their own.
+    let ext4_prep = match geo.ext4 {
+        Some(p) => Some(crate::ext4::write::prepare(&vol, &p)?),
+        None => None,
+    };
     // exFAT: every batch folder's runs (its entry states its size).
     let mut folder_runs = HashMap::new();
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        if geo.exfat.is_some() {
+        if geo.ext4.is_some() {
+            // Counted by the ext4 pass.
+        } else if geo.exfat.is_some() {
             used += crate::exfat::layout::used_clusters(&plan)
                 .iter()
                 .filter(|u| **u)
@@ -585,7 +653,7 @@ fn generate_fs(
         } else {
             used += crate::fat::layout::used_clusters(&plan, cluster);
         }
-        if !geo.ntfs && geo.exfat.is_none() && next_free.is_none() {
+        if !geo.ntfs && geo.exfat.is_none() && geo.ext4.is_none() && next_free.is_none() {
             let eoc = geo.fat.eoc();
             if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
                 .iter()
@@ -607,8 +675,10 @@ fn generate_fs(
     }
     // NTFS: the head and skeleton region are wholly allocated; free
     // clusters are counted over the groups.
-    let free =
-        geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used;
+    let free = match &ext4_prep {
+        Some(x) => x.free_blocks,
+        None => geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used,
+    };
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
         planted
@@ -718,6 +788,9 @@ fn generate_fs(
             for &i in &skel_order {
                 sink.write(&w.skeleton_bytes(i))?;
             }
+        } else if let (Some(p), Some(prep)) = (geo.ext4, &ext4_prep) {
+            crate::ext4::write::head(&vol, &p, prep, &g0, &skel_order, &mut sink)?;
+            mf.ext4 = Some(p);
         } else if let Some(p) = geo.exfat {
             let inodes = crate::exfat::write::head(
                 &vol,
@@ -797,7 +870,16 @@ fn generate_fs(
                     Ok(Msg::Plan(p)) => p,
                     _ => return Err(CorpusError::Worker("content producer stopped".into())),
                 };
-                write_group(&vol, &plan, &rx, &mut sink, &mut mf, ntfs_writer.as_ref())?;
+                let ext4 = geo.ext4.zip(ext4_prep.as_ref());
+                write_group(
+                    &vol,
+                    &plan,
+                    &rx,
+                    &mut sink,
+                    &mut mf,
+                    ntfs_writer.as_ref(),
+                    ext4,
+                )?;
             }
             Ok(())
         })();
@@ -871,7 +953,9 @@ fn generate_fs(
         .collect(),
         size: image.size,
         md5: image.md5,
-        fs_type: if geo.exfat.is_some() {
+        fs_type: if geo.ext4.is_some() {
+            FsType::Ext4
+        } else if geo.exfat.is_some() {
             FsType::Exfat
         } else if geo.ntfs {
             FsType::Ntfs
@@ -975,8 +1059,37 @@ fn write_group(
     sink: &mut ImageSink<'_, '_>,
     mf: &mut ManifestOut,
     ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
+    ext4: Option<(crate::ext4::Ext4Params, &crate::ext4::write::Prep)>,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
+    let ext4 = match ext4 {
+        Some((p, prep)) => Some((p, crate::ext4::write::group_facts(&p, prep, plan)?)),
+        None => None,
+    };
+    let no_trees = std::collections::BTreeMap::new();
+    let trees = ext4.as_ref().map(|x| &x.1.tree_blocks).unwrap_or(&no_trees);
+    // Zeros from cluster `from` to `to` (group-relative), but for ext4's
+    // extent-tree blocks there.
+    let gap = |sink: &mut ImageSink<'_, '_>,
+               mf: &mut ManifestOut,
+               from: u32,
+               to: u32|
+     -> Result<(), CorpusError> {
+        let mut at = from;
+        for (&c, b) in trees.range(from..to) {
+            if c > at {
+                sink.zeros((c - at) as u64 * cs)?;
+                mf.area(vol.geo.cluster_offset(plan.base + at), (c - at) as u64 * cs, "zero")?;
+            }
+            sink.write(b)?;
+            at = c + 1;
+        }
+        if to > at {
+            sink.zeros((to - at) as u64 * cs)?;
+            mf.area(vol.geo.cluster_offset(plan.base + at), (to - at) as u64 * cs, "zero")?;
+        }
+        Ok(())
+    };
     let mut left: Vec<u32> = vec![0; plan.items.len()];
     for e in &plan.extents {
         if let Fill::Item(i, _) = e.fill {
@@ -1024,8 +1137,7 @@ fn write_group(
     }
     for e in &plan.extents {
         if e.start > cursor {
-            sink.zeros((e.start - cursor) as u64 * cs)?;
-            mf.area(abs(cursor), (e.start - cursor) as u64 * cs, "zero")?;
+            gap(sink, mf, cursor, e.start)?;
         }
         let len = e.len as u64 * cs;
         match e.fill {
@@ -1049,6 +1161,10 @@ fn write_group(
                 if let std::collections::hash_map::Entry::Vacant(v) = dir_cache.entry(d) {
                     v.insert(match ntfs {
                         Some(w) => w.dir_bytes(plan, d)?,
+                        None if ext4.is_some() => match &ext4 {
+                            Some((p, x)) => crate::ext4::layout::dir_bytes(p, plan, &x.num, d),
+                            None => Vec::new(),
+                        },
                         None if vol.geo.exfat.is_some() => {
                             crate::exfat::layout::dir_bytes(plan, vol, d)?.bytes
                         }
@@ -1106,9 +1222,9 @@ fn write_group(
         cursor = e.start + e.len;
     }
     if cursor < plan.n {
-        sink.zeros((plan.n - cursor) as u64 * cs)?;
-        mf.area(abs(cursor), (plan.n - cursor) as u64 * cs, "zero")?;
+        gap(sink, mf, cursor, plan.n)?;
     }
+    mf.ext4_group = ext4.map(|x| x.1);
     mf.group(vol, plan, &facts, ntfs)?;
     Ok(())
 }
@@ -1192,6 +1308,10 @@ struct ManifestOut {
     dup_groups: std::collections::BTreeSet<u64>,
     /// exFAT: its layout and the skeleton folders' entries' inode numbers.
     exfat: Option<ExfatMf>,
+    /// ext4: its layout.
+    ext4: Option<crate::ext4::Ext4Params>,
+    /// ext4: the group being recorded's inode numbers and trees.
+    ext4_group: Option<crate::ext4::write::GroupFacts>,
 }
 
 /// What the manifest needs of an exFAT volume.
@@ -1234,6 +1354,8 @@ impl ManifestOut {
             keywords: Default::default(),
             dup_groups: Default::default(),
             exfat: None,
+            ext4: None,
+            ext4_group: None,
         })
     }
 
@@ -1318,7 +1440,9 @@ impl ManifestOut {
         self.field(
             "filesystem",
             &FileSystem {
-                fs_type: if geo.exfat.is_some() {
+                fs_type: if geo.ext4.is_some() {
+                    FsType::Ext4
+                } else if geo.exfat.is_some() {
                     FsType::Exfat
                 } else if geo.ntfs {
                     FsType::Ntfs
@@ -1364,6 +1488,17 @@ impl ManifestOut {
                     upcase_cluster: p.upcase_cluster(),
                     root_cluster: p.root_cluster(),
                     label: crate::exfat::LABEL.into(),
+                }),
+                ext4: geo.ext4.map(|p| crate::manifest::Ext4Facts {
+                    blocks: p.blocks,
+                    groups: p.groups,
+                    inodes_per_group: p.inodes_per_group,
+                    inodes: p.inodes(),
+                    head_blocks: p.head_blocks(),
+                    journal_block: p.journal_block(),
+                    journal_blocks: p.journal_blocks,
+                    reserved_gdt_blocks: p.reserved_gdt,
+                    uuid: boot::guid_text(&p.ids.uuid),
                 }),
             },
             true,
@@ -1434,6 +1569,10 @@ impl ManifestOut {
                     form: &d.form,
                     times: d.times,
                     first_cluster: match (ntfs, &self.exfat) {
+                        _ if self.ext4.is_some() => self
+                            .ext4
+                            .map(|p| p.block(d.first) as u32)
+                            .unwrap_or(0),
                         (Some(w), _) if d.clusters > 0 => w.lcn(d.first) as u32,
                         (Some(_), _) => 0,
                         (None, Some(x)) => x.p.cluster(d.first),
@@ -1442,10 +1581,12 @@ impl ManifestOut {
                     deleted: false,
                     group: 0,
                     record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
-                    inode: self
-                        .exfat
-                        .as_ref()
-                        .and_then(|x| x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()),
+                    inode: match self.ext4 {
+                        Some(_) => Some(crate::ext4::layout::skel_ino(i) as u64),
+                        None => self.exfat.as_ref().and_then(|x| {
+                            x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()
+                        }),
+                    },
                 },
                 if d.clusters > 0 {
                     vec![Extent {
@@ -1472,7 +1613,17 @@ impl ManifestOut {
         let cs = vol.geo.cluster_bytes();
         let geo = &vol.geo;
         let num = ntfs.map(|w| w.numbering(plan));
+        let ext4_group = self.ext4_group.take();
         let used = match ntfs {
+            _ if ext4_group.is_some() => ext4_group
+                .as_ref()
+                .map(|x| {
+                    crate::ext4::layout::used_clusters(plan, &x.trees)
+                        .iter()
+                        .filter(|u| **u)
+                        .count() as u64
+                })
+                .unwrap_or(0),
             Some(_) => ntfs::write::used_clusters(plan)
                 .iter()
                 .filter(|u| **u)
@@ -1523,7 +1674,18 @@ impl ManifestOut {
                 }
             }
         }
-        let keep_names = ntfs.is_some() || exfat_p.is_some();
+        if let Some(x) = &ext4_group {
+            for d in 0..plan.dirs.len() {
+                inode.insert(crate::plan::Child::Dir(d), x.num.dir[d] as u64);
+            }
+            for i in 0..plan.items.len() {
+                if let Some(n) = x.num.item[i] {
+                    inode.insert(crate::plan::Child::Item(i), n as u64);
+                }
+            }
+        }
+        let ext4_p = self.ext4;
+        let keep_names = ntfs.is_some() || exfat_p.is_some() || ext4_p.is_some();
         self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
         let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {
@@ -1535,6 +1697,9 @@ impl ManifestOut {
         };
         let first_lcn = |runs: &[crate::plan::Run]| -> u32 {
             match (ntfs, exfat_p) {
+                _ if ext4_p.is_some() && !runs.is_empty() => ext4_p
+                    .map(|p| p.block(plan.first_cluster(runs)) as u32)
+                    .unwrap_or(0),
                 (Some(w), _) => runs
                     .first()
                     .map(|r| w.lcn(plan.base + r.start) as u32)

@@ -65,6 +65,10 @@ pub struct Geometry {
     /// `reserved`, which covers the boot region, the FAT and those two);
     /// `fat` is unused (FAT32, so the root gets clusters like any folder).
     pub exfat: Option<ExfatParams>,
+    /// An ext4 volume: where its structures lie. The planner's clusters
+    /// are its blocks after the head (superblock, descriptors, bitmaps,
+    /// inode tables, lost+found and journal), which `reserved` covers.
+    pub ext4: Option<crate::ext4::Ext4Params>,
 }
 
 fn fat32_cluster_bytes(vol: u64) -> u64 {
@@ -163,6 +167,7 @@ impl Geometry {
                 clusters: clusters as u32,
                 ntfs: false,
                 exfat: None,
+                ext4: None,
             })
         };
         let smallest =
@@ -214,6 +219,7 @@ impl Geometry {
             clusters: clusters as u32,
             ntfs: true,
             exfat: None,
+            ext4: None,
         })
     }
 
@@ -240,6 +246,41 @@ impl Geometry {
             clusters: p.cluster_count - p.sys_clusters(),
             ntfs: false,
             exfat: Some(p),
+            ext4: None,
+        })
+    }
+
+    /// Plan an ext4 disk of `disk_bytes`: the volume fills the partition
+    /// (whole 4 KiB blocks), laid out as [`crate::ext4`] says; its UUID
+    /// and hash seed come from `seed`.
+    pub fn plan_ext4(
+        disk_bytes: u64,
+        table: Option<TableKind>,
+        ids: crate::ext4::Ids,
+    ) -> Result<Geometry, CorpusError> {
+        let (disk_bytes, table, vol_bytes) =
+            Self::partition(disk_bytes, table, "ext4", crate::ext4::MIN_DISK)?;
+        let mut p = crate::ext4::Ext4Params::for_volume(vol_bytes)
+            .ok_or_else(|| CorpusError::Invalid("volume too small for ext4".into()))?;
+        p.ids = ids;
+        let spc = (crate::ext4::BLOCK / DISK_SECTOR) as u32;
+        let head = p.head_blocks();
+        Ok(Geometry {
+            disk_bytes,
+            table,
+            part_start_lba: PART_START_LBA,
+            part_sectors: vol_bytes / DISK_SECTOR,
+            fat: FatType::Fat32,
+            bps: DISK_SECTOR as u32,
+            spc,
+            reserved: (head * spc as u64) as u32,
+            fat_sectors: 0,
+            root_entries: 0,
+            total_sectors: p.blocks * spc as u64,
+            clusters: (p.blocks - head) as u32,
+            ntfs: false,
+            exfat: None,
+            ext4: Some(p),
         })
     }
 
@@ -342,6 +383,9 @@ impl Geometry {
 
     /// Partition type byte as an MBR records it.
     pub fn mbr_type(&self) -> u8 {
+        if self.ext4.is_some() {
+            return 0x83;
+        }
         if self.ntfs || self.exfat.is_some() {
             return 0x07;
         }

@@ -3,6 +3,7 @@
 //! planner and the other file systems do not change.
 
 use crate::exfat::layout::ExfatLayout;
+use crate::ext4::layout::Ext4Layout;
 use crate::fat::layout::FatLayout;
 use crate::geometry::Geometry;
 use crate::ntfs::layout::NtfsLayout;
@@ -11,7 +12,11 @@ use std::sync::Arc;
 
 /// The layout planner of the file system `geo` describes.
 pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
-    if geo.exfat.is_some() {
+    if let Some(p) = geo.ext4 {
+        Arc::new(Ext4Layout {
+            key: p.ids.hash_seed,
+        })
+    } else if geo.exfat.is_some() {
         Arc::new(ExfatLayout)
     } else if geo.ntfs {
         Arc::new(NtfsLayout)

@@ -13,6 +13,7 @@ pub mod calibrate;
 pub mod content;
 pub mod error;
 pub mod exfat;
+pub mod ext4;
 pub mod fat;
 pub mod generate;
 pub mod geometry;
@@ -30,7 +31,7 @@ pub mod words;
 pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
-    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat,
+    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat, generate_ext4,
     generate_with_tee,
 };
 pub use geometry::TableKind;

@@ -123,6 +123,9 @@ pub enum FsType {
     /// exFAT 1.00.
     #[serde(rename = "exFAT")]
     Exfat,
+    /// ext4.
+    #[serde(rename = "ext4")]
+    Ext4,
 }
 
 impl FsType {
@@ -134,6 +137,7 @@ impl FsType {
             FsType::Fat32 => "FAT32",
             FsType::Ntfs => "NTFS",
             FsType::Exfat => "exFAT",
+            FsType::Ext4 => "ext4",
         }
     }
 }
@@ -212,6 +216,35 @@ pub struct FileSystem {
     /// exFAT layout (exFAT only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exfat: Option<ExfatFacts>,
+    /// ext4 layout (ext4 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext4: Option<Ext4Facts>,
+}
+
+/// What an ext4 volume adds (blocks from the volume's start; the
+/// manifest's `first_cluster` values are ext4 block numbers and its
+/// `inode` values ext4 inode numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ext4Facts {
+    /// Blocks in the file system.
+    pub blocks: u64,
+    /// Block groups.
+    pub groups: u32,
+    /// Inodes per group.
+    pub inodes_per_group: u32,
+    /// Inodes in the file system.
+    pub inodes: u64,
+    /// Blocks of the head (metadata, lost+found, journal) before the
+    /// first file's.
+    pub head_blocks: u64,
+    /// First block of the journal.
+    pub journal_block: u64,
+    /// Blocks of the journal.
+    pub journal_blocks: u32,
+    /// Reserved GDT blocks.
+    pub reserved_gdt_blocks: u32,
+    /// The file system's UUID.
+    pub uuid: String,
 }
 
 /// What an exFAT volume adds: its regions as the boot sector states them

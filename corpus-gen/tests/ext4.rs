@@ -1,0 +1,376 @@
+//! ext4 corpora against independent oracles: `e2fsck -fn` (e2fsprogs),
+//! The Sleuth Kit's `fls` and `icat`, `debugfs`'s listing and `rdump`,
+//! and caseload-fs's ext4 walk. A missing tool prints `SKIPPED: <tool>`
+//! and the check passes.
+
+use caseload_corpus::manifest::{EntryKind, FileEntry};
+use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_ext4};
+use md5::{Digest, Md5};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+fn opts(dir: &Path, size: u64, seed: u64, threads: usize, profile: &str) -> Options {
+    Options {
+        out_dir: dir.to_path_buf(),
+        size,
+        seed,
+        profile: Profile::by_name(profile).expect("profile"),
+        threads,
+        partition_table: None,
+        fat: None,
+        ntfs: false,
+        decoys: 10,
+        discard_image: false,
+        image_digests: ImageDigests::default(),
+    }
+}
+
+struct Corpus {
+    _dir: tempfile::TempDir,
+    image: PathBuf,
+    manifest: Manifest,
+}
+
+fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = opts(dir.path(), size, seed, threads, profile);
+    if let Ok(keep) = std::env::var("EXT4_KEEP") {
+        let mut k = o.clone();
+        k.out_dir = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
+        let _ = generate_ext4(&k, &NoProgress, None);
+    }
+    generate_ext4(&o, &NoProgress, None).expect("generate");
+    let manifest: Manifest = serde_json::from_slice(
+        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
+    )
+    .expect("parse manifest");
+    Corpus {
+        image: dir.path().join(caseload_corpus::IMAGE),
+        _dir: dir,
+        manifest,
+    }
+}
+
+fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        println!("SKIPPED: {tool}");
+    }
+    found
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn entries(m: &Manifest) -> Vec<&FileEntry> {
+    m.files.iter().filter(|e| e.stream.is_none()).collect()
+}
+
+/// Entries a directory listing shows: live ones and deleted names left in
+/// a live folder's blocks (a deleted folder's block is freed, its
+/// extents cleared: nothing below it is listed).
+fn listed_entries(m: &Manifest) -> Vec<&FileEntry> {
+    entries(m)
+        .into_iter()
+        .filter(|e| !e.in_deleted_dir)
+        .collect()
+}
+
+fn part(c: &Corpus) -> (u64, u64) {
+    let p = &c.manifest.partition_table.partitions[0];
+    (p.offset, p.sectors * 512)
+}
+
+/// The partition alone, for tools that take a volume.
+fn volume_file(c: &Corpus) -> tempfile::NamedTempFile {
+    let (off, len) = part(c);
+    let img = std::fs::read(&c.image).expect("image");
+    let f = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
+    f
+}
+
+fn check_fsck(v: &Path) {
+    if !have("e2fsck") {
+        return;
+    }
+    let out = Command::new("e2fsck")
+        .args(["-fn"])
+        .arg(v)
+        .output()
+        .expect("e2fsck");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            !l.starts_with("e2fsck ")
+                && !l.starts_with("Pass ")
+                && !l.contains(" files (")
+                && !l.trim().is_empty()
+        })
+        .collect();
+    assert!(
+        out.status.success() && lines.is_empty(),
+        "e2fsck -fn (exit {:?}):\n{text}",
+        out.status.code()
+    );
+}
+
+/// `fls -r -p` against the manifest: names, deleted state and inode
+/// numbers; then `icat` of every allocated file against its MD5.
+fn check_tsk(c: &Corpus) {
+    if !have("fls") || !have("icat") {
+        return;
+    }
+    let sector = (part(c).0 / 512).to_string();
+    let out = Command::new("fls")
+        .args(["-r", "-p", "-o", &sector])
+        .arg(&c.image)
+        .output()
+        .expect("fls");
+    assert!(out.status.success(), "fls failed");
+    let mut listed: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((meta, path)) = line.split_once(":\t") else {
+            continue;
+        };
+        if path == "lost+found" || path.starts_with("$OrphanFiles") {
+            continue;
+        }
+        let deleted = meta.contains('*');
+        let inode: u64 = meta
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.split('-').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("fls line {line:?}"));
+        assert!(
+            listed.insert((path.to_string(), deleted), inode).is_none(),
+            "fls lists {path} twice"
+        );
+    }
+    let mut want: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for e in listed_entries(&c.manifest) {
+        let inode = e
+            .inode
+            .unwrap_or_else(|| panic!("{} has no inode number", e.path));
+        want.insert((e.tsk_path.clone(), e.deleted), inode);
+    }
+    let only_fls: Vec<_> = listed.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !listed.contains_key(k)).collect();
+    assert!(
+        only_fls.is_empty() && only_mf.is_empty(),
+        "fls and the manifest differ: only in fls {:?}, only in the manifest {:?}",
+        &only_fls[..only_fls.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    assert_eq!(listed, want, "inode numbers differ");
+    assert!(
+        c.manifest.summary.deleted_files > 0,
+        "the corpus holds no deleted files"
+    );
+    let mut checked = 0;
+    for e in entries(&c.manifest) {
+        if e.kind != EntryKind::File || e.deleted {
+            continue;
+        }
+        let out = Command::new("icat")
+            .args(["-o", &sector])
+            .arg(&c.image)
+            .arg(e.inode.expect("inode").to_string())
+            .output()
+            .expect("icat");
+        assert_eq!(
+            Some(hex(&Md5::digest(&out.stdout))),
+            e.md5,
+            "icat of {} ({:?})",
+            e.path,
+            e.inode
+        );
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} files checked");
+    println!("icat: {checked} files");
+}
+
+/// `debugfs`: `rdump` of the root gives every live file with its MD5 and
+/// every live folder.
+fn check_debugfs(c: &Corpus, v: &Path) {
+    if !have("debugfs") {
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let r = Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump / {}", out.path().display()))
+        .arg(v)
+        .output()
+        .expect("debugfs");
+    assert!(r.status.success(), "debugfs rdump failed");
+    let mut got: BTreeMap<String, Option<String>> = BTreeMap::new();
+    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
+        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let p = e.path();
+            let rel = p
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .to_string();
+            if p.is_dir() {
+                got.insert(rel, None);
+                walk(root, &p, got);
+            } else {
+                let b = std::fs::read(&p).expect("read");
+                got.insert(rel, Some(hex(&Md5::digest(&b))));
+            }
+        }
+    }
+    walk(out.path(), out.path(), &mut got);
+    got.retain(|k, _| k != "lost+found");
+    let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| !e.deleted)
+        .map(|e| {
+            (
+                e.path.clone(),
+                (e.kind == EntryKind::File).then(|| e.md5.clone().unwrap_or_default()),
+            )
+        })
+        .collect();
+    let a: BTreeSet<_> = got.keys().collect();
+    let b: BTreeSet<_> = want.keys().collect();
+    assert_eq!(
+        a.difference(&b).take(10).collect::<Vec<_>>(),
+        Vec::<&&String>::new(),
+        "only in rdump"
+    );
+    assert_eq!(
+        b.difference(&a).take(10).collect::<Vec<_>>(),
+        Vec::<&&String>::new(),
+        "only in the manifest"
+    );
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "rdump content of {k}");
+    }
+}
+
+/// caseload-fs's ext4 walk: every listed name, its deleted state and
+/// inode, and each allocated file's MD5.
+fn check_walk(c: &Corpus) {
+    use caseload_fs::record::{Content, FileKind, Run};
+    let (off, len) = part(c);
+    let file = std::fs::File::open(&c.image).expect("image");
+    let fs = caseload_fs::ExtFs::open(&file, off, len).expect("open ext4");
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    let img = std::fs::read(&c.image).expect("image");
+    let mut got: BTreeMap<(String, bool), (u64, Option<String>)> = BTreeMap::new();
+    fs.walk(|r| {
+        let mut path: Vec<String> = r.parent.iter().cloned().collect();
+        path.push(r.name.clone());
+        let path = path.join("/");
+        if path == "lost+found" || !matches!(r.kind, FileKind::File | FileKind::Directory) {
+            return std::ops::ControlFlow::Continue(());
+        }
+        let md5 = match (&r.content, r.kind, r.allocated) {
+            (Content::Runs(runs), FileKind::File, true) => {
+                let mut h = Md5::new();
+                for run in runs {
+                    match *run {
+                        Run::Data { offset, len } => {
+                            h.update(&img[offset as usize..(offset + len) as usize])
+                        }
+                        Run::Zeros { len } => h.update(vec![0u8; len as usize]),
+                        _ => {}
+                    }
+                }
+                Some(hex(&h.finalize()))
+            }
+            (_, FileKind::File, true) => Some(hex(&Md5::digest(b""))),
+            _ => None,
+        };
+        got.insert((path, !r.allocated), (r.meta.inode, md5));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("walk");
+    let mut want = BTreeMap::new();
+    for e in listed_entries(&c.manifest) {
+        want.insert(
+            (e.tsk_path.clone(), e.deleted),
+            (
+                e.inode.expect("inode"),
+                (e.kind == EntryKind::File && !e.deleted)
+                    .then(|| e.md5.clone())
+                    .flatten(),
+            ),
+        );
+    }
+    let only_walk: Vec<_> = got.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !got.contains_key(k)).collect();
+    assert!(
+        only_walk.is_empty() && only_mf.is_empty(),
+        "walk and manifest differ: only walked {:?}, only in the manifest {:?}",
+        &only_walk[..only_walk.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "{k:?}");
+    }
+}
+
+fn check_corpus(c: &Corpus) {
+    let v = volume_file(c);
+    check_fsck(v.path());
+    check_tsk(c);
+    check_debugfs(c, v.path());
+    check_walk(c);
+}
+
+#[test]
+fn corpus_64_mib_seed_1_passes_every_oracle() {
+    check_corpus(&corpus_with(64 * MIB, 1, 2, "workstation"));
+}
+
+#[test]
+fn corpus_300_mib_seed_2_passes_every_oracle() {
+    check_corpus(&corpus_with(300 * MIB, 2, 2, "suspect"));
+}
+
+#[test]
+fn smallest_corpus_passes_every_oracle() {
+    check_corpus(&corpus_with(caseload_corpus::ext4::MIN_DISK, 3, 1, "workstation"));
+}
+
+#[test]
+fn image_and_manifest_do_not_depend_on_threads() {
+    let a = corpus_with(64 * MIB, 5, 1, "workstation");
+    let b = corpus_with(64 * MIB, 5, 2, "workstation");
+    assert_eq!(
+        std::fs::read(&a.image).expect("a"),
+        std::fs::read(&b.image).expect("b"),
+        "images differ"
+    );
+    let ma = std::fs::read(a._dir.path().join(caseload_corpus::MANIFEST)).expect("a");
+    let mb = std::fs::read(b._dir.path().join(caseload_corpus::MANIFEST)).expect("b");
+    assert_eq!(ma, mb, "manifests differ");
+}
+
+#[test]
+fn too_small_a_disk_is_refused_naming_the_minimum() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = opts(dir.path(), 16 * MIB, 1, 1, "workstation");
+    let e = generate_ext4(&o, &NoProgress, None).expect_err("refused");
+    assert!(e.to_string().contains("32 MiB"), "{e}");
+}
