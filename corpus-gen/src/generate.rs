@@ -1229,6 +1229,20 @@ fn write_group(
     Ok(())
 }
 
+/// Whether group directory `d` or a folder above it is deleted.
+fn under_deleted(plan: &GroupPlan, d: usize) -> bool {
+    let mut d = d;
+    loop {
+        if plan.dirs[d].deleted {
+            return true;
+        }
+        match plan.dirs[d].parent {
+            Parent::Dir(p) => d = p,
+            Parent::Skel(_) => return false,
+        }
+    }
+}
+
 /// What a directory's manifest record needs.
 struct DirFacts<'a> {
     path: String,
@@ -1743,7 +1757,17 @@ impl ManifestOut {
                 .collect()
         };
         for d in 0..plan.dirs.len() {
-            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths, keep_names);
+            let (path, mut tsk_path) = dir_path(vol, plan, d, &mut paths, keep_names);
+            // ext4: below a deleted folder nothing is listed (its block is
+            // freed, its extents cleared); TSK shows the inode as an
+            // orphan.
+            if ext4_p.is_some()
+                && let Parent::Dir(p) = plan.dirs[d].parent
+                && under_deleted(plan, p)
+                && let Some(n) = inode.get(&crate::plan::Child::Dir(d))
+            {
+                tsk_path = format!("$OrphanFiles/OrphanFile-{n}");
+            }
             let dir = &plan.dirs[d];
             if dir.deleted {
                 self.summary.deleted_directories += 1;
@@ -1933,6 +1957,12 @@ impl ManifestOut {
                     }
                     None => continue,
                 }
+            };
+            let tsk_path = match (ext4_p, it.parent, inode.get(&crate::plan::Child::Item(i))) {
+                (Some(_), Some(Parent::Dir(d)), Some(n)) if under_deleted(plan, d) => {
+                    format!("$OrphanFiles/OrphanFile-{n}")
+                }
+                _ => tsk_path,
             };
             if it.deleted {
                 self.summary.deleted_files += 1;

@@ -75,15 +75,6 @@ fn entries(m: &Manifest) -> Vec<&FileEntry> {
     m.files.iter().filter(|e| e.stream.is_none()).collect()
 }
 
-/// Entries a directory listing shows: live ones and deleted names left in
-/// a live folder's blocks (a deleted folder's block is freed, its
-/// extents cleared: nothing below it is listed).
-fn listed_entries(m: &Manifest) -> Vec<&FileEntry> {
-    entries(m)
-        .into_iter()
-        .filter(|e| !e.in_deleted_dir)
-        .collect()
-}
 
 fn part(c: &Corpus) -> (u64, u64) {
     let p = &c.manifest.partition_table.partitions[0];
@@ -147,7 +138,7 @@ fn check_tsk(c: &Corpus) {
         let Some((meta, path)) = line.split_once(":\t") else {
             continue;
         };
-        if path == "lost+found" || path.starts_with("$OrphanFiles") {
+        if path == "lost+found" || path == "$OrphanFiles" {
             continue;
         }
         let deleted = meta.contains('*');
@@ -163,7 +154,7 @@ fn check_tsk(c: &Corpus) {
         );
     }
     let mut want: BTreeMap<(String, bool), u64> = BTreeMap::new();
-    for e in listed_entries(&c.manifest) {
+    for e in entries(&c.manifest) {
         let inode = e
             .inode
             .unwrap_or_else(|| panic!("{} has no inode number", e.path));
@@ -281,7 +272,10 @@ fn check_walk(c: &Corpus) {
         let mut path: Vec<String> = r.parent.iter().cloned().collect();
         path.push(r.name.clone());
         let path = path.join("/");
-        if path == "lost+found" || !matches!(r.kind, FileKind::File | FileKind::Directory) {
+        if path == "lost+found"
+            || path == "$OrphanFiles"
+            || !matches!(r.kind, FileKind::File | FileKind::Directory)
+        {
             return std::ops::ControlFlow::Continue(());
         }
         let md5 = match (&r.content, r.kind, r.allocated) {
@@ -293,7 +287,6 @@ fn check_walk(c: &Corpus) {
                             h.update(&img[offset as usize..(offset + len) as usize])
                         }
                         Run::Zeros { len } => h.update(vec![0u8; len as usize]),
-                        _ => {}
                     }
                 }
                 Some(hex(&h.finalize()))
@@ -306,7 +299,7 @@ fn check_walk(c: &Corpus) {
     })
     .expect("walk");
     let mut want = BTreeMap::new();
-    for e in listed_entries(&c.manifest) {
+    for e in entries(&c.manifest) {
         want.insert(
             (e.tsk_path.clone(), e.deleted),
             (
