@@ -338,7 +338,15 @@ fn corpus_64_mib_seed_1_passes_every_oracle() {
 
 #[test]
 fn corpus_300_mib_seed_2_passes_every_oracle() {
-    check_corpus(&corpus_with(300 * MIB, 2, 2, "suspect"));
+    let c = corpus_with(300 * MIB, 2, 2, "suspect");
+    check_corpus(&c);
+    // Sparse files (their data units extents of their own: trees of
+    // depth 1 past four) and deleted folders are there to be checked.
+    assert!(c.manifest.summary.sparse_files > 0, "no sparse files");
+    assert!(
+        c.manifest.summary.deleted_directories > 0,
+        "no deleted folders"
+    );
 }
 
 #[test]

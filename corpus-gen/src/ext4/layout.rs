@@ -129,7 +129,47 @@ impl FsLayout for Ext4Layout {
         0
     }
 
-    fn pack(&self, _vol: &Volume, _k: u32, _items: &mut [ItemPlan]) {}
+    /// Sparse files (disk images, downloads in progress) as on NTFS, in
+    /// 64 KiB units: a hole has no blocks and no extent, so a sparse
+    /// file's data units are extents of their own (more than four make a
+    /// tree of depth 1). ext4 compresses nothing.
+    fn pack(&self, vol: &Volume, k: u32, items: &mut [ItemPlan]) {
+        let share = vol.profile.sparse_share;
+        if share > 0.0 {
+            let mut rng = crate::rng::Rng::derive(vol.seed, &[0x4558_5434, k as u64]);
+            crate::plan::choose_sparse(&mut rng, items, share, SPARSE_UNIT);
+        }
+    }
+}
+
+/// The unit a sparse file's holes come in (as NTFS's compression unit,
+/// so the generator's hole arithmetic is shared).
+const SPARSE_UNIT: u64 = 16 * BLOCK;
+
+/// An item's mapping: its stored clusters in order onto the file's
+/// logical blocks, a sparse file's holes skipped.
+pub fn item_mapping(p: &Ext4Params, plan: &GroupPlan, it: &ItemPlan) -> Vec<(u64, u64, u64)> {
+    let Some(crate::plan::Packing::Sparse(data)) = &it.packing else {
+        return mapping(p, plan, &it.runs);
+    };
+    let blocks = it.spec.size.div_ceil(BLOCK);
+    let per = SPARSE_UNIT / BLOCK;
+    let logical: Vec<u64> = data
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d)
+        .flat_map(|(u, _)| (u as u64 * per)..((u as u64 + 1) * per).min(blocks))
+        .collect();
+    let mut phys = it
+        .runs
+        .iter()
+        .flat_map(|r| (0..r.len as u64).map(move |i| p.block(plan.base + r.start) + i));
+    inode::mapping(
+        logical
+            .iter()
+            .map(|&l| (l, 1, phys.next().unwrap_or(0)))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// The inode of skeleton folder `i`.
@@ -334,7 +374,7 @@ pub fn trees(p: &Ext4Params, plan: &GroupPlan) -> Result<Trees, CorpusError> {
     }
     for (i, it) in plan.items.iter().enumerate() {
         if live_file(it) {
-            let n = inode::tree_blocks(mapping(p, plan, &it.runs).len());
+            let n = inode::tree_blocks(item_mapping(p, plan, it).len());
             if n > 0 {
                 need.push((Child::Item(i), n));
             }
@@ -478,7 +518,7 @@ pub fn group_inodes(
             i.links = 1;
             i.size = it.spec.size;
             let map = if it.spec.size > 0 {
-                mapping(p, plan, &it.runs)
+                item_mapping(p, plan, it)
             } else {
                 Vec::new()
             };

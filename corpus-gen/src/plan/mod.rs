@@ -309,6 +309,37 @@ impl Packing {
     }
 }
 
+/// Make a `share` of the eligible files sparse (disk images and
+/// downloads in progress: `Container` files of four units or more, live,
+/// not planted or duplicated): their first and last `unit`-byte units
+/// hold data, a random share of the others are holes. NTFS and ext4 both
+/// draw them this way, each from its own stream.
+pub fn choose_sparse(rng: &mut Rng, items: &mut [ItemPlan], share: f64, unit: u64) {
+    for it in items.iter_mut() {
+        let eligible = it.spec.kind == Kind::Container
+            && it.packing.is_none()
+            && !it.deleted
+            && !it.residue
+            && it.dup_group.is_none()
+            && !it.known
+            && !it.notable
+            && it.spec.keywords.is_empty()
+            && it.spec.size >= 4 * unit;
+        if !eligible || !rng.chance(share) {
+            continue;
+        }
+        let units = it.spec.size.div_ceil(unit) as usize;
+        let missing = 0.2 + 0.6 * rng.unit();
+        let data: Vec<bool> = (0..units)
+            .map(|u| u == 0 || u + 1 == units || !rng.chance(missing))
+            .collect();
+        if data.iter().all(|d| *d) {
+            continue;
+        }
+        it.packing = Some(Packing::Sparse(data));
+    }
+}
+
 impl ItemPlan {
     /// Number of clusters the content needs.
     pub fn clusters(&self, cluster: u64) -> u32 {
