@@ -375,3 +375,20 @@ fn too_small_a_disk_is_refused_naming_the_minimum() {
     let e = generate_ext4(&o, &NoProgress, None).expect_err("refused");
     assert!(e.to_string().contains("32 MiB"), "{e}");
 }
+
+#[test]
+fn linux_server_corpus_passes_every_oracle() {
+    let c = corpus_with(256 * MIB, 7, 2, "linux-server");
+    check_corpus(&c);
+    let paths: BTreeSet<&str> = c.manifest.files.iter().map(|e| e.path.as_str()).collect();
+    for want in ["etc", "var/log", "var/www/html", "var/cache/apt/archives"] {
+        assert!(paths.contains(want), "no {want}");
+    }
+    assert!(
+        c.manifest
+            .files
+            .iter()
+            .any(|e| e.path.contains("/Maildir/cur/") && e.kind == EntryKind::File),
+        "no mail in Maildir"
+    );
+}

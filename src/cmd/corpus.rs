@@ -41,14 +41,16 @@ pub struct Args {
     /// Partition table: mbr or gpt (default: mbr, gpt above 2 TiB).
     #[arg(long, value_parser = ["mbr", "gpt"])]
     partition_table: Option<String>,
-    /// File system: fat, ntfs or exfat. NTFS is written natively (MFT with
-    /// resident and fragmented files, B-tree directory indexes, deleted
-    /// records as Windows leaves them), exFAT as mkfs.exfat lays it out
-    /// (32 MiB at least); see docs/manifest.md. Default: ntfs for the
-    /// workstation profile (fat below 68 MiB, too small for NTFS, as
-    /// Windows formats a small stick), exfat for usb-stick (fat below its
-    /// minimum), fat for suspect.
-    #[arg(long, value_parser = ["fat", "ntfs", "exfat"])]
+    /// File system: fat, ntfs, exfat or ext4. NTFS is written natively (MFT
+    /// with resident and fragmented files, B-tree directory indexes,
+    /// deleted records as Windows leaves them), exFAT as mkfs.exfat lays it
+    /// out (32 MiB at least), ext4 as mkfs.ext4 makes it (journal, extents,
+    /// hashed directories, metadata checksums; 32 MiB at least); see
+    /// docs/manifest.md. Default: ntfs for the workstation profile (fat
+    /// below 68 MiB, too small for NTFS, as Windows formats a small stick),
+    /// exfat for usb-stick (fat below its minimum), ext4 for linux-server,
+    /// fat for suspect.
+    #[arg(long, value_parser = ["fat", "ntfs", "exfat", "ext4"])]
     fs: Option<String>,
     /// FAT variant: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
     /// disk is too small for it). Only with --fs fat.
@@ -218,6 +220,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(fs) => fs == "exfat",
         None => profile.name == "usb-stick" && args.size >= caseload_corpus::geometry::MIN_DISK,
     };
+    // A Linux server is ext4, as its installer formats it.
+    let ext4 = match args.fs.as_deref() {
+        Some(fs) => fs == "ext4",
+        None => profile.name == "linux-server",
+    };
+    anyhow::ensure!(
+        !(ext4 && args.fat != "auto"),
+        "a FAT type (--fat) cannot be chosen for an ext4 volume: give --fs fat with it"
+    );
     anyhow::ensure!(
         !((ntfs || exfat) && args.fat != "auto"),
         "a FAT type (--fat) cannot be chosen for an {} volume: give --fs fat with it (the {} profile defaults to {})",
@@ -269,7 +280,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The E01 is written from the same byte stream as image.dd (never by
     // reading the image back), so both come from one pass.
     let mut writer = if e01 {
-        let geometry = if exfat {
+        let geometry = if ext4 {
+            caseload_corpus::geometry::Geometry::plan_ext4(
+                opts.size,
+                opts.partition_table,
+                caseload_corpus::ext4::Ids::default(),
+            )?
+        } else if exfat {
             caseload_corpus::geometry::Geometry::plan_exfat(opts.size, opts.partition_table)?
         } else if opts.ntfs {
             caseload_corpus::geometry::Geometry::plan_ntfs(opts.size, opts.partition_table)?
@@ -315,12 +332,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match writer.as_mut() {
         Some(w) => {
             let mut tee = EwfTee(w);
-            if exfat {
+            if ext4 {
+                caseload_corpus::generate_ext4(&opts, &bar, Some(&mut tee))
+            } else if exfat {
                 caseload_corpus::generate_exfat(&opts, &bar, Some(&mut tee))
             } else {
                 caseload_corpus::generate_with_tee(&opts, &bar, Some(&mut tee))
             }
         }
+        None if ext4 => caseload_corpus::generate_ext4(&opts, &bar, None),
         None if exfat => caseload_corpus::generate_exfat(&opts, &bar, None),
         None => caseload_corpus::generate(&opts, &bar),
     };

@@ -108,6 +108,20 @@ impl Leaf {
 /// stems for each.
 const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
 
+/// The same on a Linux server ([`Profile::linux`]): documents, pictures,
+/// downloads, mail, the web root and the logs.
+const LINUX_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
+    (
+        Leaf::Documents,
+        &["Projects", "Reports", "Clients", "Archive", "Notes"],
+    ),
+    (Leaf::Pictures, &["Camera", "Scans"]),
+    (Leaf::Downloads, &["Saved", "Setup"]),
+    (Leaf::Mail, &["Archive", "Folder"]),
+    (Leaf::Cache, &["site", "static"]),
+    (Leaf::Browser, &["rotated", "archive"]),
+];
+
 /// The same on a stick ([`Profile::stick`]): documents, pictures, archives
 /// and music.
 const STICK_GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(4).0;
@@ -714,7 +728,30 @@ impl Volume {
         } else {
             tree
         };
-        let system_disk = profile.system_disk && !profile.stick;
+        if profile.linux {
+            // A server's tree: the user's home (loose files in it), mail
+            // in Maildir, the web root, logs and databases under `var`,
+            // the package cache (the skeleton's known files).
+            tree = vec![
+                (String::new(), 0, None),                        // 0 root
+                ("etc".into(), 0, None),                         // 1
+                ("home".into(), 0, None),                        // 2
+                (user.clone(), 2, Some(Leaf::Desktop)),          // 3
+                ("Documents".into(), 3, Some(Leaf::Documents)),  // 4
+                ("Pictures".into(), 3, Some(Leaf::Pictures)),    // 5
+                ("Downloads".into(), 3, Some(Leaf::Downloads)),  // 6
+                ("Maildir".into(), 3, None),                     // 7
+                ("cur".into(), 7, Some(Leaf::Mail)),             // 8
+                ("var".into(), 0, None),                         // 9
+                ("log".into(), 9, Some(Leaf::Browser)),          // 10
+                ("www".into(), 9, None),                         // 11
+                ("html".into(), 11, Some(Leaf::Cache)),          // 12
+                ("cache".into(), 9, None),                       // 13
+                ("apt".into(), 13, None),                        // 14
+                ("archives".into(), 14, Some(Leaf::Programs)),   // 15
+            ];
+        }
+        let system_disk = profile.system_disk && !profile.stick && !profile.linux;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -831,7 +868,9 @@ impl Volume {
 
     /// The leaves holding group folders, with their folder-name stems.
     fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
-        if self.profile.stick {
+        if self.profile.linux {
+            LINUX_GROUP_LEAVES
+        } else if self.profile.stick {
             STICK_GROUP_LEAVES
         } else if self.system_disk {
             NTFS_GROUP_LEAVES
@@ -1059,13 +1098,30 @@ const STICK_WEIGHTS: &[(Leaf, f64)] = &[
     (Leaf::Desktop, 4.0),
 ];
 
-/// The user leaves' weights (a stick's when `stick`), the mail stores'
-/// set to give `mail_share` of the picks when asked.
-fn leaf_weights(mail_share: Option<f64>, stick: bool) -> Vec<(Leaf, f64)> {
+/// How often a new file lands in each leaf of a Linux server: documents,
+/// mail, the web root and logs (loose files in the home folder).
+const LINUX_WEIGHTS: &[(Leaf, f64)] = &[
+    (Leaf::Desktop, 4.0),
+    (Leaf::Documents, 24.0),
+    (Leaf::Downloads, 6.0),
+    (Leaf::Pictures, 8.0),
+    (Leaf::Mail, 20.0),
+    (Leaf::Browser, 12.0),
+    (Leaf::Cache, 26.0),
+];
+
+/// The user leaves' weights (a stick's when `stick`, a server's when
+/// `linux`), the mail stores' set to give `mail_share` of the picks when
+/// asked.
+fn leaf_weights(mail_share: Option<f64>, stick: bool, linux: bool) -> Vec<(Leaf, f64)> {
     if stick {
         return STICK_WEIGHTS.to_vec();
     }
-    let mut w = LEAF_WEIGHTS.to_vec();
+    let mut w = if linux {
+        LINUX_WEIGHTS.to_vec()
+    } else {
+        LEAF_WEIGHTS.to_vec()
+    };
     if let Some(share) = mail_share {
         let others: f64 = w
             .iter()
