@@ -1480,10 +1480,18 @@ impl ManifestOut {
                 total_sectors: geo.total_sectors,
                 // exFAT: the heap's clusters, numbered as exFAT numbers
                 // them (cluster 2 is the bitmap's first).
-                clusters: geo.exfat.map(|p| p.cluster_count).unwrap_or(geo.clusters),
-                data_offset: match geo.exfat {
-                    Some(p) => geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR,
-                    None => geo.data_offset(),
+                // ext4: every block of the file system (its free count is
+                // over them all).
+                clusters: match (geo.exfat, geo.ext4) {
+                    (Some(p), _) => p.cluster_count,
+                    (_, Some(p)) => p.blocks as u32,
+                    _ => geo.clusters,
+                },
+                data_offset: match (geo.exfat, geo.ext4) {
+                    (Some(p), _) => geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR,
+                    // ext4: block 0, the volume's start.
+                    (_, Some(_)) => geo.part_offset(),
+                    _ => geo.data_offset(),
                 },
                 free_clusters: free,
                 volume_id: match ntfs {

@@ -14,10 +14,13 @@ use super::layout::{
     Numbering, Trees, VolumeInodes, group_inodes, skel_ino, skeleton_dir_bytes, skeleton_inode,
     trees, used_clusters,
 };
+use super::head::{
+    GroupCounts, Totals, group_desc, journal_iblock, journal_superblock, resize_dind_block,
+    superblock,
+};
 use super::{
-    BLOCK, BLOCKS_PER_GROUP, Ext4Params, GroupCounts, INODE_SIZE, JOURNAL_INO, LPF_BLOCKS,
-    LPF_INO, RESIZE_INO, ROOT_INO, Totals, crc32c, dir, group_desc, inode, journal_iblock,
-    journal_superblock, resize_dind_block, set_bit, superblock,
+    BLOCK, BLOCKS_PER_GROUP, Ext4Params, INODE_SIZE, JOURNAL_INO, LPF_BLOCKS, LPF_INO,
+    RESIZE_INO, ROOT_INO, crc32c, dir, inode, set_bit,
 };
 use crate::error::CorpusError;
 use crate::plan::{GroupPlan, Volume};
