@@ -392,3 +392,15 @@ fn linux_server_corpus_passes_every_oracle() {
         "no mail in Maildir"
     );
 }
+
+/// By hand, at any size and seed: `EXT4_BIG_MIB` (default 1024),
+/// `EXT4_BIG_SEED` (1), `EXT4_BIG_PROFILE` (workstation).
+#[test]
+#[ignore]
+fn big_corpus_passes_every_oracle() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let mib: u64 = env("EXT4_BIG_MIB", "1024").parse().expect("EXT4_BIG_MIB");
+    let seed: u64 = env("EXT4_BIG_SEED", "1").parse().expect("EXT4_BIG_SEED");
+    let profile = env("EXT4_BIG_PROFILE", "workstation");
+    check_corpus(&corpus_with(mib * MIB, seed, 2, &profile));
+}

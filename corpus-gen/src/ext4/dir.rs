@@ -257,8 +257,12 @@ pub fn encode(
     let mut indexed = false;
     if hashed(&items) {
         let hashes: Vec<u32> = ents.iter().map(|e| half_md4(&e.name, key).0).collect();
+        // Indexed only when the leaves fill the folder exactly: e2fsck
+        // wants every block of a hashed folder referenced by its index
+        // (a skeleton folder sized before its files are known may have
+        // spare blocks; it stays linear, which ext4 allows).
         if let Some(leaves) = hash_leaves(&items, &hashes)
-            && 1 + leaves.len() as u64 <= blocks
+            && 1 + leaves.len() as u64 == blocks
         {
             indexed = true;
             out.extend_from_slice(&dx_root(me, parent, &leaves, seed));
@@ -418,6 +422,80 @@ fn half_md4_transform(buf: &mut [u32; 4], x: &[u32; 8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_md4_matches_debugfs() {
+        // debugfs 1.47.0: `dx_hash -h half_md4 [-s SEED] NAME`.
+        let k = HashKey {
+            seed: [0x1111_1111, 0x3333_2222, 0x5555_4444, 0x5555_5555],
+        };
+        assert_eq!(half_md4(b"hello.txt", &k), (0x8d4f_0414, 0x6b91_6974));
+        assert_eq!(
+            half_md4(b"a_much_longer_file_name_that_passes_32_bytes.docx", &k),
+            (0xf61f_cece, 0xf52f_5bee)
+        );
+        let zero = HashKey { seed: [0; 4] };
+        assert_eq!(half_md4(b"hello.txt", &zero), (0xa26e_1d86, 0x133b_3f98));
+    }
+
+    #[test]
+    fn a_big_folder_is_hashed_as_e2fsck_expects() {
+        use caseload_fs::ext::dir::{is_htree_node, leaf_checksum, parse_block};
+        let key = HashKey {
+            seed: [1, 2, 3, 4],
+        };
+        let ents: Vec<Ent> = (0..600u32)
+            .map(|i| Ent {
+                ino: 100 + i,
+                name: format!("report {i:04} final version.txt").into_bytes(),
+                ftype: ftype::FILE,
+                deleted: i % 7 == 3,
+            })
+            .collect();
+        let items: Vec<(usize, bool)> = ents.iter().map(|e| (e.name.len(), e.deleted)).collect();
+        let blocks = blocks_for(&items, || {
+            ents.iter().map(|e| half_md4(&e.name, &key).0).collect()
+        });
+        let (bytes, indexed) = encode(50, 2, &ents, blocks, 7, &key);
+        assert!(indexed);
+        assert_eq!(bytes.len() as u64, blocks * BLOCK);
+        let b: Vec<&[u8]> = bytes.chunks(BLOCK as usize).collect();
+        assert!(is_htree_node(b[0], true));
+        let count = u16::from_le_bytes([b[0][0x22], b[0][0x23]]) as usize;
+        assert_eq!(count as u64, blocks - 1);
+        // Each leaf: a valid checksum tail, its live names hashing within
+        // its index entry's range, every name found once.
+        let mut seen = std::collections::BTreeMap::new();
+        for leaf in 0..count {
+            let lo = if leaf == 0 {
+                0
+            } else {
+                u32::from_le_bytes(b[0][0x20 + 8 * leaf..0x24 + 8 * leaf].try_into().unwrap())
+            };
+            let hi = if leaf + 1 < count {
+                u32::from_le_bytes(
+                    b[0][0x20 + 8 * (leaf + 1)..0x24 + 8 * (leaf + 1)]
+                        .try_into()
+                        .unwrap(),
+                )
+            } else {
+                u32::MAX
+            };
+            let blk = b[1 + leaf];
+            assert_eq!(leaf_checksum(blk, 7), Some(None), "leaf {leaf}");
+            parse_block(&blk[..BLOCK as usize - 12], true, 10_000, false, |e| {
+                if !e.deleted {
+                    let h = half_md4(&e.name, &key).0;
+                    assert!(h >= lo && h < hi, "hash of {:?} out of its leaf", e.name);
+                }
+                assert!(seen.insert(e.name.clone(), e.deleted).is_none());
+            });
+        }
+        assert_eq!(seen.len(), ents.len());
+        for e in &ents {
+            assert_eq!(seen.get(&e.name), Some(&e.deleted));
+        }
+    }
 
     #[test]
     fn deleted_entries_never_open_a_block() {

@@ -11,7 +11,7 @@ use super::inode::{self, Inode, Time, Xattr};
 use super::{BLOCK, Ext4Params, LPF_INO, ROOT_INO, TO_1980};
 use crate::error::CorpusError;
 use crate::names::{NameForm, Stamp, Times};
-use crate::plan::{Child, DirPlan, Fill, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Parent, Volume};
+use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Parent, Volume};
 use std::collections::{BTreeMap, HashMap};
 
 /// Most groups (the planner's limit).
@@ -410,26 +410,7 @@ pub fn live_file(it: &ItemPlan) -> bool {
 /// Which of the group's clusters are allocated: live folders' and files'
 /// blocks and their tree blocks.
 pub fn used_clusters(plan: &GroupPlan, trees: &Trees) -> Vec<bool> {
-    let mut used = vec![false; plan.n as usize];
-    let mut mark = |runs: &[crate::plan::Run]| {
-        for r in runs {
-            for c in r.start..r.start + r.len {
-                if let Some(u) = used.get_mut(c as usize) {
-                    *u = true;
-                }
-            }
-        }
-    };
-    for d in &plan.dirs {
-        if !d.deleted {
-            mark(&d.runs);
-        }
-    }
-    for it in &plan.items {
-        if live_file(it) {
-            mark(&it.runs);
-        }
-    }
+    let mut used = plan.used_by(live_file);
     for &b in trees.blocks.keys() {
         if let Some(u) = used.get_mut(b as usize) {
             *u = true;
@@ -491,17 +472,7 @@ pub fn group_inodes(
             let blocks: u64 = dir.runs.iter().map(|r| r.len as u64).sum();
             i.size = blocks * BLOCK;
             let names = child_names(&plan.dirs, &plan.items, d);
-            let items: Vec<(usize, bool)> = names.iter().map(|(n, x)| (n.len(), *x)).collect();
-            let k = hash_key(key);
-            let indexed = blocks > 1
-                && dir::blocks_for(&items, || {
-                    names
-                        .iter()
-                        .map(|(n, _)| dir::half_md4(n.as_bytes(), &k).0)
-                        .collect()
-                }) == blocks
-                && dir_is_indexed(&names, blocks, key);
-            if indexed {
+            if blocks > 1 && dir_is_indexed(&names, blocks, key) {
                 i.flags |= super::FLAG_INDEX;
             }
             let map = mapping(p, plan, &dir.runs);
@@ -705,13 +676,4 @@ pub fn skeleton_inode(
     inode::extent_header(&mut ib[..12], 1, inode::INODE_EXTENTS as u16, 0);
     inode::extent_leaf(&mut ib[12..24], 0, d.clusters, p.block(d.first));
     n.with_extents(ib)
-}
-
-/// The content of the group's extent-tree clusters, for the writer:
-/// which gap clusters hold tree blocks.
-pub fn is_gap(plan: &GroupPlan, c: u32) -> bool {
-    !plan
-        .extents
-        .iter()
-        .any(|e| c >= e.start && c < e.start + e.len && !matches!(e.fill, Fill::Zero))
 }

@@ -1260,6 +1260,32 @@ impl GroupPlan {
     pub fn first_cluster(&self, runs: &[Run]) -> u32 {
         runs.first().map(|r| self.base + r.start).unwrap_or(0)
     }
+
+    /// Which of the group's clusters live folders and the files `holds`
+    /// accepts occupy (a file system adds its own records).
+    pub fn used_by(&self, holds: impl Fn(&ItemPlan) -> bool) -> Vec<bool> {
+        let mut used = vec![false; self.n as usize];
+        let mut mark = |runs: &[Run]| {
+            for r in runs {
+                for c in r.start..r.start + r.len {
+                    if let Some(u) = used.get_mut(c as usize) {
+                        *u = true;
+                    }
+                }
+            }
+        };
+        for d in &self.dirs {
+            if !d.deleted {
+                mark(&d.runs);
+            }
+        }
+        for it in &self.items {
+            if holds(it) {
+                mark(&it.runs);
+            }
+        }
+        used
+    }
 }
 
 #[cfg(test)]
