@@ -677,7 +677,9 @@ fn generate_fs(
     // clusters are counted over the groups.
     let free = match &ext4_prep {
         Some(x) => x.free_blocks,
-        None => geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used,
+        None => {
+            geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used
+        }
     };
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
@@ -1079,14 +1081,22 @@ fn write_group(
         for (&c, b) in trees.range(from..to) {
             if c > at {
                 sink.zeros((c - at) as u64 * cs)?;
-                mf.area(vol.geo.cluster_offset(plan.base + at), (c - at) as u64 * cs, "zero")?;
+                mf.area(
+                    vol.geo.cluster_offset(plan.base + at),
+                    (c - at) as u64 * cs,
+                    "zero",
+                )?;
             }
             sink.write(b)?;
             at = c + 1;
         }
         if to > at {
             sink.zeros((to - at) as u64 * cs)?;
-            mf.area(vol.geo.cluster_offset(plan.base + at), (to - at) as u64 * cs, "zero")?;
+            mf.area(
+                vol.geo.cluster_offset(plan.base + at),
+                (to - at) as u64 * cs,
+                "zero",
+            )?;
         }
         Ok(())
     };
@@ -1591,10 +1601,9 @@ impl ManifestOut {
                     form: &d.form,
                     times: d.times,
                     first_cluster: match (ntfs, &self.exfat) {
-                        _ if self.ext4.is_some() => self
-                            .ext4
-                            .map(|p| p.block(d.first) as u32)
-                            .unwrap_or(0),
+                        _ if self.ext4.is_some() => {
+                            self.ext4.map(|p| p.block(d.first) as u32).unwrap_or(0)
+                        }
                         (Some(w), _) if d.clusters > 0 => w.lcn(d.first) as u32,
                         (Some(_), _) => 0,
                         (None, Some(x)) => x.p.cluster(d.first),

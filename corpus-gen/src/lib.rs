@@ -31,8 +31,8 @@ pub mod words;
 pub use error::CorpusError;
 pub use fat::FatType;
 pub use generate::{
-    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat, generate_ext4,
-    generate_with_tee,
+    IMAGE, ImageDigests, MANIFEST, NoProgress, Options, Progress, Report, generate, generate_exfat,
+    generate_ext4, generate_with_tee,
 };
 pub use geometry::TableKind;
 pub use manifest::Manifest;

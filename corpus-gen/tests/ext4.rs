@@ -75,7 +75,6 @@ fn entries(m: &Manifest) -> Vec<&FileEntry> {
     m.files.iter().filter(|e| e.stream.is_none()).collect()
 }
 
-
 fn part(c: &Corpus) -> (u64, u64) {
     let p = &c.manifest.partition_table.partitions[0];
     (p.offset, p.sectors * 512)
@@ -351,7 +350,12 @@ fn corpus_300_mib_seed_2_passes_every_oracle() {
 
 #[test]
 fn smallest_corpus_passes_every_oracle() {
-    check_corpus(&corpus_with(caseload_corpus::ext4::MIN_DISK, 3, 1, "workstation"));
+    check_corpus(&corpus_with(
+        caseload_corpus::ext4::MIN_DISK,
+        3,
+        1,
+        "workstation",
+    ));
 }
 
 #[test]

@@ -20,8 +20,10 @@ pub struct Args {
     /// Seed: the same seed and options give byte-identical output.
     #[arg(long)]
     seed: u64,
-    /// Profile: workstation (default), suspect (much deleted, wiped) or
-    /// usb-stick (photos, documents, archives; exFAT by default).
+    /// Profile: workstation (default), suspect (much deleted, wiped),
+    /// usb-stick (photos, documents, archives; exFAT by default) or
+    /// linux-server (home, mail, web root, logs, package cache; ext4 by
+    /// default).
     #[arg(long, default_value = "workstation")]
     profile: String,
     /// Worker threads for content generation (default: all cores); never

@@ -441,9 +441,7 @@ mod tests {
     #[test]
     fn a_big_folder_is_hashed_as_e2fsck_expects() {
         use caseload_fs::ext::dir::{is_htree_node, leaf_checksum, parse_block};
-        let key = HashKey {
-            seed: [1, 2, 3, 4],
-        };
+        let key = HashKey { seed: [1, 2, 3, 4] };
         let ents: Vec<Ent> = (0..600u32)
             .map(|i| Ent {
                 ino: 100 + i,

@@ -164,4 +164,3 @@ pub fn resize_dind_block(p: &Ext4Params) -> Vec<u8> {
     }
     b
 }
-

@@ -105,7 +105,12 @@ pub fn tree(map: &[(u64, u64, u64)], leaf_at: &[u64], ino_seed: u32) -> Option<T
     if chunks.len() > INODE_EXTENTS || leaf_at.len() < chunks.len() {
         return None;
     }
-    extent_header(&mut iblock[..12], chunks.len() as u16, INODE_EXTENTS as u16, 1);
+    extent_header(
+        &mut iblock[..12],
+        chunks.len() as u16,
+        INODE_EXTENTS as u16,
+        1,
+    );
     let mut blocks = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
         let at = leaf_at[i];

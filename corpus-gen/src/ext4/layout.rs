@@ -329,7 +329,11 @@ pub struct Trees {
 }
 
 /// The mapping of runs (group-relative) to ext4 blocks.
-pub fn mapping(p: &Ext4Params, plan: &GroupPlan, runs: &[crate::plan::Run]) -> Vec<(u64, u64, u64)> {
+pub fn mapping(
+    p: &Ext4Params,
+    plan: &GroupPlan,
+    runs: &[crate::plan::Run],
+) -> Vec<(u64, u64, u64)> {
     let mut logical = 0u64;
     inode::mapping(runs.iter().map(|r| {
         let m = (logical, r.len as u64, p.block(plan.base + r.start));
@@ -583,7 +587,13 @@ pub fn dir_bytes(p: &Ext4Params, plan: &GroupPlan, num: &Numbering, d: usize) ->
 
 /// Skeleton folder `i`'s entries: its skeleton children, lost+found in
 /// the root, group 0's entries there and every batch folder.
-fn skeleton_ents(vol: &Volume, i: usize, g0: &GroupPlan, n0: &Numbering, vi: &VolumeInodes) -> Vec<Ent> {
+fn skeleton_ents(
+    vol: &Volume,
+    i: usize,
+    g0: &GroupPlan,
+    n0: &Numbering,
+    vi: &VolumeInodes,
+) -> Vec<Ent> {
     let d = &vol.skel[i];
     let mut ents = Vec::new();
     if i == 0 {

@@ -140,8 +140,10 @@ impl Ext4Params {
             0xFFFF_FFFF
         };
         let rsv_groups = max_blocks.div_ceil(BLOCKS_PER_GROUP);
-        let reserved_gdt = (rsv_groups.div_ceil(per_desc_block).saturating_sub(desc_blocks))
-            .min(BLOCK / 4);
+        let reserved_gdt = (rsv_groups
+            .div_ceil(per_desc_block)
+            .saturating_sub(desc_blocks))
+        .min(BLOCK / 4);
         let log_flex = (groups.next_power_of_two().trailing_zeros() as u8).max(4);
         let journal_blocks = journal_blocks_for(blocks)?;
         let p = Ext4Params {

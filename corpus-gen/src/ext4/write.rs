@@ -9,18 +9,18 @@
 //! numbers their inodes and marks their blocks; the head is then written
 //! in disk order, each group re-planned for its inodes.
 
+use super::head::{
+    GroupCounts, Totals, group_desc, journal_iblock, journal_superblock, resize_dind_block,
+    superblock,
+};
 use super::inode::{Inode, Time};
 use super::layout::{
     Numbering, Trees, VolumeInodes, group_inodes, skel_ino, skeleton_dir_bytes, skeleton_inode,
     trees, used_clusters,
 };
-use super::head::{
-    GroupCounts, Totals, group_desc, journal_iblock, journal_superblock, resize_dind_block,
-    superblock,
-};
 use super::{
-    BLOCK, BLOCKS_PER_GROUP, Ext4Params, INODE_SIZE, JOURNAL_INO, LPF_BLOCKS, LPF_INO,
-    RESIZE_INO, ROOT_INO, crc32c, dir, inode, set_bit,
+    BLOCK, BLOCKS_PER_GROUP, Ext4Params, INODE_SIZE, JOURNAL_INO, LPF_BLOCKS, LPF_INO, RESIZE_INO,
+    ROOT_INO, crc32c, dir, inode, set_bit,
 };
 use crate::error::CorpusError;
 use crate::plan::{GroupPlan, Volume};
@@ -198,7 +198,9 @@ pub fn head(
     inode_tables(vol, p, prep, g0, out)?;
     out.put(&resize_dind_block(p))?;
     let lpf_seed = inode::ino_seed(seed, LPF_INO, 0);
-    let key = dir::HashKey { seed: ids.hash_seed };
+    let key = dir::HashKey {
+        seed: ids.hash_seed,
+    };
     out.put(&dir::encode(LPF_INO, ROOT_INO, &[], LPF_BLOCKS, lpf_seed, &key).0)?;
     out.put(&journal_superblock(p, ids))?;
     out.put_zeros((p.journal_blocks as u64 - 1) * BLOCK)?;
@@ -236,7 +238,10 @@ fn inode_tables(
         crtime: created,
         ..Default::default()
     };
-    t.put(ROOT_INO, &skeleton_inode(p, vol, 0, g0, &prep.inodes).encode(ROOT_INO, seed))?;
+    t.put(
+        ROOT_INO,
+        &skeleton_inode(p, vol, 0, g0, &prep.inodes).encode(ROOT_INO, seed),
+    )?;
     let mut resize = sys(0o100600);
     let apb = BLOCK / 4;
     resize.size = (apb * apb + apb + 12) * BLOCK;
@@ -263,7 +268,11 @@ fn inode_tables(
         t.put(skel_ino(i), &n.encode(skel_ino(i), seed))?;
     }
     for k in 0..vol.groups {
-        let plan = if k == 0 { g0.clone() } else { vol.plan_group(k) };
+        let plan = if k == 0 {
+            g0.clone()
+        } else {
+            vol.plan_group(k)
+        };
         let num = prep.inodes.numbering(&plan);
         let tr = trees(p, &plan)?;
         let gi = group_inodes(p, &plan, &num, &tr)?;
@@ -287,8 +296,7 @@ impl Table<'_> {
     fn zeros_to(&mut self, ino: u64) -> Result<(), CorpusError> {
         if ino > self.next {
             self.flush()?;
-            self.out
-                .put_zeros((ino - self.next) * INODE_SIZE as u64)?;
+            self.out.put_zeros((ino - self.next) * INODE_SIZE as u64)?;
             self.next = ino;
         }
         Ok(())
@@ -297,7 +305,9 @@ impl Table<'_> {
     fn put(&mut self, ino: u32, b: &[u8; INODE_SIZE]) -> Result<(), CorpusError> {
         let ino = ino as u64;
         if ino < self.next {
-            return Err(CorpusError::Worker(format!("inode {ino} written out of order")));
+            return Err(CorpusError::Worker(format!(
+                "inode {ino} written out of order"
+            )));
         }
         if ino > self.next + 64 {
             self.zeros_to(ino)?;
@@ -332,7 +342,11 @@ pub struct GroupFacts {
 }
 
 /// Facts of group `plan`.
-pub fn group_facts(p: &Ext4Params, prep: &Prep, plan: &GroupPlan) -> Result<GroupFacts, CorpusError> {
+pub fn group_facts(
+    p: &Ext4Params,
+    prep: &Prep,
+    plan: &GroupPlan,
+) -> Result<GroupFacts, CorpusError> {
     let num = prep.inodes.numbering(plan);
     let t = trees(p, plan)?;
     let gi = group_inodes(p, plan, &num, &t)?;

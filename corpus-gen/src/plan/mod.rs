@@ -733,22 +733,22 @@ impl Volume {
             // in Maildir, the web root, logs and databases under `var`,
             // the package cache (the skeleton's known files).
             tree = vec![
-                (String::new(), 0, None),                        // 0 root
-                ("etc".into(), 0, None),                         // 1
-                ("home".into(), 0, None),                        // 2
-                (user.clone(), 2, Some(Leaf::Desktop)),          // 3
-                ("Documents".into(), 3, Some(Leaf::Documents)),  // 4
-                ("Pictures".into(), 3, Some(Leaf::Pictures)),    // 5
-                ("Downloads".into(), 3, Some(Leaf::Downloads)),  // 6
-                ("Maildir".into(), 3, None),                     // 7
-                ("cur".into(), 7, Some(Leaf::Mail)),             // 8
-                ("var".into(), 0, None),                         // 9
-                ("log".into(), 9, Some(Leaf::Browser)),          // 10
-                ("www".into(), 9, None),                         // 11
-                ("html".into(), 11, Some(Leaf::Cache)),          // 12
-                ("cache".into(), 9, None),                       // 13
-                ("apt".into(), 13, None),                        // 14
-                ("archives".into(), 14, Some(Leaf::Programs)),   // 15
+                (String::new(), 0, None),                       // 0 root
+                ("etc".into(), 0, None),                        // 1
+                ("home".into(), 0, None),                       // 2
+                (user.clone(), 2, Some(Leaf::Desktop)),         // 3
+                ("Documents".into(), 3, Some(Leaf::Documents)), // 4
+                ("Pictures".into(), 3, Some(Leaf::Pictures)),   // 5
+                ("Downloads".into(), 3, Some(Leaf::Downloads)), // 6
+                ("Maildir".into(), 3, None),                    // 7
+                ("cur".into(), 7, Some(Leaf::Mail)),            // 8
+                ("var".into(), 0, None),                        // 9
+                ("log".into(), 9, Some(Leaf::Browser)),         // 10
+                ("www".into(), 9, None),                        // 11
+                ("html".into(), 11, Some(Leaf::Cache)),         // 12
+                ("cache".into(), 9, None),                      // 13
+                ("apt".into(), 13, None),                       // 14
+                ("archives".into(), 14, Some(Leaf::Programs)),  // 15
             ];
         }
         let system_disk = profile.system_disk && !profile.stick && !profile.linux;
