@@ -322,7 +322,52 @@ fn check_walk(c: &Corpus) {
     }
 }
 
+/// The manifest's extents, keyword offsets, contiguous carvable items and
+/// zeroed free areas against the image's bytes.
+fn check_offsets(c: &Corpus) {
+    let img = std::fs::read(&c.image).expect("image");
+    for e in entries(&c.manifest) {
+        // A sparse file's extents hold its data units only.
+        if e.kind == EntryKind::File && !e.deleted && !e.sparse {
+            let mut h = Md5::new();
+            let mut left = e.size;
+            for x in &e.extents {
+                let take = x.length.min(left);
+                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
+                left -= take;
+            }
+            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
+            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
+        }
+        for k in &e.keywords {
+            for o in &k.raw {
+                if let Some(d) = o.disk_offset
+                    && !o.overwritten
+                {
+                    let at = &img[d as usize..d as usize + k.token.len()];
+                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
+                }
+            }
+        }
+    }
+    for x in &c.manifest.carvable {
+        if x.contiguous {
+            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
+            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
+        }
+    }
+    for a in &c.manifest.unallocated {
+        if a.fill == "zero" {
+            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
+            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
+        }
+    }
+}
+
 fn check_corpus(c: &Corpus) {
+    assert_eq!(c.manifest.filesystem.fs_type.name(), "ext4");
+    assert!(c.manifest.filesystem.ext4.is_some());
+    check_offsets(c);
     let v = volume_file(c);
     check_fsck(v.path());
     check_tsk(c);
