@@ -48,6 +48,13 @@ pub struct Ent {
     pub deleted: bool,
 }
 
+/// Add entry `i` to the last block.
+fn push_last(blocks: &mut [Vec<usize>], i: usize) {
+    if let Some(b) = blocks.last_mut() {
+        b.push(i);
+    }
+}
+
 /// Entries per block, in order (indices into the input), for entries of
 /// the given (name length, deleted); `first` when the first block opens
 /// with `.` and `..`.
@@ -60,7 +67,7 @@ fn pack(items: &[(usize, bool)], first: bool) -> Vec<Vec<usize>> {
         let size = rec_len(n);
         if deleted {
             if live && used + size <= ROOM {
-                blocks.last_mut().map(|b| b.push(i));
+                push_last(&mut blocks, i);
                 used += size;
             } else {
                 pending.push(i);
@@ -71,14 +78,14 @@ fn pack(items: &[(usize, bool)], first: bool) -> Vec<Vec<usize>> {
             blocks.push(Vec::new());
             used = 0;
         }
-        blocks.last_mut().map(|b| b.push(i));
+        push_last(&mut blocks, i);
         used += size;
         live = true;
         let mut keep = Vec::new();
         for p in pending.drain(..) {
             let s = rec_len(items[p].0);
             if used + s <= ROOM {
-                blocks.last_mut().map(|b| b.push(p));
+                push_last(&mut blocks, p);
                 used += s;
             } else {
                 keep.push(p);
@@ -199,7 +206,7 @@ fn leaf(ents: &[&Ent], dots: Option<(u32, u32)>, seed: u32) -> Vec<u8> {
             pos += 12;
         }
     }
-    for (k, e) in ents.iter().enumerate() {
+    for e in ents {
         let size = rec_len(e.name.len());
         // A deleted entry opening a block: ext4 clears its inode number.
         let opens = pos == 0 && e.deleted;
@@ -208,7 +215,6 @@ fn leaf(ents: &[&Ent], dots: Option<(u32, u32)>, seed: u32) -> Vec<u8> {
         b[pos + 7] = e.ftype;
         b[pos + 8..pos + 8 + e.name.len()].copy_from_slice(&e.name);
         at.push((pos, size, !e.deleted || opens));
-        let _ = k;
         pos += size;
     }
     if at.is_empty() {

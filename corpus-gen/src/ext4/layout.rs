@@ -423,6 +423,9 @@ pub fn used_clusters(plan: &GroupPlan, trees: &Trees) -> Vec<bool> {
     used
 }
 
+/// Extent-tree blocks to write, by ext4 block number.
+type TreeBlocks = Vec<(u64, Vec<u8>)>;
+
 /// Build an inode whose data `map` gives, with its tree blocks (cluster
 /// numbers relative to the group) and the blocks to write.
 fn mapped(
@@ -433,7 +436,7 @@ fn mapped(
     map: &[(u64, u64, u64)],
     tree_at: &[u32],
     seed: u32,
-) -> Result<(Inode, Vec<(u64, Vec<u8>)>), CorpusError> {
+) -> Result<(Inode, TreeBlocks), CorpusError> {
     let at: Vec<u64> = tree_at.iter().map(|&c| p.block(plan.base + c)).collect();
     let t = inode::tree(map, &at, inode::ino_seed(seed, ino, i.generation))
         .ok_or_else(|| CorpusError::Worker(format!("inode {ino}: extent tree too large")))?;
@@ -512,7 +515,7 @@ pub fn group_inodes(
 fn put_tree_blocks(
     p: &Ext4Params,
     plan: &GroupPlan,
-    tb: Vec<(u64, Vec<u8>)>,
+    tb: TreeBlocks,
     into: &mut BTreeMap<u32, Vec<u8>>,
 ) {
     for (blk, bytes) in tb {
