@@ -1078,25 +1078,21 @@ fn write_group(
                to: u32|
      -> Result<(), CorpusError> {
         let mut at = from;
-        for (&c, b) in trees.range(from..to) {
+        // Each tree block ends a run of zeros; `to` ends the last.
+        let stops = trees
+            .range(from..to)
+            .map(|(&c, b)| (c, Some(b)))
+            .chain(std::iter::once((to, None)));
+        for (c, b) in stops {
             if c > at {
                 sink.zeros((c - at) as u64 * cs)?;
-                mf.area(
-                    vol.geo.cluster_offset(plan.base + at),
-                    (c - at) as u64 * cs,
-                    "zero",
-                )?;
+                let off = vol.geo.cluster_offset(plan.base + at);
+                mf.area(off, (c - at) as u64 * cs, "zero")?;
             }
-            sink.write(b)?;
+            if let Some(b) = b {
+                sink.write(b)?;
+            }
             at = c + 1;
-        }
-        if to > at {
-            sink.zeros((to - at) as u64 * cs)?;
-            mf.area(
-                vol.geo.cluster_offset(plan.base + at),
-                (to - at) as u64 * cs,
-                "zero",
-            )?;
         }
         Ok(())
     };

@@ -3,8 +3,11 @@
 //! exfat-fuse mounted read-only where root and FUSE are available. A
 //! missing tool prints `SKIPPED: <tool>` and the check passes.
 
-use caseload_corpus::manifest::{EntryKind, FileEntry};
+mod common;
+
+use caseload_corpus::manifest::EntryKind;
 use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_exfat};
+use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -60,40 +63,13 @@ fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        println!("SKIPPED: {tool}");
-    }
-    found
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// The manifest's files and folders (no streams): TSK path → entry.
-fn entries(m: &Manifest) -> Vec<&FileEntry> {
-    m.files.iter().filter(|e| e.stream.is_none()).collect()
-}
-
 fn part(c: &Corpus) -> (u64, u64) {
-    let p = &c.manifest.partition_table.partitions[0];
-    (p.offset, p.sectors * 512)
+    common::part(&c.manifest)
 }
 
 /// The partition alone, for tools that take a volume.
 fn volume_file(c: &Corpus) -> tempfile::NamedTempFile {
-    let (off, len) = part(c);
-    let img = std::fs::read(&c.image).expect("image");
-    let f = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
-    f
+    common::volume_file(&c.image, &c.manifest)
 }
 
 fn check_fsck(c: &Corpus) {
@@ -468,45 +444,8 @@ fn check_fuse(c: &Corpus) {
 /// with a disk offset is there, each contiguous carvable item's bytes have
 /// its MD5, and each zeroed free area is zeros.
 fn check_offsets(c: &Corpus) {
-    let img = std::fs::read(&c.image).expect("image");
-    let mut occurrences = 0;
-    for e in entries(&c.manifest) {
-        if e.kind == EntryKind::File && !e.deleted {
-            let mut h = Md5::new();
-            let mut left = e.size;
-            for x in &e.extents {
-                let take = x.length.min(left);
-                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
-                left -= take;
-            }
-            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
-            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
-        }
-        for k in &e.keywords {
-            for o in &k.raw {
-                if let Some(d) = o.disk_offset
-                    && !o.overwritten
-                {
-                    let at = &img[d as usize..d as usize + k.token.len()];
-                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
-                    occurrences += 1;
-                }
-            }
-        }
-    }
+    let occurrences = common::check_offsets(&c.image, &c.manifest);
     assert!(occurrences > 0, "no keyword occurrence checked");
-    for x in &c.manifest.carvable {
-        if x.contiguous {
-            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
-            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
-        }
-    }
-    for a in &c.manifest.unallocated {
-        if a.fill == "zero" {
-            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
-            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
-        }
-    }
 }
 
 fn check_all(size: u64, seed: u64) {

@@ -3,8 +3,11 @@
 //! and caseload-fs's ext4 walk. A missing tool prints `SKIPPED: <tool>`
 //! and the check passes.
 
-use caseload_corpus::manifest::{EntryKind, FileEntry};
+mod common;
+
+use caseload_corpus::manifest::EntryKind;
 use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_ext4};
+use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -54,39 +57,8 @@ fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
     }
 }
 
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        println!("SKIPPED: {tool}");
-    }
-    found
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn entries(m: &Manifest) -> Vec<&FileEntry> {
-    m.files.iter().filter(|e| e.stream.is_none()).collect()
-}
-
 fn part(c: &Corpus) -> (u64, u64) {
-    let p = &c.manifest.partition_table.partitions[0];
-    (p.offset, p.sectors * 512)
-}
-
-/// The partition alone, for tools that take a volume.
-fn volume_file(c: &Corpus) -> tempfile::NamedTempFile {
-    let (off, len) = part(c);
-    let img = std::fs::read(&c.image).expect("image");
-    let f = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
-    f
+    common::part(&c.manifest)
 }
 
 fn check_fsck(v: &Path) {
@@ -322,53 +294,11 @@ fn check_walk(c: &Corpus) {
     }
 }
 
-/// The manifest's extents, keyword offsets, contiguous carvable items and
-/// zeroed free areas against the image's bytes.
-fn check_offsets(c: &Corpus) {
-    let img = std::fs::read(&c.image).expect("image");
-    for e in entries(&c.manifest) {
-        // A sparse file's extents hold its data units only.
-        if e.kind == EntryKind::File && !e.deleted && !e.sparse {
-            let mut h = Md5::new();
-            let mut left = e.size;
-            for x in &e.extents {
-                let take = x.length.min(left);
-                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
-                left -= take;
-            }
-            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
-            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
-        }
-        for k in &e.keywords {
-            for o in &k.raw {
-                if let Some(d) = o.disk_offset
-                    && !o.overwritten
-                {
-                    let at = &img[d as usize..d as usize + k.token.len()];
-                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
-                }
-            }
-        }
-    }
-    for x in &c.manifest.carvable {
-        if x.contiguous {
-            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
-            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
-        }
-    }
-    for a in &c.manifest.unallocated {
-        if a.fill == "zero" {
-            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
-            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
-        }
-    }
-}
-
 fn check_corpus(c: &Corpus) {
     assert_eq!(c.manifest.filesystem.fs_type.name(), "ext4");
     assert!(c.manifest.filesystem.ext4.is_some());
-    check_offsets(c);
-    let v = volume_file(c);
+    common::check_offsets(&c.image, &c.manifest);
+    let v = common::volume_file(&c.image, &c.manifest);
     check_fsck(v.path());
     check_tsk(c);
     check_debugfs(c, v.path());

@@ -1,0 +1,97 @@
+//! Helpers the file-system oracle tests share: tool lookup, hex, the
+//! manifest's entries and partition, the volume alone, and the manifest's
+//! byte claims (extents, keyword offsets, carvable items, zero areas)
+//! checked against the image.
+
+#![allow(dead_code)]
+
+use caseload_corpus::Manifest;
+use caseload_corpus::manifest::{EntryKind, FileEntry};
+use md5::{Digest, Md5};
+use std::path::Path;
+use std::process::Command;
+
+/// Whether `tool` is on the PATH; prints `SKIPPED: tool` when not.
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        println!("SKIPPED: {tool}");
+    }
+    found
+}
+
+/// Lower-case hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The manifest's files and folders (no streams).
+pub fn entries(m: &Manifest) -> Vec<&FileEntry> {
+    m.files.iter().filter(|e| e.stream.is_none()).collect()
+}
+
+/// The partition's byte offset and length.
+pub fn part(m: &Manifest) -> (u64, u64) {
+    let p = &m.partition_table.partitions[0];
+    (p.offset, p.sectors * 512)
+}
+
+/// The partition alone, for tools that take a volume.
+pub fn volume_file(image: &Path, m: &Manifest) -> tempfile::NamedTempFile {
+    let (off, len) = part(m);
+    let img = std::fs::read(image).expect("image");
+    let f = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
+    f
+}
+
+/// The manifest's extents (of live files stored byte for byte), keyword
+/// offsets, contiguous carvable items and zeroed free areas against the
+/// image; returns the keyword occurrences checked.
+pub fn check_offsets(image: &Path, m: &Manifest) -> usize {
+    let img = std::fs::read(image).expect("image");
+    let mut occurrences = 0;
+    for e in entries(m) {
+        // A sparse file's extents hold its data units only.
+        if e.kind == EntryKind::File && !e.deleted && !e.sparse {
+            let mut h = Md5::new();
+            let mut left = e.size;
+            for x in &e.extents {
+                let take = x.length.min(left);
+                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
+                left -= take;
+            }
+            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
+            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
+        }
+        for k in &e.keywords {
+            for o in &k.raw {
+                if let Some(d) = o.disk_offset
+                    && !o.overwritten
+                {
+                    let at = &img[d as usize..d as usize + k.token.len()];
+                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
+                    occurrences += 1;
+                }
+            }
+        }
+    }
+    for x in &m.carvable {
+        if x.contiguous {
+            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
+            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
+        }
+    }
+    for a in &m.unallocated {
+        if a.fill == "zero" {
+            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
+            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
+        }
+    }
+    occurrences
+}
