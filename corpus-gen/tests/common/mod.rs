@@ -8,6 +8,7 @@
 use caseload_corpus::Manifest;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
 use md5::{Digest, Md5};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -94,4 +95,87 @@ pub fn check_offsets(image: &Path, m: &Manifest) -> usize {
         }
     }
     occurrences
+}
+
+/// `fls -r -p` against the manifest: names (but those `skip` accepts),
+/// deleted state and inode numbers; then `icat` of every allocated file
+/// against its MD5, and with `recover` of every `intact` deleted one.
+/// Returns the files checked and the deleted ones among them.
+pub fn check_tsk(
+    image: &Path,
+    m: &Manifest,
+    skip: impl Fn(&str) -> bool,
+    recover: bool,
+) -> (usize, usize) {
+    let sector = (part(m).0 / 512).to_string();
+    let out = Command::new("fls")
+        .args(["-r", "-p", "-o", &sector])
+        .arg(image)
+        .output()
+        .expect("fls");
+    assert!(out.status.success(), "fls failed");
+    let mut listed: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((meta, path)) = line.split_once(":\t") else {
+            continue;
+        };
+        if skip(path) {
+            continue;
+        }
+        let deleted = meta.contains('*');
+        let inode: u64 = meta
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.split('-').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("fls line {line:?}"));
+        assert!(
+            listed.insert((path.to_string(), deleted), inode).is_none(),
+            "fls lists {path} twice"
+        );
+    }
+    let mut want: BTreeMap<(String, bool), u64> = BTreeMap::new();
+    for e in entries(m) {
+        let inode = e
+            .inode
+            .unwrap_or_else(|| panic!("{} has no inode number", e.path));
+        want.insert((e.tsk_path.clone(), e.deleted), inode);
+    }
+    let only_fls: Vec<_> = listed.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !listed.contains_key(k)).collect();
+    assert!(
+        only_fls.is_empty() && only_mf.is_empty(),
+        "fls and the manifest differ: only in fls {:?}, only in the manifest {:?}",
+        &only_fls[..only_fls.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    assert_eq!(listed, want, "inode numbers differ");
+    assert!(
+        m.summary.deleted_files > 0,
+        "the corpus holds no deleted files"
+    );
+    let mut checked = 0;
+    let mut recovered = 0;
+    for e in entries(m) {
+        if e.kind != EntryKind::File || (e.deleted && !(recover && e.intact && e.size > 0)) {
+            continue;
+        }
+        recovered += e.deleted as usize;
+        let out = Command::new("icat")
+            .args(["-o", &sector])
+            .arg(image)
+            .arg(e.inode.expect("inode").to_string())
+            .output()
+            .expect("icat");
+        assert_eq!(
+            Some(hex(&Md5::digest(&out.stdout))),
+            e.md5,
+            "icat of {} ({:?})",
+            e.path,
+            e.inode
+        );
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} files checked");
+    (checked, recovered)
 }
