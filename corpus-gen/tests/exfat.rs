@@ -10,7 +10,7 @@ use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, gene
 use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
@@ -31,36 +31,19 @@ fn opts(dir: &Path, size: u64, seed: u64, threads: usize) -> Options {
     }
 }
 
-struct Corpus {
-    _dir: tempfile::TempDir,
-    image: PathBuf,
-    manifest: Manifest,
-}
+use common::Corpus;
 
 fn corpus(size: u64, seed: u64, threads: usize) -> Corpus {
     corpus_with(size, seed, threads, "workstation")
 }
 
 fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut o = opts(dir.path(), size, seed, threads);
+    let mut o = opts(Path::new("."), size, seed, threads);
     o.profile = Profile::by_name(profile).expect("profile");
-    if let Ok(keep) = std::env::var("EXFAT_KEEP") {
-        let d = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
-        let mut k = o.clone();
-        k.out_dir = d;
-        let _ = generate_exfat(&k, &NoProgress, None);
-    }
-    generate_exfat(&o, &NoProgress, None).expect("generate");
-    let manifest: Manifest = serde_json::from_slice(
-        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
-    )
-    .expect("parse manifest");
-    Corpus {
-        image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
-        manifest,
-    }
+    let label = format!("{profile}-{size}-{seed}-{threads}");
+    common::corpus(&o, "EXFAT_KEEP", &label, |o| {
+        generate_exfat(o, &NoProgress, None)
+    })
 }
 
 fn part(c: &Corpus) -> (u64, u64) {

@@ -6,11 +6,11 @@
 mod common;
 
 use caseload_corpus::manifest::EntryKind;
-use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_ext4};
+use caseload_corpus::{ImageDigests, NoProgress, Options, Profile, generate_ext4};
 use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
@@ -31,30 +31,14 @@ fn opts(dir: &Path, size: u64, seed: u64, threads: usize, profile: &str) -> Opti
     }
 }
 
-struct Corpus {
-    _dir: tempfile::TempDir,
-    image: PathBuf,
-    manifest: Manifest,
-}
+use common::Corpus;
 
 fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let o = opts(dir.path(), size, seed, threads, profile);
-    if let Ok(keep) = std::env::var("EXT4_KEEP") {
-        let mut k = o.clone();
-        k.out_dir = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
-        let _ = generate_ext4(&k, &NoProgress, None);
-    }
-    generate_ext4(&o, &NoProgress, None).expect("generate");
-    let manifest: Manifest = serde_json::from_slice(
-        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
-    )
-    .expect("parse manifest");
-    Corpus {
-        image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
-        manifest,
-    }
+    let o = opts(Path::new("."), size, seed, threads, profile);
+    let label = format!("{profile}-{size}-{seed}-{threads}");
+    common::corpus(&o, "EXT4_KEEP", &label, |o| {
+        generate_ext4(o, &NoProgress, None)
+    })
 }
 
 fn part(c: &Corpus) -> (u64, u64) {

@@ -5,11 +5,11 @@
 
 #![allow(dead_code)]
 
-use caseload_corpus::Manifest;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
+use caseload_corpus::{CorpusError, Manifest, Options, Report};
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Whether `tool` is on the PATH; prints `SKIPPED: tool` when not.
@@ -178,4 +178,42 @@ pub fn check_tsk(
     }
     assert!(checked > 20, "only {checked} files checked");
     (checked, recovered)
+}
+
+/// A generated corpus in a temporary folder.
+pub struct Corpus {
+    /// The folder (removed when dropped).
+    pub _dir: tempfile::TempDir,
+    /// `image.dd`.
+    pub image: PathBuf,
+    /// The parsed manifest.
+    pub manifest: Manifest,
+}
+
+/// Generate `o` (into a temporary folder, whatever `o.out_dir` says) with
+/// `generate`; a copy is kept under `$KEEP/LABEL` when the variable `keep`
+/// names a folder.
+pub fn corpus(
+    o: &Options,
+    keep: &str,
+    label: &str,
+    generate: impl Fn(&Options) -> Result<Report, CorpusError>,
+) -> Corpus {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = o.clone();
+    if let Ok(keep) = std::env::var(keep) {
+        o.out_dir = PathBuf::from(keep).join(label);
+        let _ = generate(&o);
+    }
+    o.out_dir = dir.path().to_path_buf();
+    generate(&o).expect("generate");
+    let manifest: Manifest = serde_json::from_slice(
+        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
+    )
+    .expect("parse manifest");
+    Corpus {
+        image: dir.path().join(caseload_corpus::IMAGE),
+        _dir: dir,
+        manifest,
+    }
 }
