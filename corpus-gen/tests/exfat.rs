@@ -306,29 +306,7 @@ fn check_fuse(c: &Corpus) {
         println!("SKIPPED: exfat-fuse mount failed here");
         return;
     }
-    let mut got = BTreeMap::new();
-    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .expect("read_dir")
-            .map(|e| e.expect("entry").path())
-            .collect();
-        names.sort();
-        for p in names {
-            let rel = p
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .into_owned();
-            if p.is_dir() {
-                got.insert(rel, None);
-                walk(root, &p, got);
-            } else {
-                let b = std::fs::read(&p).expect("read");
-                got.insert(rel, Some(hex(&Md5::digest(&b))));
-            }
-        }
-    }
-    walk(mnt.path(), mnt.path(), &mut got);
+    let got = common::tree_md5(mnt.path());
     let _ = Command::new("umount").arg(mnt.path()).status();
     let _ = Command::new("losetup").arg("-d").arg(&dev).status();
     let want: BTreeMap<String, Option<String>> = entries(&c.manifest)

@@ -101,25 +101,7 @@ fn check_debugfs(c: &Corpus, v: &Path) {
         .output()
         .expect("debugfs");
     assert!(r.status.success(), "debugfs rdump failed");
-    let mut got: BTreeMap<String, Option<String>> = BTreeMap::new();
-    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
-        for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
-            let p = e.path();
-            let rel = p
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .to_string();
-            if p.is_dir() {
-                got.insert(rel, None);
-                walk(root, &p, got);
-            } else {
-                let b = std::fs::read(&p).expect("read");
-                got.insert(rel, Some(hex(&Md5::digest(&b))));
-            }
-        }
-    }
-    walk(out.path(), out.path(), &mut got);
+    let mut got = common::tree_md5(out.path());
     got.retain(|k, _| k != "lost+found");
     let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
         .into_iter()

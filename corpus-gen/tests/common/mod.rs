@@ -217,3 +217,31 @@ pub fn corpus(
         manifest,
     }
 }
+
+/// Every folder (`None`) and file (its MD5) below `root`, by path from it.
+pub fn tree_md5(root: &Path) -> BTreeMap<String, Option<String>> {
+    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        names.sort();
+        for p in names {
+            let rel = p
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            if p.is_dir() {
+                got.insert(rel, None);
+                walk(root, &p, got);
+            } else {
+                let b = std::fs::read(&p).expect("read");
+                got.insert(rel, Some(hex(&Md5::digest(&b))));
+            }
+        }
+    }
+    let mut got = BTreeMap::new();
+    walk(root, root, &mut got);
+    got
+}
