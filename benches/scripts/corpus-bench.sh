@@ -14,9 +14,11 @@
 #         target/corpus-bench under the checkout)
 # Environment: SIZE (4GiB), RUNS (3), LARGE (64GiB; e.g. 3TiB to cross
 #   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary),
-#   FS (fat, ntfs, exfat or ext4; default: the command's own, NTFS for the
-#   workstation profile at a 4:1 E01; ext4's used space is its blocks less
-#   its free blocks, metadata and journal included).
+#   FS (fat, ntfs, exfat, apfs or ext4; default: the command's own, NTFS
+#   for the workstation profile at a 4:1 E01; ext4's used space is its
+#   blocks less its free blocks, metadata and journal included), PROFILE
+#   (workstation; mac-laptop for a Mac's tree, linux-server for a Linux
+#   server's).
 # Last, the corpus's shape at SIZE (seed 1, also written as E01): files
 # per GiB of the disk and of its used space, items per GiB (files, deleted
 # files, streams, e-mail messages and attachments: what a suite lists as
@@ -31,9 +33,10 @@ LARGE=${LARGE:-64GiB}
 DIR=${1:-$PWD/target/corpus-bench}
 THREADS=${THREADS:-$(nproc)}
 FS=${FS:-}
+PROFILE=${PROFILE:-workstation}
 # Only a chosen file system is passed on; otherwise the command's default.
-fs_args=()
-[ -n "$FS" ] && fs_args=(--fs "$FS")
+fs_args=(--profile "$PROFILE")
+[ -n "$FS" ] && fs_args+=(--fs "$FS")
 if [ -z "${CASELOAD:-}" ]; then
     cargo build --release --quiet
     CASELOAD=${CARGO_TARGET_DIR:-$PWD/target}/release/caseload
@@ -94,7 +97,12 @@ d = sys.argv[1]
 m = json.load(open(os.path.join(d, "manifest.json")))
 fs = m["filesystem"]
 gib = m["image"]["size"] / (1 << 30)
-used = (fs["clusters"] - fs["free_clusters"]) * fs["cluster_size"] / (1 << 30)
+# APFS counts free blocks over the whole container (its own objects
+# included), the others over the clusters.
+if fs.get("apfs"):
+    used = (fs["apfs"]["container_blocks"] - fs["apfs"]["free_blocks"]) * 4096 / (1 << 30)
+else:
+    used = (fs["clusters"] - fs["free_clusters"]) * fs["cluster_size"] / (1 << 30)
 files = [f for f in m["files"] if f["kind"] == "file"]
 live = [f for f in files if f["allocated"] and not f.get("stream")]
 deleted = [f for f in files if f["deleted"] and not f.get("stream")]

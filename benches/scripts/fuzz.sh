@@ -8,7 +8,7 @@
 #
 # Default: 600 s per target (the reliability issue's minimum), every target.
 # Needs: rustup's nightly toolchain, cargo-fuzz (installed if missing),
-# dosfstools, ntfs-3g and mtools for the file-system seeds (apt-get as root
+# dosfstools, ntfs-3g, mtools and apfsprogs' mkapfs for the file-system seeds (apt-get as root
 # if missing). Runs JOBS targets at once (default 1: on two cores a second
 # fuzzer slows the first). Prints, per target, the executions, the
 # executions per second, the corpus size and the crashes kept.
@@ -23,7 +23,7 @@ secs="${1:-600}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split trace container)
+    targets=(volume filesystem e01 extract hashset workload layout carve scalpel meta split trace container apfs)
 fi
 jobs="${JOBS:-1}"
 work="${FUZZ_WORK:-$root/target/fuzz-work}"
@@ -79,6 +79,24 @@ if need_tool mkntfs ntfs-3g && need_tool ntfscp ntfs-3g; then
     ntfscp -f "$img" "$scratch/a.txt" a.txt >/dev/null 2>&1 || true
     ntfscp -f "$img" "$scratch/b.htm" "long file name.htm" >/dev/null 2>&1 || true
     [ -s "$img" ] && seed_fs ntfs.img "$img"
+fi
+if [ -d "$seeds/apfs" ] && need_tool mkapfs apfsprogs; then
+    # mkapfs's smallest container (128 MiB) as the apfs target's input
+    # form: each non-zero block after its little-endian block number.
+    img="$scratch/apfs.img"
+    truncate -s 128M "$img"
+    if mkapfs "$img" >/dev/null 2>&1; then
+        python3 -c "
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+out = open(sys.argv[2], 'wb')
+for i in range(len(d) // 4096):
+    b = d[i * 4096:(i + 1) * 4096]
+    if any(b):
+        out.write(struct.pack('<Q', i) + b)
+" "$img" "$seeds/apfs/mkapfs.blocks"
+    fi
+    rm -f "$img"
 fi
 if [ -d "$real" ]; then
     [ -d "$seeds/e01" ] && for f in "$real/ewf/image.E01" "$real/dftt-e01/6-fat-undel.E01"; do

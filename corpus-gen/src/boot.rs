@@ -132,7 +132,11 @@ pub fn disk_tail(geo: &Geometry, ids: &Ids) -> Vec<u8> {
 fn gpt(geo: &Geometry, ids: &Ids, primary: bool) -> (Vec<u8>, Vec<u8>) {
     let lbas = geo.disk_bytes / DISK_SECTOR;
     let mut entries = vec![0u8; 128 * 128];
-    entries[0..16].copy_from_slice(if geo.ext4.is_some() {
+    // A Mac's container partition has Apple's APFS type (and no name).
+    let apfs = geo.apfs.is_some();
+    entries[0..16].copy_from_slice(if apfs {
+        &crate::apfs::GPT_TYPE
+    } else if geo.ext4.is_some() {
         &LINUX_DATA
     } else {
         &BASIC_DATA
@@ -140,7 +144,8 @@ fn gpt(geo: &Geometry, ids: &Ids, primary: bool) -> (Vec<u8>, Vec<u8>) {
     entries[16..32].copy_from_slice(&ids.part_guid);
     entries[32..40].copy_from_slice(&geo.part_start_lba.to_le_bytes());
     entries[40..48].copy_from_slice(&(geo.part_start_lba + geo.part_sectors - 1).to_le_bytes());
-    for (i, u) in "Basic data partition".encode_utf16().enumerate() {
+    let name = if apfs { "" } else { "Basic data partition" };
+    for (i, u) in name.encode_utf16().enumerate() {
         entries[56 + 2 * i..58 + 2 * i].copy_from_slice(&u.to_le_bytes());
     }
     let entries_crc = crc32fast::hash(&entries);

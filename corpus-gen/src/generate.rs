@@ -300,25 +300,7 @@ impl ImageSink<'_, '_> {
     }
 }
 
-impl crate::exfat::write::Out for ImageSink<'_, '_> {
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
-        self.write(b)
-    }
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
-        self.zeros(n)
-    }
-}
-
-impl crate::ext4::write::Out for ImageSink<'_, '_> {
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
-        self.write(b)
-    }
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError> {
-        self.zeros(n)
-    }
-}
-
-impl ntfs::write::Out for ImageSink<'_, '_> {
+impl crate::plan::Out for ImageSink<'_, '_> {
     fn put(&mut self, b: &[u8]) -> Result<(), CorpusError> {
         self.write(b)
     }
@@ -441,16 +423,19 @@ pub fn generate_with_tee(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, Special::No, progress, tee)
+    generate_fs(opts, Fs::Classic, progress, tee)
 }
 
-/// A file system [`generate_fs`] is told apart by (FAT and NTFS follow
-/// from the options).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Special {
-    No,
-    Exfat,
-    Ext4,
+/// Generate an APFS corpus (as [`generate_with_tee`] does for FAT and
+/// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
+/// placed in one APFS container and volume laid out as mkapfs lays them
+/// out, in a GPT partition of Apple's type unless an MBR is asked for.
+pub fn generate_apfs(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
+    generate_fs(opts, Fs::Apfs, progress, tee)
 }
 
 /// Generate an ext4 corpus (as [`generate_with_tee`] does for FAT and
@@ -461,7 +446,7 @@ pub fn generate_ext4(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, Special::Ext4, progress, tee)
+    generate_fs(opts, Fs::Ext4, progress, tee)
 }
 
 /// The identity of an ext4 volume drawn from the corpus seed.
@@ -489,6 +474,19 @@ fn ext4_ids(seed: u64) -> crate::ext4::Ids {
     }
 }
 
+/// Which writer a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fs {
+    /// FAT or NTFS, as the options say.
+    Classic,
+    /// exFAT.
+    Exfat,
+    /// APFS.
+    Apfs,
+    /// ext4.
+    Ext4,
+}
+
 /// Generate an exFAT corpus (as [`generate_with_tee`] does for FAT and
 /// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
 /// placed on a volume laid out as mkfs.exfat lays it out.
@@ -497,12 +495,12 @@ pub fn generate_exfat(
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
-    generate_fs(opts, Special::Exfat, progress, tee)
+    generate_fs(opts, Fs::Exfat, progress, tee)
 }
 
 fn generate_fs(
     opts: &Options,
-    fs: Special,
+    fs: Fs,
     progress: &dyn Progress,
     tee: Option<&mut (dyn Write + Send)>,
 ) -> Result<Report, CorpusError> {
@@ -514,20 +512,22 @@ fn generate_fs(
             "--decoys is limited to 100 million".into(),
         ));
     }
-    let geo = if fs == Special::Ext4 {
-        if opts.ntfs || opts.fat.is_some() {
-            return Err(CorpusError::Invalid(
-                "an ext4 volume takes neither a FAT type nor NTFS".into(),
-            ));
-        }
+    if fs != Fs::Classic && (opts.ntfs || opts.fat.is_some()) {
+        return Err(CorpusError::Invalid(format!(
+            "an {} volume takes neither a FAT type nor NTFS",
+            match fs {
+                Fs::Apfs => "APFS",
+                Fs::Ext4 => "ext4",
+                _ => "exFAT",
+            }
+        )));
+    }
+    let geo = if fs == Fs::Ext4 {
         Geometry::plan_ext4(opts.size, opts.partition_table, ext4_ids(opts.seed))?
-    } else if fs == Special::Exfat {
-        if opts.ntfs || opts.fat.is_some() {
-            return Err(CorpusError::Invalid(
-                "an exFAT volume takes neither a FAT type nor NTFS".into(),
-            ));
-        }
+    } else if fs == Fs::Exfat {
         Geometry::plan_exfat(opts.size, opts.partition_table)?
+    } else if fs == Fs::Apfs {
+        Geometry::plan_apfs(opts.size, opts.partition_table)?
     } else if opts.ntfs {
         if opts.fat.is_some() {
             return Err(CorpusError::Invalid(
@@ -634,8 +634,8 @@ fn generate_fs(
     let mut folder_runs = HashMap::new();
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        if geo.ext4.is_some() {
-            // Counted by the ext4 pass.
+        if geo.apfs.is_some() || geo.ext4.is_some() {
+            // Counted by the APFS writer's own pass, or by the ext4 pass.
         } else if geo.exfat.is_some() {
             used += crate::exfat::layout::used_clusters(&plan)
                 .iter()
@@ -653,7 +653,12 @@ fn generate_fs(
         } else {
             used += crate::fat::layout::used_clusters(&plan, cluster);
         }
-        if !geo.ntfs && geo.exfat.is_none() && geo.ext4.is_none() && next_free.is_none() {
+        if !geo.ntfs
+            && geo.exfat.is_none()
+            && geo.apfs.is_none()
+            && geo.ext4.is_none()
+            && next_free.is_none()
+        {
             let eoc = geo.fat.eoc();
             if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
                 .iter()
@@ -675,12 +680,40 @@ fn generate_fs(
     }
     // NTFS: the head and skeleton region are wholly allocated; free
     // clusters are counted over the groups.
+    // ext4: the free blocks its own pass counted.
     let free = match &ext4_prep {
         Some(x) => x.free_blocks,
         None => {
             geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used
         }
     };
+    let apfs_writer = if geo.apfs.is_some() {
+        progress.phase("numbering APFS objects");
+        let mut r = Rng::derive(opts.seed, &[0x4150_4653]);
+        let mut uuid = || {
+            let mut u = [0u8; 16];
+            r.fill(&mut u);
+            // Version 4, variant 1.
+            u[6] = (u[6] & 0x0F) | 0x40;
+            u[8] = (u[8] & 0x3F) | 0x80;
+            u
+        };
+        let uuids = (uuid(), uuid());
+        let formatted = crate::apfs::nanos(&vol.skel[0].times.created);
+        Some(crate::apfs::write::ApfsWriter::new(
+            &vol,
+            uuids,
+            crate::apfs::VOLUME_NAME,
+            formatted,
+        )?)
+    } else {
+        None
+    };
+    // APFS: the container's free blocks (its space manager's count).
+    let free = apfs_writer
+        .as_ref()
+        .map(|w| w.free_blocks())
+        .unwrap_or(free);
     progress.phase("hashing planted files");
     let planted_hashes: Vec<(bool, Planted)> = workers.install(|| {
         planted
@@ -768,6 +801,10 @@ fn generate_fs(
             progress,
         };
         let mut mf = ManifestOut::create(&manifest_tmp, &carve_tmp, &area_tmp)?;
+        mf.apfs = apfs_writer.as_ref().map(|w| ApfsMf {
+            p: *w.params(),
+            id_base: (0..vol.groups).map(|k| w.id_base(k)).collect(),
+        });
         mf.head(
             opts,
             &vol,
@@ -790,6 +827,9 @@ fn generate_fs(
             for &i in &skel_order {
                 sink.write(&w.skeleton_bytes(i))?;
             }
+        } else if let Some(w) = &apfs_writer {
+            w.write_head(&vol, &mut sink)?;
+            sink.write(&w.skeleton_bytes(vol.skel[0].clusters))?;
         } else if let (Some(p), Some(prep)) = (geo.ext4, &ext4_prep) {
             crate::ext4::write::head(&vol, &p, prep, &g0, &skel_order, &mut sink)?;
             mf.ext4 = Some(p);
@@ -881,6 +921,7 @@ fn generate_fs(
                     &mut mf,
                     ntfs_writer.as_ref(),
                     ext4,
+                    apfs_writer.as_ref(),
                 )?;
             }
             Ok(())
@@ -955,7 +996,9 @@ fn generate_fs(
         .collect(),
         size: image.size,
         md5: image.md5,
-        fs_type: if geo.ext4.is_some() {
+        fs_type: if geo.apfs.is_some() {
+            FsType::Apfs
+        } else if geo.ext4.is_some() {
             FsType::Ext4
         } else if geo.exfat.is_some() {
             FsType::Exfat
@@ -1053,7 +1096,9 @@ fn resident_content(it: &ItemPlan) -> bool {
 }
 
 /// Write one group's clusters in order, pulling generated content as it
-/// is needed, then its manifest records.
+/// is needed, then its manifest records. At most one of `ntfs`, `ext4`
+/// and `apfs` is set (the file system's own per-group writer).
+#[allow(clippy::too_many_arguments)]
 fn write_group(
     vol: &Volume,
     plan: &GroupPlan,
@@ -1062,6 +1107,7 @@ fn write_group(
     mf: &mut ManifestOut,
     ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
     ext4: Option<(crate::ext4::Ext4Params, &crate::ext4::write::Prep)>,
+    apfs: Option<&crate::apfs::write::ApfsWriter>,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
     let ext4 = match ext4 {
@@ -1139,6 +1185,11 @@ fn write_group(
             }
         }
         sink.write(&w.group_records(plan, &resident)?)?;
+        cursor = plan.mft;
+    }
+    if let Some(w) = apfs {
+        // The group's leaf nodes open it.
+        sink.write(&w.group_bytes(plan))?;
         cursor = plan.mft;
     }
     for e in &plan.extents {
@@ -1332,6 +1383,15 @@ struct ManifestOut {
     ext4: Option<crate::ext4::Ext4Params>,
     /// ext4: the group being recorded's inode numbers and trees.
     ext4_group: Option<crate::ext4::write::GroupFacts>,
+    /// APFS: its layout and each group's first inode number.
+    apfs: Option<ApfsMf>,
+}
+
+/// What the manifest needs of an APFS volume.
+struct ApfsMf {
+    p: crate::apfs::ApfsParams,
+    /// First inode number (object id) of each group.
+    id_base: Vec<u64>,
 }
 
 /// What the manifest needs of an exFAT volume.
@@ -1376,6 +1436,7 @@ impl ManifestOut {
             exfat: None,
             ext4: None,
             ext4_group: None,
+            apfs: None,
         })
     }
 
@@ -1447,7 +1508,9 @@ impl ManifestOut {
                     start_sector: geo.part_start_lba,
                     sectors: geo.part_sectors,
                     offset: geo.part_offset(),
-                    type_id: if gpt {
+                    type_id: if gpt && geo.apfs.is_some() {
+                        crate::apfs::GPT_TYPE_TEXT.into()
+                    } else if gpt {
                         "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7".into()
                     } else {
                         format!("0x{:02x}", geo.mbr_type())
@@ -1460,7 +1523,9 @@ impl ManifestOut {
         self.field(
             "filesystem",
             &FileSystem {
-                fs_type: if geo.ext4.is_some() {
+                fs_type: if geo.apfs.is_some() {
+                    FsType::Apfs
+                } else if geo.ext4.is_some() {
                     FsType::Ext4
                 } else if geo.exfat.is_some() {
                     FsType::Exfat
@@ -1475,7 +1540,7 @@ impl ManifestOut {
                 cluster_size: geo.cluster_bytes(),
                 reserved_sectors: geo.exfat.map(|p| p.fat_offset).unwrap_or(geo.reserved),
                 fat_sectors: geo.exfat.map(|p| p.fat_length).unwrap_or(geo.fat_sectors),
-                fats: if geo.ntfs {
+                fats: if geo.ntfs || geo.apfs.is_some() {
                     0
                 } else if geo.exfat.is_some() {
                     1
@@ -1516,6 +1581,15 @@ impl ManifestOut {
                     upcase_cluster: p.upcase_cluster(),
                     root_cluster: p.root_cluster(),
                     label: crate::exfat::LABEL.into(),
+                }),
+                apfs: self.apfs.as_ref().map(|a| ApfsFacts {
+                    container_blocks: a.p.blocks,
+                    volume_block: crate::apfs::VOL_BLOCK,
+                    volume_name: crate::apfs::VOLUME_NAME.into(),
+                    data_block: a.p.data_base,
+                    free_blocks: free,
+                    case_sensitive: true,
+                    deleted_listed: false,
                 }),
                 ext4: geo.ext4.map(|p| crate::manifest::Ext4Facts {
                     blocks: p.blocks,
@@ -1608,9 +1682,10 @@ impl ManifestOut {
                     deleted: false,
                     group: 0,
                     record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
-                    inode: match self.ext4 {
-                        Some(_) => Some(crate::ext4::layout::skel_ino(i) as u64),
-                        None => self.exfat.as_ref().and_then(|x| {
+                    inode: match (&self.apfs, self.ext4) {
+                        (Some(_), _) => Some(crate::apfs::layout::skel_id(i)),
+                        (None, Some(_)) => Some(crate::ext4::layout::skel_ino(i) as u64),
+                        (None, None) => self.exfat.as_ref().and_then(|x| {
                             x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()
                         }),
                     },
@@ -1655,6 +1730,12 @@ impl ManifestOut {
                 .iter()
                 .filter(|u| **u)
                 .count() as u64,
+            None if self.apfs.is_some() => plan
+                .items
+                .iter()
+                .filter(|it| crate::apfs::layout::live_item(it))
+                .map(|it| it.runs.iter().map(|r| r.len as u64).sum::<u64>())
+                .sum::<u64>(),
             None if self.exfat.is_some() => crate::exfat::layout::used_clusters(plan)
                 .iter()
                 .filter(|u| **u)
@@ -1711,8 +1792,21 @@ impl ManifestOut {
                 }
             }
         }
+        // APFS: every listed object's inode number is its object id.
+        if let Some(a) = &self.apfs {
+            let base = a.id_base.get(plan.k as usize).copied().unwrap_or(0);
+            for d in 0..plan.dirs.len() {
+                let c = crate::plan::Child::Dir(d);
+                inode.insert(c, crate::apfs::layout::child_id(plan, base, c));
+            }
+            for i in 0..plan.items.len() {
+                let c = crate::plan::Child::Item(i);
+                inode.insert(c, crate::apfs::layout::child_id(plan, base, c));
+            }
+        }
         let ext4_p = self.ext4;
-        let keep_names = ntfs.is_some() || exfat_p.is_some() || ext4_p.is_some();
+        let keep_names =
+            ntfs.is_some() || exfat_p.is_some() || ext4_p.is_some() || self.apfs.is_some();
         self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
         let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {

@@ -1,6 +1,7 @@
 //! Disk and volume geometry: partition table (MBR or GPT) and the FAT
 //! layout (sector and cluster sizes, FAT size, where the data area starts).
 
+use crate::apfs::ApfsParams;
 use crate::error::CorpusError;
 use crate::exfat::ExfatParams;
 use crate::fat::FatType;
@@ -65,6 +66,11 @@ pub struct Geometry {
     /// `reserved`, which covers the boot region, the FAT and those two);
     /// `fat` is unused (FAT32, so the root gets clusters like any folder).
     pub exfat: Option<ExfatParams>,
+    /// An APFS container filling the partition: where its objects lie.
+    /// The planner's clusters are 4 KiB blocks from
+    /// [`ApfsParams::data_base`] on (`reserved` covers the blocks before);
+    /// `fat` is unused (FAT32).
+    pub apfs: Option<ApfsParams>,
     /// An ext4 volume: where its structures lie. The planner's clusters
     /// are its blocks after the head (superblock, descriptors, bitmaps,
     /// inode tables, lost+found and journal), which `reserved` covers.
@@ -167,6 +173,7 @@ impl Geometry {
                 clusters: clusters as u32,
                 ntfs: false,
                 exfat: None,
+                apfs: None,
                 ext4: None,
             })
         };
@@ -219,6 +226,7 @@ impl Geometry {
             clusters: clusters as u32,
             ntfs: true,
             exfat: None,
+            apfs: None,
             ext4: None,
         })
     }
@@ -232,6 +240,29 @@ impl Geometry {
             .ok_or_else(|| CorpusError::Invalid("volume too small for exFAT".into()))?;
         let spc = 1u32 << p.spc_shift;
         Ok(Geometry {
+            exfat: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                p.heap_offset + p.sys_clusters() * spc,
+                p.volume_sectors,
+                p.cluster_count - p.sys_clusters(),
+            )
+        })
+    }
+
+    /// A volume of 512-byte sectors filling the partition, with no FAT of
+    /// its own (`fat` FAT32, so the root gets clusters like any folder):
+    /// `spc` sectors per cluster, `reserved` sectors before cluster 2,
+    /// `total` sectors and `clusters` planner clusters.
+    fn filling(
+        (disk_bytes, table, vol_bytes): (u64, TableKind, u64),
+        spc: u32,
+        reserved: u32,
+        total: u64,
+        clusters: u32,
+    ) -> Geometry {
+        Geometry {
             disk_bytes,
             table,
             part_start_lba: PART_START_LBA,
@@ -239,14 +270,41 @@ impl Geometry {
             fat: FatType::Fat32,
             bps: DISK_SECTOR as u32,
             spc,
-            reserved: p.heap_offset + p.sys_clusters() * spc,
+            reserved,
             fat_sectors: 0,
             root_entries: 0,
-            total_sectors: p.volume_sectors,
-            clusters: p.cluster_count - p.sys_clusters(),
+            total_sectors: total,
+            clusters,
             ntfs: false,
-            exfat: Some(p),
+            exfat: None,
+            apfs: None,
             ext4: None,
+        }
+    }
+
+    /// Plan an APFS disk of `disk_bytes`: GPT unless an MBR is asked for
+    /// (a Mac's disks are GUID-partitioned), one container filling the
+    /// partition (whole 4 KiB blocks).
+    pub fn plan_apfs(disk_bytes: u64, table: Option<TableKind>) -> Result<Geometry, CorpusError> {
+        let table = Some(table.unwrap_or(TableKind::Gpt));
+        let (disk_bytes, table, vol_bytes) =
+            Self::partition(disk_bytes, table, "APFS", crate::apfs::MIN_DISK)?;
+        let p = ApfsParams::for_container(vol_bytes).ok_or_else(|| {
+            CorpusError::Invalid(format!(
+                "size {disk_bytes} bytes is outside APFS's range here (8 MiB to 7 TiB: above, \
+                 the space manager would need chunk-info address blocks)"
+            ))
+        })?;
+        let spc = (crate::apfs::BLOCK as u64 / DISK_SECTOR) as u32;
+        Ok(Geometry {
+            apfs: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                (p.data_base * spc as u64) as u32,
+                vol_bytes / DISK_SECTOR,
+                (p.blocks - p.data_base) as u32,
+            )
         })
     }
 
@@ -266,21 +324,14 @@ impl Geometry {
         let spc = (crate::ext4::BLOCK / DISK_SECTOR) as u32;
         let head = p.head_blocks();
         Ok(Geometry {
-            disk_bytes,
-            table,
-            part_start_lba: PART_START_LBA,
-            part_sectors: vol_bytes / DISK_SECTOR,
-            fat: FatType::Fat32,
-            bps: DISK_SECTOR as u32,
-            spc,
-            reserved: (head * spc as u64) as u32,
-            fat_sectors: 0,
-            root_entries: 0,
-            total_sectors: p.blocks * spc as u64,
-            clusters: (p.blocks - head) as u32,
-            ntfs: false,
-            exfat: None,
             ext4: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                (head * spc as u64) as u32,
+                p.blocks * spc as u64,
+                (p.blocks - head) as u32,
+            )
         })
     }
 
@@ -385,6 +436,10 @@ impl Geometry {
     pub fn mbr_type(&self) -> u8 {
         if self.ext4.is_some() {
             return 0x83;
+        }
+        if self.apfs.is_some() {
+            // Apple's type byte (HFS+ and APFS).
+            return 0xAF;
         }
         if self.ntfs || self.exfat.is_some() {
             return 0x07;

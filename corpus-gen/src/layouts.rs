@@ -2,6 +2,7 @@
 //! plan. Adding a file system adds a planner here (and its writer); the
 //! planner and the other file systems do not change.
 
+use crate::apfs::layout::ApfsLayout;
 use crate::exfat::layout::ExfatLayout;
 use crate::ext4::layout::Ext4Layout;
 use crate::fat::layout::FatLayout;
@@ -12,7 +13,9 @@ use std::sync::Arc;
 
 /// The layout planner of the file system `geo` describes.
 pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
-    if let Some(p) = geo.ext4 {
+    if geo.apfs.is_some() {
+        Arc::new(ApfsLayout)
+    } else if let Some(p) = geo.ext4 {
         Arc::new(Ext4Layout {
             key: p.ids.hash_seed,
         })

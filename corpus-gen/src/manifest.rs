@@ -123,6 +123,9 @@ pub enum FsType {
     /// exFAT 1.00.
     #[serde(rename = "exFAT")]
     Exfat,
+    /// APFS (one container, one volume).
+    #[serde(rename = "APFS")]
+    Apfs,
     /// ext4.
     #[serde(rename = "ext4")]
     Ext4,
@@ -137,6 +140,7 @@ impl FsType {
             FsType::Fat32 => "FAT32",
             FsType::Ntfs => "NTFS",
             FsType::Exfat => "exFAT",
+            FsType::Apfs => "APFS",
             FsType::Ext4 => "ext4",
         }
     }
@@ -216,9 +220,37 @@ pub struct FileSystem {
     /// exFAT layout (exFAT only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exfat: Option<ExfatFacts>,
+    /// APFS only: the container and volume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apfs: Option<ApfsFacts>,
     /// ext4 layout (ext4 only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext4: Option<Ext4Facts>,
+}
+
+/// Where an APFS container keeps its objects, and what its volume holds.
+/// Block numbers count 4 KiB blocks from the container's start (the
+/// partition's); every file's and folder's `inode` is its APFS object id
+/// (the file-system tree's inode number, which TSK and libfsapfs show).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApfsFacts {
+    /// Blocks in the container.
+    pub container_blocks: u64,
+    /// Block of the volume superblock (`fls -B` takes it).
+    pub volume_block: u64,
+    /// The volume's name.
+    pub volume_name: String,
+    /// Block of the planner's cluster 2 (`first_cluster` values count
+    /// clusters from here, as on the other file systems).
+    pub data_block: u64,
+    /// Free blocks in the container (the space manager's count).
+    pub free_blocks: u64,
+    /// Case-sensitive (the volume hashes names without case folding).
+    pub case_sensitive: bool,
+    /// Deleted files and folders: APFS removes their records, so none is
+    /// listed by name (`deleted` entries here say what was there, for
+    /// carving); their blocks are free and hold their content.
+    pub deleted_listed: bool,
 }
 
 /// What an ext4 volume adds (blocks from the volume's start; the

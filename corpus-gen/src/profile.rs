@@ -76,6 +76,13 @@ pub struct Profile {
     /// tree.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stick: bool,
+    /// A Mac's disk: `/Users/<user>` with `Desktop`, `Documents`,
+    /// `Downloads`, `Pictures`, `Music` and `Library` (`Mail` with `.emlx`
+    /// messages, `Safari` with `History.db`, Safari's cache under
+    /// `Caches`), programs under `Applications`, no Windows folders. Off:
+    /// a Windows user's tree (or a stick's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mac: bool,
     /// A Linux server: its own folder tree (`home/USER` with `Documents`,
     /// `Pictures`, `Downloads` and `Maildir/cur`, `var/www/html`,
     /// `var/log`, `var/cache/apt/archives`, `etc`) and what lands in it
@@ -97,7 +104,13 @@ fn one() -> f64 {
 
 impl Profile {
     /// Names of the built-in profiles.
-    pub const NAMES: [&'static str; 4] = ["workstation", "suspect", "usb-stick", "linux-server"];
+    pub const NAMES: [&'static str; 5] = [
+        "workstation",
+        "suspect",
+        "usb-stick",
+        "mac-laptop",
+        "linux-server",
+    ];
 
     /// The built-in profile called `name`.
     pub fn by_name(name: &str) -> Option<Profile> {
@@ -132,6 +145,7 @@ impl Profile {
                 mail_share: None,
                 system_disk: true,
                 stick: false,
+                mac: false,
                 linux: false,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
@@ -159,6 +173,7 @@ impl Profile {
                 mail_share: None,
                 system_disk: false,
                 stick: false,
+                mac: false,
                 linux: false,
             }),
             // A USB stick (exFAT as sold, or FAT): photos, documents and
@@ -187,6 +202,36 @@ impl Profile {
                 mail_share: None,
                 system_disk: false,
                 stick: true,
+                mac: false,
+                linux: false,
+            }),
+            // A Mac laptop's data volume (APFS by default): a user's home
+            // with mail, Safari and downloads (quarantined), little
+            // fragmentation (APFS allocates whole extents), free space
+            // mostly zero (TRIM on flash), a tenth deleted.
+            "mac-laptop" => Some(Profile {
+                name: name.into(),
+                fill: 0.60,
+                deleted_share: 0.10,
+                fragmented_share: 0.04,
+                incompressible_share: 0.45,
+                overwrite_share: 0.25,
+                residue_share: 0.05,
+                deleted_dirs_per_100: 1.0,
+                keyword_share: 0.04,
+                duplicate_share: 0.03,
+                notable_share: 0.01,
+                known_share: 0.02,
+                random_free_share: 0.02,
+                compressed_share: 0.0,
+                sparse_share: 0.0,
+                target_e01_ratio: None,
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
+                system_disk: false,
+                stick: false,
+                mac: true,
                 linux: false,
             }),
             // A Linux server (ext4 as its installer formats it): users'
@@ -215,6 +260,7 @@ impl Profile {
                 mail_share: None,
                 system_disk: false,
                 stick: false,
+                mac: false,
                 linux: true,
             }),
             _ => None,

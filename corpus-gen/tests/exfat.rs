@@ -6,7 +6,7 @@
 mod common;
 
 use caseload_corpus::manifest::EntryKind;
-use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_exfat};
+use caseload_corpus::{Manifest, NoProgress, Options, Profile, generate_exfat};
 use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,20 +15,10 @@ use std::process::Command;
 
 const MIB: u64 = 1 << 20;
 
+/// A workstation corpus's options (exFAT's tests pick other profiles
+/// where they need them).
 fn opts(dir: &Path, size: u64, seed: u64, threads: usize) -> Options {
-    Options {
-        out_dir: dir.to_path_buf(),
-        size,
-        seed,
-        profile: Profile::by_name("workstation").expect("profile"),
-        threads,
-        partition_table: None,
-        fat: None,
-        ntfs: false,
-        decoys: 10,
-        discard_image: false,
-        image_digests: ImageDigests::default(),
-    }
+    common::opts(dir, size, seed, threads, "workstation")
 }
 
 use common::Corpus;
@@ -522,7 +512,7 @@ fn corpus_300_mib_with_32_kib_clusters_on_gpt() {
     }
     let c = Corpus {
         image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
+        dir,
         manifest,
     };
     check_fsck(&c);

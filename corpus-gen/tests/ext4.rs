@@ -6,30 +6,14 @@
 mod common;
 
 use caseload_corpus::manifest::EntryKind;
-use caseload_corpus::{ImageDigests, NoProgress, Options, Profile, generate_ext4};
-use common::{entries, have, hex};
+use caseload_corpus::{NoProgress, generate_ext4};
+use common::{entries, have, hex, opts};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
-
-fn opts(dir: &Path, size: u64, seed: u64, threads: usize, profile: &str) -> Options {
-    Options {
-        out_dir: dir.to_path_buf(),
-        size,
-        seed,
-        profile: Profile::by_name(profile).expect("profile"),
-        threads,
-        partition_table: None,
-        fat: None,
-        ntfs: false,
-        decoys: 10,
-        discard_image: false,
-        image_digests: ImageDigests::default(),
-    }
-}
 
 use common::Corpus;
 
@@ -243,8 +227,8 @@ fn image_and_manifest_do_not_depend_on_threads() {
         std::fs::read(&b.image).expect("b"),
         "images differ"
     );
-    let ma = std::fs::read(a._dir.path().join(caseload_corpus::MANIFEST)).expect("a");
-    let mb = std::fs::read(b._dir.path().join(caseload_corpus::MANIFEST)).expect("b");
+    let ma = std::fs::read(a.dir.path().join(caseload_corpus::MANIFEST)).expect("a");
+    let mb = std::fs::read(b.dir.path().join(caseload_corpus::MANIFEST)).expect("b");
     assert_eq!(ma, mb, "manifests differ");
 }
 

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use crate::error::{ErrorKind, ProcessingError};
 use crate::fat::table::{ChainStop, Link};
 use crate::name::escape_component;
-use crate::record::{
-    Content, Extent, FileKind, FileRecord, MetaAddr, Recovery, Run, TimeBase, Times, push_run,
-};
+use crate::record::{Content, Extent, FileKind, FileRecord, Recovery, Run, TimeBase, push_run};
 
 /// Where a volume's clusters are.
 #[derive(Debug, Clone, Copy)]
@@ -298,24 +296,11 @@ pub(crate) fn structure_record(
     errors: Vec<ProcessingError>,
 ) -> FileRecord {
     FileRecord {
-        parent: parent.clone(),
-        name,
-        raw_name,
-        short_name: None,
-        stream: None,
-        meta: MetaAddr { inode, attr: None },
-        kind,
         size,
-        times: Times::default(),
-        name_times: None,
         time_base: TimeBase::LocalWallClock,
-        allocated: true,
-        attributes: 0,
-        owner: crate::record::Owner::default(),
         content,
-        slack: Vec::new(),
-        recovery: Recovery::Allocated,
         errors,
+        ..FileRecord::named(parent.clone(), name, raw_name, inode, kind)
     }
 }
 

@@ -1,8 +1,12 @@
 //! File-system detection: which file system (if any) starts at an offset.
 //!
-//! FAT, exFAT and NTFS are parsed by this crate; the others are recognised and
-//! reported so the engine can still run stages that need no file system
-//! (carving, keyword search over raw bytes) over the partition.
+//! FAT, exFAT, NTFS, ext2/3/4 and APFS are parsed by this crate
+//! ([`FsKind::is_parsed`]); the others are recognised and reported so the
+//! engine can still run stages that need no file system (carving, keyword
+//! search over raw bytes) over the partition. An APFS container is found
+//! by its superblock's `NXSB` magic at byte 32, bare or at the start of a
+//! GPT partition (of type `7C3457EF-0000-11AA-AA11-00306543ECAC` or any
+//! other: detection reads the bytes, not the partition type).
 
 use crate::bytes::{u16_at, u32_at};
 pub use crate::kind::FsKind;

@@ -103,8 +103,14 @@ pub enum ErrorKind {
     /// A structure of the file system itself (boot sector, FAT) is damaged.
     CorruptFileSystem,
     /// A stored checksum does not match the bytes it covers (exFAT boot
-    /// region, directory entry set, name hash, up-case table).
+    /// region, directory entry set, name hash, up-case table, APFS
+    /// objects' Fletcher-64).
     ChecksumMismatch,
+    /// A volume is encrypted: it is listed, not walked (APFS).
+    EncryptedVolume,
+    /// A volume has snapshots; only its live state is walked (a note
+    /// naming them, APFS).
+    Snapshot,
 }
 
 /// A problem recorded against one item (a file record, a partition, a walk)

@@ -26,7 +26,7 @@ pub enum FsKind {
     Ext4,
     /// HFS+ or HFSX (reported, not parsed).
     HfsPlus,
-    /// APFS container (reported, not parsed).
+    /// APFS container (parsed: every unencrypted volume).
     Apfs,
     /// ISO 9660 (reported, not parsed).
     Iso9660,
@@ -57,6 +57,7 @@ impl FsKind {
                 | FsKind::Ext2
                 | FsKind::Ext3
                 | FsKind::Ext4
+                | FsKind::Apfs
         )
     }
 

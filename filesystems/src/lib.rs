@@ -1,6 +1,6 @@
 //! Read-only parsers for volume systems (MBR with extended partitions, GPT)
-//! and file systems (FAT12/16/32, exFAT, NTFS and ext2/3/4; others are
-//! detected and reported), over a positioned-read trait.
+//! and file systems (FAT12/16/32, exFAT, NTFS, ext2/3/4 and APFS; others
+//! are detected and reported), over a positioned-read trait.
 //!
 //! Everything reads through [`ReadAt`]; nothing opens files or knows about
 //! stages, channels or databases. The typical flow:
@@ -39,7 +39,8 @@
 //! Records follow TSK's model so a bodyfile built from them compares with
 //! `fls -m`: paths as `fls -r -p` prints them ([`FileRecord::path`]), TSK
 //! inode numbers (FAT and exFAT: from the entry's position; NTFS:
-//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last),
+//! `record-type-id`; ext: the inode number, `$OrphanFiles` after the last;
+//! APFS: the object id, as `fls -P apfs -B <block>` gives it),
 //! FAT `(Volume Label Entry)` names and `$MBR`/`$FATn`/`$OrphanFiles`
 //! virtual files, NTFS streams as `file:stream`, deleted FAT files
 //! recovered as TSK does, NTFS streams read as zeros past their valid-data
@@ -72,11 +73,18 @@
 //!   [`FileRecord::owner`] hold the inode's mode ([`ext::mode_type`] gives
 //!   its type: symlinks, devices, FIFOs and sockets are
 //!   [`FileKind::File`]; a bodyfile shows their type from the mode).
+//! - APFS: see the [`apfs`] module (one record set per container: a
+//!   single volume's paths are `fls`'s, several volumes' go under
+//!   `$Volume<i>`; encrypted volumes listed and not walked; holes read as
+//!   zeros where TSK 4.11's `icat` leaves them out; compressed files
+//!   decoded as TSK decodes them, their size the uncompressed one;
+//!   checksums checked).
 //! - Permissions and owners ([`Owner`]) follow TSK's rules per file
 //!   system, except NTFS's owner id from a short (NTFS 1.2)
 //!   `$STANDARD_INFORMATION`: TSK reads it past the attribute's end,
 //!   this crate gives 0.
 
+pub mod apfs;
 mod bitmap;
 mod bytes;
 mod cache;
@@ -99,6 +107,7 @@ pub mod walk;
 
 use std::ops::ControlFlow;
 
+pub use apfs::ApfsFs;
 pub use content::ContentReader;
 pub use detect::{FsKind, detect_filesystem};
 pub use error::{ErrorKind, ErrorLog, FsError, ProcessingError};
@@ -124,6 +133,8 @@ pub enum FileSystem<R> {
     ExFat(ExfatFs<R>),
     /// ext2, ext3 or ext4 ([`FileSystem::kind`] tells which).
     Ext(ExtFs<R>),
+    /// An APFS container, every unencrypted volume of it.
+    Apfs(ApfsFs<R>),
     /// Detected (or not recognised at all: [`FsKind::Unknown`]) but not
     /// parsed; stages that need no file system can still run over the bytes.
     Unsupported(FsKind),
@@ -137,12 +148,14 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(_) => FsKind::Ntfs,
             FileSystem::ExFat(_) => FsKind::ExFat,
             FileSystem::Ext(e) => e.kind(),
+            FileSystem::Apfs(_) => FsKind::Apfs,
             FileSystem::Unsupported(k) => *k,
         }
     }
 
     /// Walks the file system, calling `visit` once per record; see
-    /// [`FatFs::walk`], [`NtfsFs::walk`] and [`ExfatFs::walk`]. An unsupported file system
+    /// [`FatFs::walk`], [`NtfsFs::walk`], [`ExfatFs::walk`],
+    /// [`ExtFs::walk`] and [`ApfsFs::walk`]. An unsupported file system
     /// gives [`FsError::Unsupported`].
     pub fn walk<F>(&self, visit: F) -> Result<WalkSummary, FsError>
     where
@@ -153,6 +166,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => n.walk(visit),
             FileSystem::ExFat(x) => x.walk(visit),
             FileSystem::Ext(e) => e.walk(visit),
+            FileSystem::Apfs(a) => a.walk(visit),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -164,6 +178,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(fs) => fs.unallocated_runs(f),
             FileSystem::ExFat(fs) => fs.unallocated_runs(f),
             FileSystem::Ext(fs) => fs.unallocated_runs(f),
+            FileSystem::Apfs(fs) => fs.unallocated_runs(f),
             FileSystem::Unsupported(k) => Err(FsError::Unsupported(*k)),
         }
     }
@@ -175,6 +190,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => Some(n.info().cluster_size),
             FileSystem::ExFat(x) => Some(x.boot_sector().cluster_size()),
             FileSystem::Ext(e) => Some(e.block_size()),
+            FileSystem::Apfs(a) => Some(a.block_size()),
             FileSystem::Unsupported(_) => None,
         }
     }
@@ -186,6 +202,7 @@ impl<R: ReadAt> FileSystem<R> {
             FileSystem::Ntfs(n) => n.open_errors(),
             FileSystem::ExFat(x) => x.open_errors(),
             FileSystem::Ext(e) => e.open_errors(),
+            FileSystem::Apfs(a) => a.open_errors(),
             FileSystem::Unsupported(_) => &[],
         }
     }
@@ -193,8 +210,9 @@ impl<R: ReadAt> FileSystem<R> {
 
 /// Detects and opens the file system at byte `offset` of `src` in a volume
 /// of `len` bytes. File systems this crate does not parse come back as
-/// [`FileSystem::Unsupported`]; only I/O errors and a FAT/NTFS/exFAT boot sector
-/// that detection accepted but opening then rejects are errors.
+/// [`FileSystem::Unsupported`]; only I/O errors and a boot sector or
+/// superblock that detection accepted but opening then rejects (an APFS
+/// container with no valid checkpoint) are errors.
 pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileSystem<R>, FsError> {
     let kind = detect_filesystem(&src, offset, len)?;
     Ok(match kind {
@@ -206,6 +224,7 @@ pub fn open_filesystem<R: ReadAt>(src: R, offset: u64, len: u64) -> Result<FileS
         FsKind::Ext2 | FsKind::Ext3 | FsKind::Ext4 => {
             FileSystem::Ext(ExtFs::open(src, offset, len)?)
         }
+        FsKind::Apfs => FileSystem::Apfs(ApfsFs::open(src, offset, len)?),
         other => FileSystem::Unsupported(other),
     })
 }

@@ -167,6 +167,10 @@ pub enum Encoding {
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
+    /// APFS compression (`com.apple.decmpfs`) not decoded (a type TSK
+    /// does not read, damage, or more than 16 MiB decoded): the runs are
+    /// the resource fork's stored (compressed) bytes, none for inline data.
+    ApfsCompressed,
 }
 
 impl Content {
@@ -382,6 +386,38 @@ pub struct FileRecord {
 }
 
 impl FileRecord {
+    /// A live record of `kind` named `name` under `parent` for inode
+    /// `inode`, with no content, times, owner or errors yet: the readers
+    /// fill in what their file system has.
+    pub(crate) fn named(
+        parent: Arc<[String]>,
+        name: String,
+        raw_name: Vec<u8>,
+        inode: u64,
+        kind: FileKind,
+    ) -> Self {
+        FileRecord {
+            parent,
+            name,
+            raw_name,
+            short_name: None,
+            stream: None,
+            meta: MetaAddr { inode, attr: None },
+            kind,
+            size: 0,
+            times: Times::default(),
+            name_times: None,
+            time_base: TimeBase::Utc,
+            allocated: true,
+            attributes: 0,
+            owner: Owner::default(),
+            content: Content::None,
+            slack: Vec::new(),
+            recovery: Recovery::Allocated,
+            errors: Vec::new(),
+        }
+    }
+
     /// Whether the name is deleted.
     pub fn deleted(&self) -> bool {
         !self.allocated

@@ -13,15 +13,6 @@ use support::*;
 
 const SECTORS: usize = 131_072; // 64 MiB
 
-fn mbr_entry(disk: &mut [u8], sector: usize, slot: usize, ty: u8, start: u32, count: u32) {
-    let o = sector * 512 + 446 + 16 * slot;
-    disk[o + 4] = ty;
-    disk[o + 8..o + 12].copy_from_slice(&start.to_le_bytes());
-    disk[o + 12..o + 16].copy_from_slice(&count.to_le_bytes());
-    disk[sector * 512 + 510] = 0x55;
-    disk[sector * 512 + 511] = 0xAA;
-}
-
 /// A disk with a primary FAT16 partition, an extended partition holding a
 /// chain of three logical partitions (the first a real FAT16), and a
 /// primary Linux partition after it.
@@ -188,72 +179,20 @@ fn entries_outside_the_disk_are_reported_and_clipped() {
     );
 }
 
-fn guid_bytes(s: &str) -> [u8; 16] {
-    let h: Vec<u8> = s
-        .replace('-', "")
-        .as_bytes()
-        .chunks(2)
-        .map(|c| u8::from_str_radix(std::str::from_utf8(c).expect("hex"), 16).expect("hex"))
-        .collect();
-    let mut g = [0u8; 16];
-    g[0..4].copy_from_slice(&[h[3], h[2], h[1], h[0]]);
-    g[4..6].copy_from_slice(&[h[5], h[4]]);
-    g[6..8].copy_from_slice(&[h[7], h[6]]);
-    g[8..16].copy_from_slice(&h[8..16]);
-    g
-}
-
 const BASIC_DATA: &str = "EBD0A0A2-B9E5-4433-87C0-68B6B72699C7";
 
 /// A GPT disk with two named partitions (the first a FAT16), primary and
 /// backup headers and entry arrays, and a protective MBR.
 fn gpt_disk() -> Vec<u8> {
-    let mut d = vec![0u8; SECTORS * 512];
-    let last = SECTORS as u64 - 1;
-    mbr_entry(&mut d, 0, 0, 0xEE, 1, (SECTORS - 1) as u32);
-    let mut entries = vec![0u8; 128 * 128];
-    for (i, (first, lastl, name)) in [(2048u64, 22_047u64, "alpha"), (40_000, 99_999, "beta")]
-        .iter()
-        .enumerate()
-    {
-        let e = &mut entries[i * 128..(i + 1) * 128];
-        e[0..16].copy_from_slice(&guid_bytes(BASIC_DATA));
-        e[16..32].copy_from_slice(&[i as u8 + 1; 16]);
-        e[32..40].copy_from_slice(&first.to_le_bytes());
-        e[40..48].copy_from_slice(&lastl.to_le_bytes());
-        for (j, u) in name.encode_utf16().enumerate() {
-            e[56 + 2 * j..58 + 2 * j].copy_from_slice(&u.to_le_bytes());
-        }
-    }
+    let mut d = gpt_disk_with(
+        SECTORS,
+        &[
+            (2048, 22_047, "alpha", BASIC_DATA),
+            (40_000, 99_999, "beta", BASIC_DATA),
+        ],
+    );
     let fat = Fat::new(FatType::Fat16, 20_000, 1).finish();
     d[2048 * 512..2048 * 512 + fat.len()].copy_from_slice(&fat);
-    let ecrc = crc32fast::hash(&entries);
-    let header = |my: u64, alt: u64, entries_lba: u64| {
-        let mut h = vec![0u8; 92];
-        h[0..8].copy_from_slice(b"EFI PART");
-        h[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
-        h[12..16].copy_from_slice(&92u32.to_le_bytes());
-        h[24..32].copy_from_slice(&my.to_le_bytes());
-        h[32..40].copy_from_slice(&alt.to_le_bytes());
-        h[40..48].copy_from_slice(&34u64.to_le_bytes());
-        h[48..56].copy_from_slice(&(last - 33).to_le_bytes());
-        h[56..72].copy_from_slice(&[0x42; 16]);
-        h[72..80].copy_from_slice(&entries_lba.to_le_bytes());
-        h[80..84].copy_from_slice(&128u32.to_le_bytes());
-        h[84..88].copy_from_slice(&128u32.to_le_bytes());
-        h[88..92].copy_from_slice(&ecrc.to_le_bytes());
-        let crc = crc32fast::hash(&h);
-        h[16..20].copy_from_slice(&crc.to_le_bytes());
-        h
-    };
-    let p = header(1, last, 2);
-    d[512..512 + 92].copy_from_slice(&p);
-    d[1024..1024 + entries.len()].copy_from_slice(&entries);
-    let b = header(last, 1, last - 32);
-    let at = (last as usize) * 512;
-    d[at..at + 92].copy_from_slice(&b);
-    let eat = (last as usize - 32) * 512;
-    d[eat..eat + entries.len()].copy_from_slice(&entries);
     d
 }
 

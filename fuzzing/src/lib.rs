@@ -37,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("split", split),
     ("trace", trace),
     ("container", container),
+    ("apfs", apfs),
 ];
 
 /// The target called `name`.
@@ -96,6 +97,81 @@ pub fn volume(data: &[u8]) {
 /// runlists, indexes and compressed (LZNT1) content.
 pub fn filesystem(data: &[u8]) {
     walk_filesystem(&data, 0, data.len() as u64);
+}
+
+/// An APFS container given as its non-zero blocks (mkapfs's smallest
+/// container is 128 MiB, too large to mutate; its metadata is a few dozen
+/// blocks): the input is records of a little-endian u64 block number and
+/// 4,096 bytes, every other block reads as zeros, and the container is as
+/// long as block 0's `nx_block_count` says (at most 1 GiB). Then the
+/// checkpoint search, object maps, B-trees, the file-system tree walk,
+/// decmpfs and the space manager's bitmaps, as [`filesystem`] drives them.
+pub fn apfs(data: &[u8]) {
+    let src = SparseBlocks::new(data);
+    walk_filesystem(&src, 0, caseload_fs::ReadAt::len(&src));
+}
+
+/// Blocks of 4 KiB placed by number, zeros elsewhere.
+struct SparseBlocks<'a> {
+    blocks: std::collections::BTreeMap<u64, &'a [u8]>,
+    len: u64,
+}
+
+impl<'a> SparseBlocks<'a> {
+    const BLOCK: usize = 4096;
+    const MAX_LEN: u64 = 1 << 30;
+
+    fn new(data: &'a [u8]) -> Self {
+        let mut blocks = std::collections::BTreeMap::new();
+        for rec in data.chunks_exact(8 + Self::BLOCK) {
+            let mut n = [0u8; 8];
+            n.copy_from_slice(&rec[..8]);
+            let n = u64::from_le_bytes(n);
+            if n < Self::MAX_LEN / Self::BLOCK as u64 {
+                blocks.insert(n, &rec[8..]);
+            }
+        }
+        let claimed = blocks
+            .get(&0)
+            .and_then(|b| b.get(40..48))
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                u64::from_le_bytes(a)
+            })
+            .unwrap_or(0);
+        let last = blocks.keys().next_back().map_or(0, |b| b + 1);
+        let len = claimed
+            .max(last)
+            .saturating_mul(Self::BLOCK as u64)
+            .min(Self::MAX_LEN);
+        Self { blocks, len }
+    }
+}
+
+impl caseload_fs::ReadAt for SparseBlocks<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let n = buf
+            .len()
+            .min(usize::try_from(self.len.saturating_sub(offset)).unwrap_or(usize::MAX));
+        let bs = Self::BLOCK as u64;
+        let mut done = 0;
+        while done < n {
+            let pos = offset + done as u64;
+            let within = (pos % bs) as usize;
+            let take = (Self::BLOCK - within).min(n - done);
+            match self.blocks.get(&(pos / bs)) {
+                Some(b) => buf[done..done + take].copy_from_slice(&b[within..within + take]),
+                None => buf[done..done + take].fill(0),
+            }
+            done += take;
+        }
+        Ok(n)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
 }
 
 /// Scratch files for the targets whose parser opens a path.
@@ -335,6 +411,7 @@ mod tests {
         for (name, f) in TARGETS {
             f(&[]);
             f(&[0xff; 4096]);
+            f(&[0u8; 4104]);
             assert!(target(name).is_some());
         }
         assert!(target("nope").is_none());

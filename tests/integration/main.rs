@@ -18,6 +18,7 @@ mod compare_instances;
 mod compare_layouts;
 mod compare_report;
 mod compare_support;
+mod corpus_apfs;
 mod corpus_bad_input;
 mod corpus_content;
 mod corpus_determinism;

@@ -323,17 +323,17 @@ pub fn analyse(
             busy.entry((phase.clone(), channel))
                 .or_default()
                 .spans
-                .push((r.t_ns, r.t_ns + r.dur_ns));
+                .push((r.t_ns, r.t_ns.saturating_add(r.dur_ns)));
         }
         match r.op {
             Op::Read | Op::Write => {
                 let read = r.op == Op::Read;
                 if read {
-                    f.read_bytes += r.len;
+                    f.read_bytes = f.read_bytes.saturating_add(r.len);
                     f.read_ops += 1;
                     f.read_sizes[bucket(r.len)] += 1;
                 } else {
-                    f.write_bytes += r.len;
+                    f.write_bytes = f.write_bytes.saturating_add(r.len);
                     f.write_ops += 1;
                     f.write_sizes[bucket(r.len)] += 1;
                 }
@@ -342,7 +342,7 @@ pub fn analyse(
                 if ends.get(&r.file) == Some(&r.offset) && r.offset > 0 {
                     seq.0 += 1;
                 }
-                ends.insert(r.file, r.offset + r.len);
+                ends.insert(r.file, r.offset.saturating_add(r.len));
                 if r.len > 0 {
                     let first = r.offset / PAGE;
                     // A request of more than 64 GiB is no real one; its

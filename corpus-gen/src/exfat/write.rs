@@ -5,16 +5,8 @@
 use super::layout::{Who, skeleton_dir_bytes};
 use super::{ExfatParams, SECTOR, UPCASE, boot_region};
 use crate::error::CorpusError;
-use crate::plan::{GroupPlan, Run, Volume};
+use crate::plan::{GroupPlan, Out, Run, Volume};
 use std::collections::HashMap;
-
-/// Where the head's bytes go, in order.
-pub trait Out {
-    /// Append bytes.
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
-    /// Append `n` zero bytes.
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
-}
 
 /// Write the volume from its first sector to the end of the skeleton's
 /// folders. `skel_order` lists the skeleton folders by first cluster,

@@ -23,15 +23,7 @@ use super::{
     ROOT_INO, crc32c, dir, inode, set_bit,
 };
 use crate::error::CorpusError;
-use crate::plan::{GroupPlan, Volume};
-
-/// Where the head's bytes go, in order.
-pub trait Out {
-    /// Append bytes.
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
-    /// Append `n` zero bytes.
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
-}
+use crate::plan::{GroupPlan, Out, Volume};
 
 /// What the first pass learns.
 pub struct Prep {

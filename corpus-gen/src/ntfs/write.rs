@@ -28,13 +28,7 @@ impl From<IndexError> for CorpusError {
     }
 }
 
-/// Where the image bytes go.
-pub trait Out {
-    /// Append bytes.
-    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
-    /// Append `n` zero bytes.
-    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
-}
+pub use crate::plan::Out;
 
 /// Name of the stream Windows attaches to downloaded files.
 pub const ZONE_IDENTIFIER: &str = "Zone.Identifier";

@@ -305,6 +305,13 @@ impl<'a> GroupBuilder<'a> {
     ) -> usize {
         let t = self.when();
         let name = file_name(&mut self.rng, leaf, kind, t);
+        // A Mac names Safari's history `History.db` and Mail's messages
+        // `.emlx` (no draw changes: other profiles stay as they were).
+        let name = if self.vol.profile.mac {
+            super::mac_name(name, leaf, kind)
+        } else {
+            name
+        };
         let times = times_around(&mut self.rng, t);
         let key = derive_key(
             self.vol.seed,

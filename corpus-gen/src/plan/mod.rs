@@ -429,6 +429,15 @@ pub struct GroupPlan {
     pub mft: u32,
 }
 
+/// Where a file system's head bytes go, in disk order (the image sink,
+/// which tees them to an E01 too).
+pub trait Out {
+    /// Append bytes.
+    fn put(&mut self, b: &[u8]) -> Result<(), CorpusError>;
+    /// Append `n` zero bytes.
+    fn put_zeros(&mut self, n: u64) -> Result<(), CorpusError>;
+}
+
 /// What a file system's layout planner tells the shared planner: how much
 /// room its own structures take, so that one logical plan is placed in
 /// clusters alike on every file system. `fat::layout` and `ntfs::layout`
@@ -714,7 +723,26 @@ impl Volume {
             ("Program Files".into(), 0, None),              // 18
             (vendor.into(), 18, Some(Leaf::Programs)),      // 19
         ];
-        let mut tree = if profile.stick {
+        let mut tree = if profile.mac {
+            // A Mac's home folder: mail and Safari under Library.
+            vec![
+                (String::new(), 0, None),                            // 0 root
+                ("Users".into(), 0, None),                           // 1
+                (user.clone(), 1, None),                             // 2
+                ("Desktop".into(), 2, Some(Leaf::Desktop)),          // 3
+                ("Documents".into(), 2, Some(Leaf::Documents)),      // 4
+                ("Downloads".into(), 2, Some(Leaf::Downloads)),      // 5
+                ("Pictures".into(), 2, Some(Leaf::Pictures)),        // 6
+                ("Music".into(), 2, Some(Leaf::Music)),              // 7
+                ("Library".into(), 2, None),                         // 8
+                ("Mail".into(), 8, Some(Leaf::Mail)),                // 9
+                ("Safari".into(), 8, Some(Leaf::Browser)),           // 10
+                ("Caches".into(), 8, None),                          // 11
+                ("com.apple.Safari".into(), 11, Some(Leaf::Cache)),  // 12
+                ("Applications".into(), 0, None),                    // 13
+                (format!("{vendor}.app"), 13, Some(Leaf::Programs)), // 14
+            ]
+        } else if profile.stick {
             // A stick's own tree; `Transfer` holds the loose files.
             vec![
                 (String::new(), 0, None),                       // 0 root
@@ -725,14 +753,11 @@ impl Volume {
                 ("Music".into(), 0, Some(Leaf::Music)),         // 5
                 ("Transfer".into(), 0, Some(Leaf::Desktop)),    // 6
             ]
-        } else {
-            tree
-        };
-        if profile.linux {
+        } else if profile.linux {
             // A server's tree: the user's home (loose files in it), mail
             // in Maildir, the web root, logs and databases under `var`,
             // the package cache (the skeleton's known files).
-            tree = vec![
+            vec![
                 (String::new(), 0, None),                       // 0 root
                 ("etc".into(), 0, None),                        // 1
                 ("home".into(), 0, None),                       // 2
@@ -749,9 +774,11 @@ impl Volume {
                 ("cache".into(), 9, None),                      // 13
                 ("apt".into(), 13, None),                       // 14
                 ("archives".into(), 14, Some(Leaf::Programs)),  // 15
-            ];
-        }
-        let system_disk = profile.system_disk && !profile.stick && !profile.linux;
+            ]
+        } else {
+            tree
+        };
+        let system_disk = profile.system_disk && !profile.stick && !profile.mac && !profile.linux;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -1255,6 +1282,21 @@ fn file_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> String {
     }
 }
 
+/// The name a Mac gives a file `file_name` named: Safari's history is
+/// `History.db`, Mail's messages are `.emlx` files (the content stays an
+/// RFC 822 message: Apple's byte-count line and property list are not
+/// written).
+fn mac_name(name: String, leaf: Leaf, kind: Kind) -> String {
+    match (leaf, kind) {
+        (Leaf::Browser, Kind::Sqlite) => "History.db".into(),
+        (_, Kind::Eml) => match name.strip_suffix(".eml") {
+            Some(stem) => format!("{stem}.emlx"),
+            None => name,
+        },
+        _ => name,
+    }
+}
+
 impl GroupPlan {
     /// Absolute first cluster of a run list (0 when empty).
     pub fn first_cluster(&self, runs: &[Run]) -> u32 {
@@ -1345,8 +1387,8 @@ mod tests {
     #[test]
     fn the_logical_plan_is_the_same_on_every_file_system() {
         // One GiB: FAT16 (32 KiB clusters), FAT32 (4 KiB), NTFS (4 KiB
-        // and its own records) and exFAT (32 KiB, entry sets) hold the
-        // same batches.
+        // and its own records), exFAT (32 KiB, entry sets) and APFS (4 KiB,
+        // each group's leaf nodes) hold the same batches.
         let size = 1 << 30;
         let seed = 11;
         let pool = Pool::build(seed).expect("pool");
@@ -1384,6 +1426,47 @@ mod tests {
             for (fs, p) in ["FAT32", "NTFS", "exFAT"].iter().zip(&plans[1..]) {
                 assert_eq!(plans[0][k], p[k], "group {k}: FAT16 against {fs}");
             }
+        }
+        // APFS holds the same batches; a deleted folder keeps no listing
+        // there, so what was in one is residue rather than a deleted entry.
+        let geo = Geometry::plan_apfs(size, None).expect("apfs");
+        let layout = crate::layouts::for_geometry(&geo);
+        let profile = Profile::by_name("workstation").expect("profile");
+        let apfs = Volume::new(geo, seed, profile, &pool, layout).expect("volume");
+        let neutral = |plan: &GroupPlan| -> Vec<String> {
+            let mut v: Vec<String> = plan
+                .items
+                .iter()
+                .map(|it| {
+                    // Gone (deleted or residue) either way.
+                    let mut it = it.clone();
+                    it.deleted |= it.residue;
+                    it.residue = false;
+                    it.in_deleted_dir = false;
+                    logical(&it)
+                })
+                .collect();
+            v.extend(plan.dirs.iter().map(|d| format!("dir {}", folder(d))));
+            v
+        };
+        let fat16 = {
+            let geo = Geometry::plan(size, None, Some(crate::fat::FatType::Fat16)).expect("fat16");
+            let layout = crate::layouts::for_geometry(&geo);
+            let profile = Profile::by_name("workstation").expect("profile");
+            Volume::new(geo, seed, profile, &pool, layout).expect("volume")
+        };
+        let m = n.min(apfs.groups as usize - 1);
+        assert!(m >= 6, "{m} full APFS groups");
+        for k in 0..m as u32 {
+            let (a, b) = (neutral(&fat16.plan_group(k)), neutral(&apfs.plan_group(k)));
+            let first = a.iter().zip(&b).position(|(x, y)| x != y);
+            assert!(
+                a == b,
+                "group {k}: FAT16 against APFS: {} and {} entries, first difference {:?}",
+                a.len(),
+                b.len(),
+                first.map(|i| (&a[i], &b[i]))
+            );
         }
         // At 16 GiB an NTFS group holds two batches, a FAT group one: NTFS
         // group g holds what FAT groups 2g and 2g + 1 hold, in order.

@@ -1,4 +1,5 @@
-//! Helpers the file-system oracle tests share: tool lookup, hex, the
+//! Helpers the file-system oracle tests (exFAT, APFS, ext4) share: tool
+//! lookup, hex, a run's options and its corpus in a temporary folder, the
 //! manifest's entries and partition, the volume alone, and the manifest's
 //! byte claims (extents, keyword offsets, carvable items, zero areas)
 //! checked against the image.
@@ -6,7 +7,7 @@
 #![allow(dead_code)]
 
 use caseload_corpus::manifest::{EntryKind, FileEntry};
-use caseload_corpus::{CorpusError, Manifest, Options, Report};
+use caseload_corpus::{CorpusError, ImageDigests, Manifest, Options, Profile, Report};
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,24 @@ pub fn have(tool: &str) -> bool {
 /// Lower-case hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Options for a `size`-byte corpus of `seed` and `profile` in `dir` on
+/// `threads` threads (ten decoys, the file system's default table).
+pub fn opts(dir: &Path, size: u64, seed: u64, threads: usize, profile: &str) -> Options {
+    Options {
+        out_dir: dir.to_path_buf(),
+        size,
+        seed,
+        profile: Profile::by_name(profile).expect("profile"),
+        threads,
+        partition_table: None,
+        fat: None,
+        ntfs: false,
+        decoys: 10,
+        discard_image: false,
+        image_digests: ImageDigests::default(),
+    }
 }
 
 /// The manifest's files and folders (no streams).
@@ -183,7 +202,7 @@ pub fn check_tsk(
 /// A generated corpus in a temporary folder.
 pub struct Corpus {
     /// The folder (removed when dropped).
-    pub _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
     /// `image.dd`.
     pub image: PathBuf,
     /// The parsed manifest.
@@ -213,7 +232,7 @@ pub fn corpus(
     .expect("parse manifest");
     Corpus {
         image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
+        dir,
         manifest,
     }
 }

@@ -194,7 +194,7 @@ pub enum StoredContent {
         initialized: u64,
     },
     /// Runs in an encoding caseload does not decode (`ntfs-compressed`
-    /// in another scheme, `ntfs-encrypted`).
+    /// in another scheme, `ntfs-encrypted`, `apfs-compressed`).
     Encoded {
         /// The encoding's name.
         encoding: String,

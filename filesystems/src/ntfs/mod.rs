@@ -1193,29 +1193,13 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
 
     /// TSK's `$OrphanFiles` virtual directory, numbered after the last record.
     fn orphan_dir(&mut self, root: &Arc<[String]>) -> ControlFlow<()> {
-        let rec = FileRecord {
-            parent: root.clone(),
-            name: "$OrphanFiles".to_string(),
-            raw_name: b"$OrphanFiles".to_vec(),
-            short_name: None,
-            stream: None,
-            meta: MetaAddr {
-                inode: self.fs.info.record_count,
-                attr: None,
-            },
-            kind: FileKind::VirtualDirectory,
-            size: 0,
-            times: Times::default(),
-            name_times: None,
-            time_base: TimeBase::Utc,
-            allocated: true,
-            attributes: 0,
-            owner: Owner::default(),
-            content: Content::None,
-            slack: Vec::new(),
-            recovery: Recovery::Allocated,
-            errors: Vec::new(),
-        };
+        let rec = FileRecord::named(
+            root.clone(),
+            "$OrphanFiles".to_string(),
+            b"$OrphanFiles".to_vec(),
+            self.fs.info.record_count,
+            FileKind::VirtualDirectory,
+        );
         self.emit(rec)
     }
 

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod apfs_synth;
 pub mod exfat_synth;
 pub mod synth;
 
@@ -622,4 +623,80 @@ pub fn fuzz(base: &[u8], regions: &[(usize, usize)], seed: u64, rounds: usize) {
         opened > 0,
         "no mutated image opened: the campaign tests nothing"
     );
+}
+
+/// Writes an MBR partition entry (`slot` of the table in `sector`) and the
+/// boot signature.
+pub fn mbr_entry(disk: &mut [u8], sector: usize, slot: usize, ty: u8, start: u32, count: u32) {
+    let o = sector * 512 + 446 + 16 * slot;
+    disk[o + 4] = ty;
+    disk[o + 8..o + 12].copy_from_slice(&start.to_le_bytes());
+    disk[o + 12..o + 16].copy_from_slice(&count.to_le_bytes());
+    disk[sector * 512 + 510] = 0x55;
+    disk[sector * 512 + 511] = 0xAA;
+}
+
+/// A GUID's on-disk bytes (mixed-endian) from its text form.
+pub fn guid_bytes(s: &str) -> [u8; 16] {
+    let h: Vec<u8> = s
+        .replace('-', "")
+        .as_bytes()
+        .chunks(2)
+        .map(|c| u8::from_str_radix(std::str::from_utf8(c).expect("hex"), 16).expect("hex"))
+        .collect();
+    let mut g = [0u8; 16];
+    g[0..4].copy_from_slice(&[h[3], h[2], h[1], h[0]]);
+    g[4..6].copy_from_slice(&[h[5], h[4]]);
+    g[6..8].copy_from_slice(&[h[7], h[6]]);
+    g[8..16].copy_from_slice(&h[8..16]);
+    g
+}
+
+/// A zeroed disk of `sectors` 512-byte sectors with a protective MBR and
+/// primary and backup GPT headers and entry arrays listing `parts`
+/// (first and last sector, name, type GUID; partition i's unique GUID is
+/// i + 1 repeated).
+pub fn gpt_disk_with(sectors: usize, parts: &[(u64, u64, &str, &str)]) -> Vec<u8> {
+    let mut d = vec![0u8; sectors * 512];
+    let last = sectors as u64 - 1;
+    mbr_entry(&mut d, 0, 0, 0xEE, 1, (sectors - 1) as u32);
+    let mut entries = vec![0u8; 128 * 128];
+    for (i, (first, lastl, name, ty)) in parts.iter().enumerate() {
+        let e = &mut entries[i * 128..(i + 1) * 128];
+        e[0..16].copy_from_slice(&guid_bytes(ty));
+        e[16..32].copy_from_slice(&[i as u8 + 1; 16]);
+        e[32..40].copy_from_slice(&first.to_le_bytes());
+        e[40..48].copy_from_slice(&lastl.to_le_bytes());
+        for (j, u) in name.encode_utf16().enumerate() {
+            e[56 + 2 * j..58 + 2 * j].copy_from_slice(&u.to_le_bytes());
+        }
+    }
+    let ecrc = crc32fast::hash(&entries);
+    let header = |my: u64, alt: u64, entries_lba: u64| {
+        let mut h = vec![0u8; 92];
+        h[0..8].copy_from_slice(b"EFI PART");
+        h[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+        h[12..16].copy_from_slice(&92u32.to_le_bytes());
+        h[24..32].copy_from_slice(&my.to_le_bytes());
+        h[32..40].copy_from_slice(&alt.to_le_bytes());
+        h[40..48].copy_from_slice(&34u64.to_le_bytes());
+        h[48..56].copy_from_slice(&(last - 33).to_le_bytes());
+        h[56..72].copy_from_slice(&[0x42; 16]);
+        h[72..80].copy_from_slice(&entries_lba.to_le_bytes());
+        h[80..84].copy_from_slice(&128u32.to_le_bytes());
+        h[84..88].copy_from_slice(&128u32.to_le_bytes());
+        h[88..92].copy_from_slice(&ecrc.to_le_bytes());
+        let crc = crc32fast::hash(&h);
+        h[16..20].copy_from_slice(&crc.to_le_bytes());
+        h
+    };
+    let p = header(1, last, 2);
+    d[512..512 + 92].copy_from_slice(&p);
+    d[1024..1024 + entries.len()].copy_from_slice(&entries);
+    let b = header(last, 1, last - 32);
+    let at = (last as usize) * 512;
+    d[at..at + 92].copy_from_slice(&b);
+    let eat = (last as usize - 32) * 512;
+    d[eat..eat + entries.len()].copy_from_slice(&entries);
+    d
 }

@@ -131,6 +131,7 @@ fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
             encoding: match encoding {
                 caseload_fs::Encoding::NtfsCompressed => "ntfs-compressed",
                 caseload_fs::Encoding::NtfsEncrypted => "ntfs-encrypted",
+                caseload_fs::Encoding::ApfsCompressed => "apfs-compressed",
             }
             .to_string(),
             runs: extents(runs),

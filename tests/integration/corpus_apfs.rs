@@ -1,0 +1,230 @@
+//! `caseload corpus --fs apfs` through the command line: a mac-laptop
+//! image (APFS by default for that profile) and its E01, which verifies
+//! with libewf and reads back through the engine to the manifest's image
+//! hashes; apfsck accepts the container and TSK lists the manifest's live
+//! names. The writer's own checks (apfsck, pstat, fls, icat, fsapfsinfo,
+//! extents, keywords, hash sets, threads) are in `corpus-gen/tests/apfs.rs`.
+
+use crate::common;
+
+#[test]
+fn an_apfs_mac_laptop_corpus_and_its_e01_are_what_the_manifest_says() {
+    let test = "an_apfs_mac_laptop_corpus_and_its_e01_are_what_the_manifest_says";
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("mac");
+    let (image, manifest) = common::corpus(
+        &out,
+        &[
+            "--size",
+            "48MiB",
+            "--seed",
+            "12",
+            "--profile",
+            "mac-laptop",
+            "--fs",
+            "apfs",
+            "--format",
+            "dd,e01",
+        ],
+    );
+    let m = serde_json::to_value(&manifest).unwrap();
+    assert_eq!(m["filesystem"]["type"], "APFS");
+    assert_eq!(
+        m["partition_table"]["partitions"][0]["type_id"],
+        "7C3457EF-0000-11AA-AA11-00306543ECAC"
+    );
+    // The mac-laptop profile is APFS unless told otherwise; below APFS's
+    // minimum the command says so.
+    let default = work.path().join("default");
+    common::run_ok(
+        common::caseload()
+            .args(["corpus", "--size", "20MiB", "--seed", "2"])
+            .args(["--profile", "mac-laptop", "--decoys", "0", "--out"])
+            .arg(&default),
+    );
+    let d: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(default.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(d["filesystem"]["type"], "APFS");
+    let o = common::caseload()
+        .args(["corpus", "--size", "7MiB", "--seed", "2", "--fs", "apfs"])
+        .arg("--out")
+        .arg(work.path().join("tiny"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("APFS"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // The engine reads the E01 to the manifest's image hashes.
+    let case = work.path().join("case");
+    std::fs::create_dir(&case).unwrap();
+    let o = common::caseload()
+        .args(["run", "--stages", "image-hash", "--cache", "warm", "--json"])
+        .arg("--evidence")
+        .arg(out.join("image.E01"))
+        .args(
+            ["--database", "--case", "--temp"]
+                .iter()
+                .flat_map(|f| [f.to_string(), case.display().to_string()]),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let details = &run["stages"][0]["summary"]["details"];
+    assert_eq!(details["md5"], m["image"]["md5"]);
+    assert_eq!(details["verified"], "match");
+    if common::have_tool(test, "ewfverify") {
+        let v = std::process::Command::new("ewfverify")
+            .arg("-q")
+            .arg(out.join("image.E01"))
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    }
+
+    // apfsck on the container, fls on the volume.
+    let part = &m["partition_table"]["partitions"][0];
+    let (offset, sectors) = (
+        part["offset"].as_u64().unwrap() as usize,
+        part["sectors"].as_u64().unwrap() as usize,
+    );
+    if common::have_tool(test, "apfsck") {
+        let img = std::fs::read(&image).unwrap();
+        let container = work.path().join("container.raw");
+        std::fs::write(&container, &img[offset..offset + sectors * 512]).unwrap();
+        let o = std::process::Command::new("apfsck")
+            .arg(&container)
+            .output()
+            .unwrap();
+        let text =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && text.trim().is_empty(),
+            "apfsck: {text}"
+        );
+    }
+    if common::have_tool(test, "fls") {
+        let block = m["filesystem"]["apfs"]["volume_block"].to_string();
+        let o = std::process::Command::new("fls")
+            .args(["-r", "-p", "-P", "apfs", "-B", &block, "-o"])
+            .arg((offset / 512).to_string())
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let listed = String::from_utf8_lossy(&o.stdout).lines().count();
+        let live = manifest
+            .files
+            .iter()
+            .filter(|f| f.allocated && f.stream.is_none())
+            .count();
+        assert_eq!(listed, live, "fls lists every live name once");
+        eprintln!("{test}: fls lists the {live} live names");
+    }
+}
+
+/// The pipeline over an APFS corpus (raw and E01): caseload's own reader
+/// walks the volume to the manifest (every live file's MD5) and to TSK's
+/// `fls -m` (every path with its inode number, mode and size).
+#[test]
+fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
+    let test = "an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk";
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("mac");
+    let (image, manifest) = common::corpus(
+        &out,
+        &[
+            "--size",
+            "64MiB",
+            "--seed",
+            "13",
+            "--profile",
+            "mac-laptop",
+            "--fs",
+            "apfs",
+            "--format",
+            "dd,e01",
+        ],
+    );
+    let mut bodies = Vec::new();
+    for (name, evidence) in [("dd", image.clone()), ("e01", out.join("image.E01"))] {
+        let case = work.path().join(format!("case-{name}"));
+        std::fs::create_dir_all(&case).unwrap();
+        common::run_ok(&mut common::stage_run(
+            "filesystem,file-hash",
+            &evidence,
+            &case,
+            &[],
+        ));
+        bodies.push(String::from_utf8(common::export(&case, "bodyfile", &[])).unwrap());
+    }
+    assert_eq!(bodies[0], bodies[1], "the E01 reads as the raw image");
+    let lines: Vec<Vec<String>> = bodies[0]
+        .lines()
+        .map(|l| l.split('|').map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() == 11)
+        .collect();
+    let md5_of: std::collections::BTreeMap<&str, &str> = lines
+        .iter()
+        .map(|f| (f[1].as_str(), f[0].as_str()))
+        .collect();
+    let mut checked = 0;
+    for f in manifest.files.iter().filter(|f| f.allocated) {
+        let Some(md5) = &f.md5 else { continue };
+        let path = format!("/{}", f.path.trim_start_matches('/'));
+        let got = md5_of
+            .get(path.as_str())
+            .unwrap_or_else(|| panic!("{path} is not in the case's bodyfile"));
+        assert_eq!(got, md5, "{path}");
+        checked += 1;
+    }
+    assert!(checked > 50, "only {checked} files checked");
+    if !common::have_tool(test, "fls") {
+        return;
+    }
+    let m = serde_json::to_value(&manifest).unwrap();
+    let part = &m["partition_table"]["partitions"][0];
+    let sector = part["offset"].as_u64().unwrap() / 512;
+    let block = m["filesystem"]["apfs"]["volume_block"].to_string();
+    let o = std::process::Command::new("fls")
+        .args(["-r", "-m", "/", "-P", "apfs", "-B", &block, "-o"])
+        .arg(sector.to_string())
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // path -> (inode, mode, size) on both sides.
+    let key = |f: &[&str]| {
+        (
+            f[1].to_string(),
+            (f[2].to_string(), f[3].to_string(), f[6].to_string()),
+        )
+    };
+    let tsk: std::collections::BTreeMap<_, _> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.split('|').collect::<Vec<_>>())
+        .filter(|f| f.len() == 11)
+        .map(|f| key(&f))
+        .collect();
+    let ours: std::collections::BTreeMap<_, _> = lines
+        .iter()
+        .map(|f| f.iter().map(String::as_str).collect::<Vec<_>>())
+        .map(|f| key(&f))
+        .collect();
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        tsk.keys().collect::<Vec<_>>(),
+        "the same paths as fls -m"
+    );
+    for (path, t) in &tsk {
+        assert_eq!(&ours[path], t, "{path}: inode, mode and size as fls -m");
+    }
+    eprintln!(
+        "{test}: {checked} files hashed to the manifest, {} paths as fls -m",
+        tsk.len()
+    );
+}
