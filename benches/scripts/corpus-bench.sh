@@ -14,9 +14,11 @@
 #         target/corpus-bench under the checkout)
 # Environment: SIZE (4GiB), RUNS (3), LARGE (64GiB; e.g. 3TiB to cross
 #   the GPT switch, takes hours), THREADS (all cores), CASELOAD (binary),
-#   FS (fat, ntfs, exfat or apfs; default: the command's own, NTFS for the
-#   workstation profile at a 4:1 E01), PROFILE (workstation; mac-laptop
-#   for a Mac's tree).
+#   FS (fat, ntfs, exfat, apfs or ext4; default: the command's own, NTFS
+#   for the workstation profile at a 4:1 E01; ext4's used space is its
+#   blocks less its free blocks, metadata and journal included), PROFILE
+#   (workstation; mac-laptop for a Mac's tree, linux-server for a Linux
+#   server's).
 # Last, the corpus's shape at SIZE (seed 1, also written as E01): files
 # per GiB of the disk and of its used space, items per GiB (files, deleted
 # files, streams, e-mail messages and attachments: what a suite lists as

@@ -47,6 +47,11 @@ const BASIC_DATA: [u8; 16] = [
     0xA2, 0xA0, 0xD0, 0xEB, 0xE5, 0xB9, 0x33, 0x44, 0x87, 0xC0, 0x68, 0xB6, 0xB7, 0x26, 0x99, 0xC7,
 ];
 
+/// Linux file system data partition type, as stored.
+const LINUX_DATA: [u8; 16] = [
+    0xAF, 0x3D, 0xC6, 0x0F, 0x83, 0x84, 0x72, 0x47, 0x8E, 0x79, 0x3D, 0x69, 0xD8, 0x47, 0x7D, 0xE4,
+];
+
 /// Identifiers the partition table and volume carry.
 #[derive(Debug, Clone)]
 pub struct Ids {
@@ -131,6 +136,8 @@ fn gpt(geo: &Geometry, ids: &Ids, primary: bool) -> (Vec<u8>, Vec<u8>) {
     let apfs = geo.apfs.is_some();
     entries[0..16].copy_from_slice(if apfs {
         &crate::apfs::GPT_TYPE
+    } else if geo.ext4.is_some() {
+        &LINUX_DATA
     } else {
         &BASIC_DATA
     });

@@ -438,6 +438,42 @@ pub fn generate_apfs(
     generate_fs(opts, Fs::Apfs, progress, tee)
 }
 
+/// Generate an ext4 corpus (as [`generate_with_tee`] does for FAT and
+/// NTFS; `opts.ntfs` and `opts.fat` must be unset): the same logical plan
+/// placed on a volume laid out as mkfs.ext4 lays it out.
+pub fn generate_ext4(
+    opts: &Options,
+    progress: &dyn Progress,
+    tee: Option<&mut (dyn Write + Send)>,
+) -> Result<Report, CorpusError> {
+    generate_fs(opts, Fs::Ext4, progress, tee)
+}
+
+/// The identity of an ext4 volume drawn from the corpus seed.
+fn ext4_ids(seed: u64) -> crate::ext4::Ids {
+    let mut r = Rng::derive(seed, &[0x6578_7434]);
+    let mut uuid = [0u8; 16];
+    r.fill(&mut uuid);
+    // A random (version 4, RFC 4122 variant) UUID, as mkfs makes.
+    uuid[6] = (uuid[6] & 0x0F) | 0x40;
+    uuid[8] = (uuid[8] & 0x3F) | 0x80;
+    let hash_seed = [
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+        r.next_u64() as u32,
+    ];
+    // Made some weeks before the planner's first files (January 2016).
+    let made = crate::names::Stamp::from_civil(2015, 12, 1, 9, 0, 0).secs
+        + crate::ext4::TO_1980
+        + r.below(86_400 * 20);
+    crate::ext4::Ids {
+        uuid,
+        hash_seed,
+        created: made as u32,
+    }
+}
+
 /// Which writer a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fs {
@@ -447,6 +483,8 @@ enum Fs {
     Exfat,
     /// APFS.
     Apfs,
+    /// ext4.
+    Ext4,
 }
 
 /// Generate an exFAT corpus (as [`generate_with_tee`] does for FAT and
@@ -477,10 +515,16 @@ fn generate_fs(
     if fs != Fs::Classic && (opts.ntfs || opts.fat.is_some()) {
         return Err(CorpusError::Invalid(format!(
             "an {} volume takes neither a FAT type nor NTFS",
-            if fs == Fs::Apfs { "APFS" } else { "exFAT" }
+            match fs {
+                Fs::Apfs => "APFS",
+                Fs::Ext4 => "ext4",
+                _ => "exFAT",
+            }
         )));
     }
-    let geo = if fs == Fs::Exfat {
+    let geo = if fs == Fs::Ext4 {
+        Geometry::plan_ext4(opts.size, opts.partition_table, ext4_ids(opts.seed))?
+    } else if fs == Fs::Exfat {
         Geometry::plan_exfat(opts.size, opts.partition_table)?
     } else if fs == Fs::Apfs {
         Geometry::plan_apfs(opts.size, opts.partition_table)?
@@ -581,12 +625,17 @@ fn generate_fs(
     if geo.ntfs {
         used = 0;
     }
+    // ext4: inode numbers and the bitmaps, from a pass of their own.
+    let ext4_prep = match geo.ext4 {
+        Some(p) => Some(crate::ext4::write::prepare(&vol, &p)?),
+        None => None,
+    };
     // exFAT: every batch folder's runs (its entry states its size).
     let mut folder_runs = HashMap::new();
     for k in 0..vol.groups {
         let plan = vol.plan_group(k);
-        if geo.apfs.is_some() {
-            // Counted by the APFS writer's own pass.
+        if geo.apfs.is_some() || geo.ext4.is_some() {
+            // Counted by the APFS writer's own pass, or by the ext4 pass.
         } else if geo.exfat.is_some() {
             used += crate::exfat::layout::used_clusters(&plan)
                 .iter()
@@ -604,7 +653,12 @@ fn generate_fs(
         } else {
             used += crate::fat::layout::used_clusters(&plan, cluster);
         }
-        if !geo.ntfs && geo.exfat.is_none() && geo.apfs.is_none() && next_free.is_none() {
+        if !geo.ntfs
+            && geo.exfat.is_none()
+            && geo.apfs.is_none()
+            && geo.ext4.is_none()
+            && next_free.is_none()
+        {
             let eoc = geo.fat.eoc();
             if let Some(p) = crate::fat::layout::fat_entries(&plan, eoc)
                 .iter()
@@ -626,8 +680,13 @@ fn generate_fs(
     }
     // NTFS: the head and skeleton region are wholly allocated; free
     // clusters are counted over the groups.
-    let free =
-        geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used;
+    // ext4: the free blocks its own pass counted.
+    let free = match &ext4_prep {
+        Some(x) => x.free_blocks,
+        None => {
+            geo.clusters as u64 - skel_clusters.min(geo.clusters as u64) * geo.ntfs as u64 - used
+        }
+    };
     let apfs_writer = if geo.apfs.is_some() {
         progress.phase("numbering APFS objects");
         let mut r = Rng::derive(opts.seed, &[0x4150_4653]);
@@ -771,6 +830,9 @@ fn generate_fs(
         } else if let Some(w) = &apfs_writer {
             w.write_head(&vol, &mut sink)?;
             sink.write(&w.skeleton_bytes(vol.skel[0].clusters))?;
+        } else if let (Some(p), Some(prep)) = (geo.ext4, &ext4_prep) {
+            crate::ext4::write::head(&vol, &p, prep, &g0, &skel_order, &mut sink)?;
+            mf.ext4 = Some(p);
         } else if let Some(p) = geo.exfat {
             let inodes = crate::exfat::write::head(
                 &vol,
@@ -850,6 +912,7 @@ fn generate_fs(
                     Ok(Msg::Plan(p)) => p,
                     _ => return Err(CorpusError::Worker("content producer stopped".into())),
                 };
+                let ext4 = geo.ext4.zip(ext4_prep.as_ref());
                 write_group(
                     &vol,
                     &plan,
@@ -857,6 +920,7 @@ fn generate_fs(
                     &mut sink,
                     &mut mf,
                     ntfs_writer.as_ref(),
+                    ext4,
                     apfs_writer.as_ref(),
                 )?;
             }
@@ -934,6 +998,8 @@ fn generate_fs(
         md5: image.md5,
         fs_type: if geo.apfs.is_some() {
             FsType::Apfs
+        } else if geo.ext4.is_some() {
+            FsType::Ext4
         } else if geo.exfat.is_some() {
             FsType::Exfat
         } else if geo.ntfs {
@@ -1030,7 +1096,9 @@ fn resident_content(it: &ItemPlan) -> bool {
 }
 
 /// Write one group's clusters in order, pulling generated content as it
-/// is needed, then its manifest records.
+/// is needed, then its manifest records. At most one of `ntfs`, `ext4`
+/// and `apfs` is set (the file system's own per-group writer).
+#[allow(clippy::too_many_arguments)]
 fn write_group(
     vol: &Volume,
     plan: &GroupPlan,
@@ -1038,9 +1106,42 @@ fn write_group(
     sink: &mut ImageSink<'_, '_>,
     mf: &mut ManifestOut,
     ntfs: Option<&ntfs::write::NtfsWriter<'_>>,
+    ext4: Option<(crate::ext4::Ext4Params, &crate::ext4::write::Prep)>,
     apfs: Option<&crate::apfs::write::ApfsWriter>,
 ) -> Result<(), CorpusError> {
     let cs = vol.geo.cluster_bytes();
+    let ext4 = match ext4 {
+        Some((p, prep)) => Some((p, crate::ext4::write::group_facts(&p, prep, plan)?)),
+        None => None,
+    };
+    let no_trees = std::collections::BTreeMap::new();
+    let trees = ext4.as_ref().map(|x| &x.1.tree_blocks).unwrap_or(&no_trees);
+    // Zeros from cluster `from` to `to` (group-relative), but for ext4's
+    // extent-tree blocks there.
+    let gap = |sink: &mut ImageSink<'_, '_>,
+               mf: &mut ManifestOut,
+               from: u32,
+               to: u32|
+     -> Result<(), CorpusError> {
+        let mut at = from;
+        // Each tree block ends a run of zeros; `to` ends the last.
+        let stops = trees
+            .range(from..to)
+            .map(|(&c, b)| (c, Some(b)))
+            .chain(std::iter::once((to, None)));
+        for (c, b) in stops {
+            if c > at {
+                sink.zeros((c - at) as u64 * cs)?;
+                let off = vol.geo.cluster_offset(plan.base + at);
+                mf.area(off, (c - at) as u64 * cs, "zero")?;
+            }
+            if let Some(b) = b {
+                sink.write(b)?;
+            }
+            at = c + 1;
+        }
+        Ok(())
+    };
     let mut left: Vec<u32> = vec![0; plan.items.len()];
     for e in &plan.extents {
         if let Fill::Item(i, _) = e.fill {
@@ -1093,8 +1194,7 @@ fn write_group(
     }
     for e in &plan.extents {
         if e.start > cursor {
-            sink.zeros((e.start - cursor) as u64 * cs)?;
-            mf.area(abs(cursor), (e.start - cursor) as u64 * cs, "zero")?;
+            gap(sink, mf, cursor, e.start)?;
         }
         let len = e.len as u64 * cs;
         match e.fill {
@@ -1118,6 +1218,10 @@ fn write_group(
                 if let std::collections::hash_map::Entry::Vacant(v) = dir_cache.entry(d) {
                     v.insert(match ntfs {
                         Some(w) => w.dir_bytes(plan, d)?,
+                        None if ext4.is_some() => match &ext4 {
+                            Some((p, x)) => crate::ext4::layout::dir_bytes(p, plan, &x.num, d),
+                            None => Vec::new(),
+                        },
                         None if vol.geo.exfat.is_some() => {
                             crate::exfat::layout::dir_bytes(plan, vol, d)?.bytes
                         }
@@ -1175,11 +1279,25 @@ fn write_group(
         cursor = e.start + e.len;
     }
     if cursor < plan.n {
-        sink.zeros((plan.n - cursor) as u64 * cs)?;
-        mf.area(abs(cursor), (plan.n - cursor) as u64 * cs, "zero")?;
+        gap(sink, mf, cursor, plan.n)?;
     }
+    mf.ext4_group = ext4.map(|x| x.1);
     mf.group(vol, plan, &facts, ntfs)?;
     Ok(())
+}
+
+/// Whether group directory `d` or a folder above it is deleted.
+fn under_deleted(plan: &GroupPlan, d: usize) -> bool {
+    let mut d = d;
+    loop {
+        if plan.dirs[d].deleted {
+            return true;
+        }
+        match plan.dirs[d].parent {
+            Parent::Dir(p) => d = p,
+            Parent::Skel(_) => return false,
+        }
+    }
 }
 
 /// What a directory's manifest record needs.
@@ -1261,6 +1379,10 @@ struct ManifestOut {
     dup_groups: std::collections::BTreeSet<u64>,
     /// exFAT: its layout and the skeleton folders' entries' inode numbers.
     exfat: Option<ExfatMf>,
+    /// ext4: its layout.
+    ext4: Option<crate::ext4::Ext4Params>,
+    /// ext4: the group being recorded's inode numbers and trees.
+    ext4_group: Option<crate::ext4::write::GroupFacts>,
     /// APFS: its layout and each group's first inode number.
     apfs: Option<ApfsMf>,
 }
@@ -1312,6 +1434,8 @@ impl ManifestOut {
             keywords: Default::default(),
             dup_groups: Default::default(),
             exfat: None,
+            ext4: None,
+            ext4_group: None,
             apfs: None,
         })
     }
@@ -1401,6 +1525,8 @@ impl ManifestOut {
             &FileSystem {
                 fs_type: if geo.apfs.is_some() {
                     FsType::Apfs
+                } else if geo.ext4.is_some() {
+                    FsType::Ext4
                 } else if geo.exfat.is_some() {
                     FsType::Exfat
                 } else if geo.ntfs {
@@ -1425,10 +1551,18 @@ impl ManifestOut {
                 total_sectors: geo.total_sectors,
                 // exFAT: the heap's clusters, numbered as exFAT numbers
                 // them (cluster 2 is the bitmap's first).
-                clusters: geo.exfat.map(|p| p.cluster_count).unwrap_or(geo.clusters),
-                data_offset: match geo.exfat {
-                    Some(p) => geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR,
-                    None => geo.data_offset(),
+                // ext4: every block of the file system (its free count is
+                // over them all).
+                clusters: match (geo.exfat, geo.ext4) {
+                    (Some(p), _) => p.cluster_count,
+                    (_, Some(p)) => p.blocks as u32,
+                    _ => geo.clusters,
+                },
+                data_offset: match (geo.exfat, geo.ext4) {
+                    (Some(p), _) => geo.part_offset() + p.heap_offset as u64 * DISK_SECTOR,
+                    // ext4: block 0, the volume's start.
+                    (_, Some(_)) => geo.part_offset(),
+                    _ => geo.data_offset(),
                 },
                 free_clusters: free,
                 volume_id: match ntfs {
@@ -1456,6 +1590,17 @@ impl ManifestOut {
                     free_blocks: free,
                     case_sensitive: true,
                     deleted_listed: false,
+                }),
+                ext4: geo.ext4.map(|p| crate::manifest::Ext4Facts {
+                    blocks: p.blocks,
+                    groups: p.groups,
+                    inodes_per_group: p.inodes_per_group,
+                    inodes: p.inodes(),
+                    head_blocks: p.head_blocks(),
+                    journal_block: p.journal_block(),
+                    journal_blocks: p.journal_blocks,
+                    reserved_gdt_blocks: p.reserved_gdt,
+                    uuid: boot::guid_text(&p.ids.uuid),
                 }),
             },
             true,
@@ -1526,6 +1671,9 @@ impl ManifestOut {
                     form: &d.form,
                     times: d.times,
                     first_cluster: match (ntfs, &self.exfat) {
+                        _ if self.ext4.is_some() => {
+                            self.ext4.map(|p| p.block(d.first) as u32).unwrap_or(0)
+                        }
                         (Some(w), _) if d.clusters > 0 => w.lcn(d.first) as u32,
                         (Some(_), _) => 0,
                         (None, Some(x)) => x.p.cluster(d.first),
@@ -1534,9 +1682,10 @@ impl ManifestOut {
                     deleted: false,
                     group: 0,
                     record: ntfs.map(|_| (ntfs::FIRST_SKELETON_RECORD + i as u64 - 1, 1)),
-                    inode: match &self.apfs {
-                        Some(_) => Some(crate::apfs::layout::skel_id(i)),
-                        None => self.exfat.as_ref().and_then(|x| {
+                    inode: match (&self.apfs, self.ext4) {
+                        (Some(_), _) => Some(crate::apfs::layout::skel_id(i)),
+                        (None, Some(_)) => Some(crate::ext4::layout::skel_ino(i) as u64),
+                        (None, None) => self.exfat.as_ref().and_then(|x| {
                             x.inodes.get(&crate::exfat::layout::Who::Skel(i)).copied()
                         }),
                     },
@@ -1566,7 +1715,17 @@ impl ManifestOut {
         let cs = vol.geo.cluster_bytes();
         let geo = &vol.geo;
         let num = ntfs.map(|w| w.numbering(plan));
+        let ext4_group = self.ext4_group.take();
         let used = match ntfs {
+            _ if ext4_group.is_some() => ext4_group
+                .as_ref()
+                .map(|x| {
+                    crate::ext4::layout::used_clusters(plan, &x.trees)
+                        .iter()
+                        .filter(|u| **u)
+                        .count() as u64
+                })
+                .unwrap_or(0),
             Some(_) => ntfs::write::used_clusters(plan)
                 .iter()
                 .filter(|u| **u)
@@ -1623,6 +1782,16 @@ impl ManifestOut {
                 }
             }
         }
+        if let Some(x) = &ext4_group {
+            for d in 0..plan.dirs.len() {
+                inode.insert(crate::plan::Child::Dir(d), x.num.dir[d] as u64);
+            }
+            for i in 0..plan.items.len() {
+                if let Some(n) = x.num.item[i] {
+                    inode.insert(crate::plan::Child::Item(i), n as u64);
+                }
+            }
+        }
         // APFS: every listed object's inode number is its object id.
         if let Some(a) = &self.apfs {
             let base = a.id_base.get(plan.k as usize).copied().unwrap_or(0);
@@ -1635,7 +1804,9 @@ impl ManifestOut {
                 inode.insert(c, crate::apfs::layout::child_id(plan, base, c));
             }
         }
-        let keep_names = ntfs.is_some() || exfat_p.is_some() || self.apfs.is_some();
+        let ext4_p = self.ext4;
+        let keep_names =
+            ntfs.is_some() || exfat_p.is_some() || ext4_p.is_some() || self.apfs.is_some();
         self.batch.used_bytes += used * cs;
         // FAT shows a deleted 8.3-only name with `_` first; NTFS keeps names.
         let tsk_name = |name: &str, form: &crate::names::NameForm, deleted: bool| -> String {
@@ -1647,6 +1818,9 @@ impl ManifestOut {
         };
         let first_lcn = |runs: &[crate::plan::Run]| -> u32 {
             match (ntfs, exfat_p) {
+                _ if ext4_p.is_some() && !runs.is_empty() => ext4_p
+                    .map(|p| p.block(plan.first_cluster(runs)) as u32)
+                    .unwrap_or(0),
                 (Some(w), _) => runs
                     .first()
                     .map(|r| w.lcn(plan.base + r.start) as u32)
@@ -1690,7 +1864,17 @@ impl ManifestOut {
                 .collect()
         };
         for d in 0..plan.dirs.len() {
-            let (path, tsk_path) = dir_path(vol, plan, d, &mut paths, keep_names);
+            let (path, mut tsk_path) = dir_path(vol, plan, d, &mut paths, keep_names);
+            // ext4: below a deleted folder nothing is listed (its block is
+            // freed, its extents cleared); TSK shows the inode as an
+            // orphan.
+            if ext4_p.is_some()
+                && let Parent::Dir(p) = plan.dirs[d].parent
+                && under_deleted(plan, p)
+                && let Some(n) = inode.get(&crate::plan::Child::Dir(d))
+            {
+                tsk_path = format!("$OrphanFiles/OrphanFile-{n}");
+            }
             let dir = &plan.dirs[d];
             if dir.deleted {
                 self.summary.deleted_directories += 1;
@@ -1880,6 +2064,12 @@ impl ManifestOut {
                     }
                     None => continue,
                 }
+            };
+            let tsk_path = match (ext4_p, it.parent, inode.get(&crate::plan::Child::Item(i))) {
+                (Some(_), Some(Parent::Dir(d)), Some(n)) if under_deleted(plan, d) => {
+                    format!("$OrphanFiles/OrphanFile-{n}")
+                }
+                _ => tsk_path,
             };
             if it.deleted {
                 self.summary.deleted_files += 1;

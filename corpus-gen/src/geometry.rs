@@ -71,6 +71,10 @@ pub struct Geometry {
     /// [`ApfsParams::data_base`] on (`reserved` covers the blocks before);
     /// `fat` is unused (FAT32).
     pub apfs: Option<ApfsParams>,
+    /// An ext4 volume: where its structures lie. The planner's clusters
+    /// are its blocks after the head (superblock, descriptors, bitmaps,
+    /// inode tables, lost+found and journal), which `reserved` covers.
+    pub ext4: Option<crate::ext4::Ext4Params>,
 }
 
 fn fat32_cluster_bytes(vol: u64) -> u64 {
@@ -170,6 +174,7 @@ impl Geometry {
                 ntfs: false,
                 exfat: None,
                 apfs: None,
+                ext4: None,
             })
         };
         let smallest =
@@ -222,6 +227,7 @@ impl Geometry {
             ntfs: true,
             exfat: None,
             apfs: None,
+            ext4: None,
         })
     }
 
@@ -272,6 +278,7 @@ impl Geometry {
             ntfs: false,
             exfat: None,
             apfs: None,
+            ext4: None,
         }
     }
 
@@ -297,6 +304,33 @@ impl Geometry {
                 (p.data_base * spc as u64) as u32,
                 vol_bytes / DISK_SECTOR,
                 (p.blocks - p.data_base) as u32,
+            )
+        })
+    }
+
+    /// Plan an ext4 disk of `disk_bytes`: the volume fills the partition
+    /// (whole 4 KiB blocks), laid out as [`crate::ext4`] says; its UUID
+    /// and hash seed come from `seed`.
+    pub fn plan_ext4(
+        disk_bytes: u64,
+        table: Option<TableKind>,
+        ids: crate::ext4::Ids,
+    ) -> Result<Geometry, CorpusError> {
+        let (disk_bytes, table, vol_bytes) =
+            Self::partition(disk_bytes, table, "ext4", crate::ext4::MIN_DISK)?;
+        let mut p = crate::ext4::Ext4Params::for_volume(vol_bytes)
+            .ok_or_else(|| CorpusError::Invalid("volume too small for ext4".into()))?;
+        p.ids = ids;
+        let spc = (crate::ext4::BLOCK / DISK_SECTOR) as u32;
+        let head = p.head_blocks();
+        Ok(Geometry {
+            ext4: Some(p),
+            ..Self::filling(
+                (disk_bytes, table, vol_bytes),
+                spc,
+                (head * spc as u64) as u32,
+                p.blocks * spc as u64,
+                (p.blocks - head) as u32,
             )
         })
     }
@@ -400,6 +434,9 @@ impl Geometry {
 
     /// Partition type byte as an MBR records it.
     pub fn mbr_type(&self) -> u8 {
+        if self.ext4.is_some() {
+            return 0x83;
+        }
         if self.apfs.is_some() {
             // Apple's type byte (HFS+ and APFS).
             return 0xAF;

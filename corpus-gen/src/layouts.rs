@@ -4,6 +4,7 @@
 
 use crate::apfs::layout::ApfsLayout;
 use crate::exfat::layout::ExfatLayout;
+use crate::ext4::layout::Ext4Layout;
 use crate::fat::layout::FatLayout;
 use crate::geometry::Geometry;
 use crate::ntfs::layout::NtfsLayout;
@@ -14,6 +15,10 @@ use std::sync::Arc;
 pub fn for_geometry(geo: &Geometry) -> Arc<dyn FsLayout> {
     if geo.apfs.is_some() {
         Arc::new(ApfsLayout)
+    } else if let Some(p) = geo.ext4 {
+        Arc::new(Ext4Layout {
+            key: p.ids.hash_seed,
+        })
     } else if geo.exfat.is_some() {
         Arc::new(ExfatLayout)
     } else if geo.ntfs {

@@ -126,6 +126,9 @@ pub enum FsType {
     /// APFS (one container, one volume).
     #[serde(rename = "APFS")]
     Apfs,
+    /// ext4.
+    #[serde(rename = "ext4")]
+    Ext4,
 }
 
 impl FsType {
@@ -138,6 +141,7 @@ impl FsType {
             FsType::Ntfs => "NTFS",
             FsType::Exfat => "exFAT",
             FsType::Apfs => "APFS",
+            FsType::Ext4 => "ext4",
         }
     }
 }
@@ -219,6 +223,9 @@ pub struct FileSystem {
     /// APFS only: the container and volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apfs: Option<ApfsFacts>,
+    /// ext4 layout (ext4 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext4: Option<Ext4Facts>,
 }
 
 /// Where an APFS container keeps its objects, and what its volume holds.
@@ -244,6 +251,32 @@ pub struct ApfsFacts {
     /// listed by name (`deleted` entries here say what was there, for
     /// carving); their blocks are free and hold their content.
     pub deleted_listed: bool,
+}
+
+/// What an ext4 volume adds (blocks from the volume's start; the
+/// manifest's `first_cluster` values are ext4 block numbers and its
+/// `inode` values ext4 inode numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ext4Facts {
+    /// Blocks in the file system.
+    pub blocks: u64,
+    /// Block groups.
+    pub groups: u32,
+    /// Inodes per group.
+    pub inodes_per_group: u32,
+    /// Inodes in the file system.
+    pub inodes: u64,
+    /// Blocks of the head (metadata, lost+found, journal) before the
+    /// first file's.
+    pub head_blocks: u64,
+    /// First block of the journal.
+    pub journal_block: u64,
+    /// Blocks of the journal.
+    pub journal_blocks: u32,
+    /// Reserved GDT blocks.
+    pub reserved_gdt_blocks: u32,
+    /// The file system's UUID.
+    pub uuid: String,
 }
 
 /// What an exFAT volume adds: its regions as the boot sector states them

@@ -83,6 +83,13 @@ pub struct Profile {
     /// a Windows user's tree (or a stick's).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mac: bool,
+    /// A Linux server: its own folder tree (`home/USER` with `Documents`,
+    /// `Pictures`, `Downloads` and `Maildir/cur`, `var/www/html`,
+    /// `var/log`, `var/cache/apt/archives`, `etc`) and what lands in it
+    /// (documents, mail, a web root, logs and SQLite databases). Off: a
+    /// Windows user's tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linux: bool,
 }
 
 /// Range of `fill` the planner supports.
@@ -97,7 +104,13 @@ fn one() -> f64 {
 
 impl Profile {
     /// Names of the built-in profiles.
-    pub const NAMES: [&'static str; 4] = ["workstation", "suspect", "usb-stick", "mac-laptop"];
+    pub const NAMES: [&'static str; 5] = [
+        "workstation",
+        "suspect",
+        "usb-stick",
+        "mac-laptop",
+        "linux-server",
+    ];
 
     /// The built-in profile called `name`.
     pub fn by_name(name: &str) -> Option<Profile> {
@@ -133,6 +146,7 @@ impl Profile {
                 system_disk: true,
                 stick: false,
                 mac: false,
+                linux: false,
             }),
             // A disk whose user cleaned up before seizure: many deleted files
             // and folders, more residue and wiped (random) free space, more
@@ -160,6 +174,7 @@ impl Profile {
                 system_disk: false,
                 stick: false,
                 mac: false,
+                linux: false,
             }),
             // A USB stick (exFAT as sold, or FAT): photos, documents and
             // archives copied on and off, a few deleted; half full, little
@@ -188,6 +203,7 @@ impl Profile {
                 system_disk: false,
                 stick: true,
                 mac: false,
+                linux: false,
             }),
             // A Mac laptop's data volume (APFS by default): a user's home
             // with mail, Safari and downloads (quarantined), little
@@ -216,6 +232,36 @@ impl Profile {
                 system_disk: false,
                 stick: false,
                 mac: true,
+                linux: false,
+            }),
+            // A Linux server (ext4 as its installer formats it): users'
+            // documents and mail, a web root, logs and databases, a
+            // package cache; some deleted, little fragmentation, free
+            // space mostly zero.
+            "linux-server" => Some(Profile {
+                name: name.into(),
+                fill: 0.45,
+                deleted_share: 0.08,
+                fragmented_share: 0.05,
+                incompressible_share: 0.40,
+                overwrite_share: 0.25,
+                residue_share: 0.05,
+                deleted_dirs_per_100: 1.0,
+                keyword_share: 0.03,
+                duplicate_share: 0.05,
+                notable_share: 0.01,
+                known_share: 0.02,
+                random_free_share: 0.02,
+                compressed_share: 0.0,
+                sparse_share: 0.5,
+                target_e01_ratio: None,
+                size_scale: 1.0,
+                files_per_gib_used: None,
+                mail_share: None,
+                system_disk: false,
+                stick: false,
+                mac: false,
+                linux: true,
             }),
             _ => None,
         }

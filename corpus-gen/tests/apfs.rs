@@ -4,56 +4,21 @@
 
 mod common;
 use caseload_corpus::manifest::{EntryKind, FileEntry};
-use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_apfs};
-use common::{have, hex};
+use caseload_corpus::{Manifest, NoProgress, Profile, generate_apfs};
+use common::{Corpus, have, hex, opts};
 use md5::{Digest, Md5};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
 
-fn opts(dir: &Path, size: u64, seed: u64, threads: usize, profile: &str) -> Options {
-    Options {
-        out_dir: dir.to_path_buf(),
-        size,
-        seed,
-        profile: Profile::by_name(profile).expect("profile"),
-        threads,
-        partition_table: None,
-        fat: None,
-        ntfs: false,
-        decoys: 10,
-        discard_image: false,
-        image_digests: ImageDigests::default(),
-    }
-}
-
-struct Corpus {
-    dir: tempfile::TempDir,
-    image: PathBuf,
-    manifest: Manifest,
-}
-
 fn corpus(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let o = opts(dir.path(), size, seed, threads, profile);
-    if let Ok(keep) = std::env::var("APFS_KEEP") {
-        let d = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
-        let mut k = o.clone();
-        k.out_dir = d;
-        let _ = generate_apfs(&k, &NoProgress, None);
-    }
-    generate_apfs(&o, &NoProgress, None).expect("generate");
-    let manifest: Manifest = serde_json::from_slice(
-        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
-    )
-    .expect("parse manifest");
-    Corpus {
-        image: dir.path().join(caseload_corpus::IMAGE),
-        dir,
-        manifest,
-    }
+    let o = opts(Path::new("."), size, seed, threads, profile);
+    let label = format!("{profile}-{size}-{seed}-{threads}");
+    common::corpus(&o, "APFS_KEEP", &label, |o| {
+        generate_apfs(o, &NoProgress, None)
+    })
 }
 
 fn run(tool: &str, args: &[&str]) -> (bool, String) {
@@ -69,27 +34,17 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
 }
 
 fn part(c: &Corpus) -> (u64, u64) {
-    let p = &c.manifest.partition_table.partitions[0];
-    (p.offset, p.sectors * 512)
-}
-
-/// The container alone, for tools that take a device.
-fn container_file(c: &Corpus) -> PathBuf {
-    let (off, len) = part(c);
-    let img = std::fs::read(&c.image).expect("image");
-    let path = c.dir.path().join("container.raw");
-    std::fs::write(&path, &img[off as usize..(off + len) as usize]).expect("write");
-    path
+    common::part(&c.manifest)
 }
 
 fn check_apfsck(c: &Corpus) {
     if !have("apfsck") {
         return;
     }
-    let v = container_file(c);
-    let (ok, text) = run("apfsck", &[v.to_str().expect("path")]);
+    // The container alone, as apfsck takes a device.
+    let v = common::volume_file(&c.image, &c.manifest);
+    let (ok, text) = run("apfsck", &[v.path().to_str().expect("path")]);
     assert!(ok && text.trim().is_empty(), "apfsck reported:\n{text}");
-    let _ = std::fs::remove_file(v);
 }
 
 /// The manifest's listed (allocated) files and folders.
@@ -359,7 +314,7 @@ fn mac_laptop_corpus_passes_every_oracle() {
 /// with every profile; one sector less is refused, naming APFS.
 #[test]
 fn smallest_corpus_passes_and_smaller_is_refused() {
-    for profile in ["workstation", "suspect", "usb-stick", "mac-laptop"] {
+    for profile in Profile::NAMES {
         let c = corpus(caseload_corpus::apfs::MIN_DISK, 6, 2, profile);
         check_apfsck(&c);
         check_fsapfsinfo(&c);

@@ -4,81 +4,45 @@
 //! missing tool prints `SKIPPED: <tool>` and the check passes.
 
 mod common;
-use caseload_corpus::manifest::{EntryKind, FileEntry};
-use caseload_corpus::{ImageDigests, Manifest, NoProgress, Options, Profile, generate_exfat};
-use common::{have, hex};
+
+use caseload_corpus::manifest::EntryKind;
+use caseload_corpus::{Manifest, NoProgress, Options, Profile, generate_exfat};
+use common::{entries, have, hex};
 use md5::{Digest, Md5};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
 
+/// A workstation corpus's options (exFAT's tests pick other profiles
+/// where they need them).
 fn opts(dir: &Path, size: u64, seed: u64, threads: usize) -> Options {
-    Options {
-        out_dir: dir.to_path_buf(),
-        size,
-        seed,
-        profile: Profile::by_name("workstation").expect("profile"),
-        threads,
-        partition_table: None,
-        fat: None,
-        ntfs: false,
-        decoys: 10,
-        discard_image: false,
-        image_digests: ImageDigests::default(),
-    }
+    common::opts(dir, size, seed, threads, "workstation")
 }
 
-struct Corpus {
-    _dir: tempfile::TempDir,
-    image: PathBuf,
-    manifest: Manifest,
-}
+use common::Corpus;
 
 fn corpus(size: u64, seed: u64, threads: usize) -> Corpus {
     corpus_with(size, seed, threads, "workstation")
 }
 
 fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut o = opts(dir.path(), size, seed, threads);
+    let mut o = opts(Path::new("."), size, seed, threads);
     o.profile = Profile::by_name(profile).expect("profile");
-    if let Ok(keep) = std::env::var("EXFAT_KEEP") {
-        let d = PathBuf::from(keep).join(format!("{profile}-{size}-{seed}-{threads}"));
-        let mut k = o.clone();
-        k.out_dir = d;
-        let _ = generate_exfat(&k, &NoProgress, None);
-    }
-    generate_exfat(&o, &NoProgress, None).expect("generate");
-    let manifest: Manifest = serde_json::from_slice(
-        &std::fs::read(dir.path().join(caseload_corpus::MANIFEST)).expect("manifest"),
-    )
-    .expect("parse manifest");
-    Corpus {
-        image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
-        manifest,
-    }
-}
-
-/// The manifest's files and folders (no streams): TSK path → entry.
-fn entries(m: &Manifest) -> Vec<&FileEntry> {
-    m.files.iter().filter(|e| e.stream.is_none()).collect()
+    let label = format!("{profile}-{size}-{seed}-{threads}");
+    common::corpus(&o, "EXFAT_KEEP", &label, |o| {
+        generate_exfat(o, &NoProgress, None)
+    })
 }
 
 fn part(c: &Corpus) -> (u64, u64) {
-    let p = &c.manifest.partition_table.partitions[0];
-    (p.offset, p.sectors * 512)
+    common::part(&c.manifest)
 }
 
 /// The partition alone, for tools that take a volume.
 fn volume_file(c: &Corpus) -> tempfile::NamedTempFile {
-    let (off, len) = part(c);
-    let img = std::fs::read(&c.image).expect("image");
-    let f = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(f.path(), &img[off as usize..(off + len) as usize]).expect("write");
-    f
+    common::volume_file(&c.image, &c.manifest)
 }
 
 fn check_fsck(c: &Corpus) {
@@ -137,81 +101,14 @@ fn system_name(path: &str) -> bool {
 }
 
 /// `fls -r -p` against the manifest: names, deleted state and inode
-/// numbers; then `icat` of every allocated file against its MD5.
+/// numbers; then `icat` of every allocated file against its MD5, and of
+/// deleted ones left whole (contiguous, not overwritten), which TSK
+/// recovers from their free clusters.
 fn check_tsk(c: &Corpus) {
     if !have("fls") || !have("icat") {
         return;
     }
-    let sector = (part(c).0 / 512).to_string();
-    let out = Command::new("fls")
-        .args(["-r", "-p", "-o", &sector])
-        .arg(&c.image)
-        .output()
-        .expect("fls");
-    assert!(out.status.success(), "fls failed");
-    let mut listed: BTreeMap<(String, bool), u64> = BTreeMap::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((meta, path)) = line.split_once(":\t") else {
-            continue;
-        };
-        if system_name(path) {
-            continue;
-        }
-        let deleted = meta.contains('*');
-        let inode: u64 = meta
-            .split_whitespace()
-            .last()
-            .and_then(|s| s.split('-').next())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("fls line {line:?}"));
-        assert!(
-            listed.insert((path.to_string(), deleted), inode).is_none(),
-            "fls lists {path} twice"
-        );
-    }
-    let mut want: BTreeMap<(String, bool), u64> = BTreeMap::new();
-    for e in entries(&c.manifest) {
-        let inode = e
-            .inode
-            .unwrap_or_else(|| panic!("{} has no inode number", e.path));
-        want.insert((e.tsk_path.clone(), e.deleted), inode);
-    }
-    let only_fls: Vec<_> = listed.keys().filter(|k| !want.contains_key(k)).collect();
-    let only_mf: Vec<_> = want.keys().filter(|k| !listed.contains_key(k)).collect();
-    assert!(
-        only_fls.is_empty() && only_mf.is_empty(),
-        "fls and the manifest differ: only in fls {:?}, only in the manifest {:?}",
-        &only_fls[..only_fls.len().min(10)],
-        &only_mf[..only_mf.len().min(10)]
-    );
-    assert_eq!(listed, want, "inode numbers differ");
-    let live = c.manifest.summary.deleted_files;
-    assert!(live > 0, "the corpus holds no deleted files");
-    // Allocated files, and deleted ones left whole (contiguous, not
-    // overwritten), which TSK recovers from their free clusters.
-    let mut checked = 0;
-    let mut recovered = 0;
-    for e in entries(&c.manifest) {
-        if e.kind != EntryKind::File || (e.deleted && !(e.intact && e.size > 0)) {
-            continue;
-        }
-        recovered += e.deleted as usize;
-        let out = Command::new("icat")
-            .args(["-o", &sector])
-            .arg(&c.image)
-            .arg(e.inode.expect("inode").to_string())
-            .output()
-            .expect("icat");
-        assert_eq!(
-            Some(hex(&Md5::digest(&out.stdout))),
-            e.md5,
-            "icat of {} ({:?})",
-            e.path,
-            e.inode
-        );
-        checked += 1;
-    }
-    assert!(checked > 20, "only {checked} files checked");
+    let (checked, recovered) = common::check_tsk(&c.image, &c.manifest, system_name, true);
     println!("icat: {checked} files, {recovered} of them deleted and recovered");
 }
 
@@ -399,29 +296,7 @@ fn check_fuse(c: &Corpus) {
         println!("SKIPPED: exfat-fuse mount failed here");
         return;
     }
-    let mut got = BTreeMap::new();
-    fn walk(root: &Path, dir: &Path, got: &mut BTreeMap<String, Option<String>>) {
-        let mut names: Vec<_> = std::fs::read_dir(dir)
-            .expect("read_dir")
-            .map(|e| e.expect("entry").path())
-            .collect();
-        names.sort();
-        for p in names {
-            let rel = p
-                .strip_prefix(root)
-                .expect("under root")
-                .to_string_lossy()
-                .into_owned();
-            if p.is_dir() {
-                got.insert(rel, None);
-                walk(root, &p, got);
-            } else {
-                let b = std::fs::read(&p).expect("read");
-                got.insert(rel, Some(hex(&Md5::digest(&b))));
-            }
-        }
-    }
-    walk(mnt.path(), mnt.path(), &mut got);
+    let got = common::tree_md5(mnt.path());
     let _ = Command::new("umount").arg(mnt.path()).status();
     let _ = Command::new("losetup").arg("-d").arg(&dev).status();
     let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
@@ -453,45 +328,8 @@ fn check_fuse(c: &Corpus) {
 /// with a disk offset is there, each contiguous carvable item's bytes have
 /// its MD5, and each zeroed free area is zeros.
 fn check_offsets(c: &Corpus) {
-    let img = std::fs::read(&c.image).expect("image");
-    let mut occurrences = 0;
-    for e in entries(&c.manifest) {
-        if e.kind == EntryKind::File && !e.deleted {
-            let mut h = Md5::new();
-            let mut left = e.size;
-            for x in &e.extents {
-                let take = x.length.min(left);
-                h.update(&img[x.offset as usize..(x.offset + take) as usize]);
-                left -= take;
-            }
-            assert_eq!(left, 0, "{}: extents shorter than the file", e.path);
-            assert_eq!(Some(hex(&h.finalize())), e.md5, "extents of {}", e.path);
-        }
-        for k in &e.keywords {
-            for o in &k.raw {
-                if let Some(d) = o.disk_offset
-                    && !o.overwritten
-                {
-                    let at = &img[d as usize..d as usize + k.token.len()];
-                    assert_eq!(at, k.token.as_bytes(), "{} in {}", k.token, e.path);
-                    occurrences += 1;
-                }
-            }
-        }
-    }
+    let occurrences = common::check_offsets(&c.image, &c.manifest);
     assert!(occurrences > 0, "no keyword occurrence checked");
-    for x in &c.manifest.carvable {
-        if x.contiguous {
-            let b = &img[x.offset as usize..(x.offset + x.length) as usize];
-            assert_eq!(hex(&Md5::digest(b)), x.md5, "carvable at {}", x.offset);
-        }
-    }
-    for a in &c.manifest.unallocated {
-        if a.fill == "zero" {
-            let b = &img[a.offset as usize..(a.offset + a.length) as usize];
-            assert!(b.iter().all(|&x| x == 0), "area at {} not zero", a.offset);
-        }
-    }
 }
 
 fn check_all(size: u64, seed: u64) {
@@ -674,7 +512,7 @@ fn corpus_300_mib_with_32_kib_clusters_on_gpt() {
     }
     let c = Corpus {
         image: dir.path().join(caseload_corpus::IMAGE),
-        _dir: dir,
+        dir,
         manifest,
     };
     check_fsck(&c);

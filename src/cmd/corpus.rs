@@ -21,8 +21,9 @@ pub struct Args {
     #[arg(long)]
     seed: u64,
     /// Profile: workstation (default), suspect (much deleted, wiped),
-    /// usb-stick (photos, documents, archives; exFAT by default) or
-    /// mac-laptop (a Mac user's home with Mail and Safari; APFS by
+    /// usb-stick (photos, documents, archives; exFAT by default),
+    /// mac-laptop (a Mac user's home with Mail and Safari; APFS by default)
+    /// or linux-server (home, mail, web root, logs, package cache; ext4 by
     /// default).
     #[arg(long, default_value = "workstation")]
     profile: String,
@@ -43,17 +44,19 @@ pub struct Args {
     /// Partition table: mbr or gpt (default: mbr, gpt above 2 TiB).
     #[arg(long, value_parser = ["mbr", "gpt"])]
     partition_table: Option<String>,
-    /// File system: fat, ntfs, exfat or apfs. NTFS is written natively (MFT
-    /// with resident and fragmented files, B-tree directory indexes,
-    /// deleted records as Windows leaves them), exFAT as mkfs.exfat lays it
-    /// out (32 MiB at least), APFS as mkapfs lays out a container with one
-    /// volume, in a GPT partition of Apple's type unless --partition-table
-    /// mbr (8 MiB at least; deleted files keep no name, only their
-    /// blocks); see docs/manifest.md. Default: ntfs for the workstation
-    /// profile (fat below 68 MiB, too small for NTFS, as Windows formats a
-    /// small stick), exfat for usb-stick (fat below its minimum), apfs for
-    /// mac-laptop, fat for suspect.
-    #[arg(long, value_parser = ["fat", "ntfs", "exfat", "apfs"])]
+    /// File system: fat, ntfs, exfat, apfs or ext4. NTFS is written
+    /// natively (MFT with resident and fragmented files, B-tree directory
+    /// indexes, deleted records as Windows leaves them), exFAT as
+    /// mkfs.exfat lays it out (32 MiB at least), APFS as mkapfs lays out a
+    /// container with one volume, in a GPT partition of Apple's type unless
+    /// --partition-table mbr (8 MiB at least; deleted files keep no name,
+    /// only their blocks), ext4 as mkfs.ext4 makes it (journal, extents,
+    /// hashed directories, metadata checksums; 32 MiB at least); see
+    /// docs/manifest.md. Default: ntfs for the workstation profile (fat
+    /// below 68 MiB, too small for NTFS, as Windows formats a small stick),
+    /// exfat for usb-stick (fat below its minimum), apfs for mac-laptop,
+    /// ext4 for linux-server, fat for suspect.
+    #[arg(long, value_parser = ["fat", "ntfs", "exfat", "apfs", "ext4"])]
     fs: Option<String>,
     /// FAT variant: auto, fat12, fat16 or fat32 (auto: FAT32 unless the
     /// disk is too small for it). Only with --fs fat.
@@ -229,15 +232,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(fs) => fs == "apfs",
         None => profile.name == "mac-laptop",
     };
+    // A Linux server is ext4, as its installer formats it.
+    let ext4 = match args.fs.as_deref() {
+        Some(fs) => fs == "ext4",
+        None => profile.name == "linux-server",
+    };
     let fs_name = if ntfs {
         "NTFS"
     } else if apfs {
         "APFS"
+    } else if ext4 {
+        "ext4"
     } else {
         "exFAT"
     };
     anyhow::ensure!(
-        !((ntfs || exfat || apfs) && args.fat != "auto"),
+        !((ntfs || exfat || apfs || ext4) && args.fat != "auto"),
         "a FAT type (--fat) cannot be chosen for an {fs_name} volume: give --fs fat with it (the {} profile defaults to {fs_name})",
         profile.name,
     );
@@ -285,7 +295,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The E01 is written from the same byte stream as image.dd (never by
     // reading the image back), so both come from one pass.
     let mut writer = if e01 {
-        let geometry = if exfat {
+        let geometry = if ext4 {
+            caseload_corpus::geometry::Geometry::plan_ext4(
+                opts.size,
+                opts.partition_table,
+                caseload_corpus::ext4::Ids::default(),
+            )?
+        } else if exfat {
             caseload_corpus::geometry::Geometry::plan_exfat(opts.size, opts.partition_table)?
         } else if apfs {
             caseload_corpus::geometry::Geometry::plan_apfs(opts.size, opts.partition_table)?
@@ -333,7 +349,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match writer.as_mut() {
         Some(w) => {
             let mut tee = EwfTee(w);
-            if exfat {
+            if ext4 {
+                caseload_corpus::generate_ext4(&opts, &bar, Some(&mut tee))
+            } else if exfat {
                 caseload_corpus::generate_exfat(&opts, &bar, Some(&mut tee))
             } else if apfs {
                 caseload_corpus::generate_apfs(&opts, &bar, Some(&mut tee))
@@ -341,6 +359,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 caseload_corpus::generate_with_tee(&opts, &bar, Some(&mut tee))
             }
         }
+        None if ext4 => caseload_corpus::generate_ext4(&opts, &bar, None),
         None if exfat => caseload_corpus::generate_exfat(&opts, &bar, None),
         None if apfs => caseload_corpus::generate_apfs(&opts, &bar, None),
         None => caseload_corpus::generate(&opts, &bar),

@@ -10,27 +10,38 @@ use std::collections::BTreeMap;
 
 #[test]
 fn an_exfat_usb_stick_corpus_is_read_back_as_its_manifest_says() {
-    let test = "an_exfat_usb_stick_corpus_is_read_back_as_its_manifest_says";
+    read_back(
+        "an_exfat_usb_stick_corpus_is_read_back_as_its_manifest_says",
+        "usb-stick",
+        ("exfat", "exFAT"),
+        "48MiB",
+    );
+}
+
+/// A `profile` corpus of `size` on file system `fs` (its `--fs` value and
+/// the manifest's name), with its E01, hashed by the pipeline to the
+/// manifest's MD5s; the profile's default file system is `fs` too.
+pub(crate) fn read_back(test: &str, profile: &str, fs: (&str, &str), size: &str) {
     let work = tempfile::tempdir().unwrap();
-    let out = work.path().join("stick");
+    let out = work.path().join("corpus");
     let (image, manifest) = common::corpus(
         &out,
         &[
             "--size",
-            "48MiB",
+            size,
             "--seed",
             "11",
             "--profile",
-            "usb-stick",
+            profile,
             "--fs",
-            "exfat",
+            fs.0,
             "--format",
             "dd,e01",
         ],
     );
     let fs_type = serde_json::to_value(&manifest).unwrap()["filesystem"]["type"].clone();
-    assert_eq!(fs_type, "exFAT", "{fs_type}");
-    // The usb-stick profile is exFAT unless told otherwise.
+    assert_eq!(fs_type, fs.1, "{fs_type}");
+    // The profile has this file system unless told otherwise.
     let default = work.path().join("default");
     common::run_ok(
         common::caseload()
@@ -41,14 +52,14 @@ fn an_exfat_usb_stick_corpus_is_read_back_as_its_manifest_says() {
                 "--seed",
                 "2",
                 "--profile",
-                "usb-stick",
+                profile,
             ])
             .args(["--decoys", "0", "--out"])
             .arg(&default),
     );
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(default.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["filesystem"]["type"], "exFAT");
+    assert_eq!(m["filesystem"]["type"], fs.1);
     // The pipeline over the raw image and over the E01.
     let e01 = out.join("image.E01");
     let mut bodies = Vec::new();

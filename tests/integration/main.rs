@@ -24,6 +24,7 @@ mod corpus_content;
 mod corpus_determinism;
 mod corpus_e01;
 mod corpus_exfat;
+mod corpus_ext4;
 mod corpus_filesystem;
 mod corpus_ntfs;
 mod corpus_scale;

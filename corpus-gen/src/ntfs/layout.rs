@@ -197,29 +197,6 @@ impl FsLayout for NtfsLayout {
         if share <= 0.0 {
             return;
         }
-        let unit = lznt1::UNIT_BYTES as u64;
-        for it in items.iter_mut() {
-            let eligible = it.spec.kind == Kind::Container
-                && it.packing.is_none()
-                && !it.deleted
-                && !it.residue
-                && it.dup_group.is_none()
-                && !it.known
-                && !it.notable
-                && it.spec.keywords.is_empty()
-                && it.spec.size >= 4 * unit;
-            if !eligible || !rng.chance(share) {
-                continue;
-            }
-            let units = it.spec.size.div_ceil(unit) as usize;
-            let missing = 0.2 + 0.6 * rng.unit();
-            let data: Vec<bool> = (0..units)
-                .map(|u| u == 0 || u + 1 == units || !rng.chance(missing))
-                .collect();
-            if data.iter().all(|d| *d) {
-                continue;
-            }
-            it.packing = Some(Packing::Sparse(data));
-        }
+        crate::plan::choose_sparse(&mut rng, items, share, lznt1::UNIT_BYTES as u64);
     }
 }

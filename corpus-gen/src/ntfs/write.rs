@@ -1315,28 +1315,10 @@ pub fn lcn_of(head: &Head, c: u32) -> u64 {
 /// Which of a group's clusters are allocated: its `$MFT` fragment, live
 /// directories' index blocks and live files' non-resident content.
 pub fn used_clusters(plan: &GroupPlan) -> Vec<bool> {
-    let mut used = vec![false; plan.n as usize];
+    let mut used =
+        plan.used_by(|it| !it.deleted && !it.residue && !it.resident && it.spec.size > 0);
     for u in used.iter_mut().take(plan.mft as usize) {
         *u = true;
-    }
-    let mut mark = |runs: &[crate::plan::Run]| {
-        for r in runs {
-            for c in r.start..r.start + r.len {
-                if let Some(u) = used.get_mut(c as usize) {
-                    *u = true;
-                }
-            }
-        }
-    };
-    for d in &plan.dirs {
-        if !d.deleted {
-            mark(&d.runs);
-        }
-    }
-    for it in &plan.items {
-        if !it.deleted && !it.residue && !it.resident && it.spec.size > 0 {
-            mark(&it.runs);
-        }
     }
     used
 }

@@ -659,7 +659,7 @@ impl<'a> GroupBuilder<'a> {
     fn cells(&self) -> Vec<(Leaf, Kind, f64)> {
         let vol = self.vol;
         let prof = &vol.profile;
-        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share, prof.stick);
+        let mut weights: Vec<(Leaf, f64)> = leaf_weights(prof.mail_share, prof.stick, prof.linux);
         if vol.system_disk {
             weights.extend_from_slice(NTFS_SYSTEM_WEIGHTS);
         }

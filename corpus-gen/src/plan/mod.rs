@@ -108,6 +108,20 @@ impl Leaf {
 /// stems for each.
 const GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(6).0;
 
+/// The same on a Linux server ([`Profile::linux`]): documents, pictures,
+/// downloads, mail, the web root and the logs.
+const LINUX_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
+    (
+        Leaf::Documents,
+        &["Projects", "Reports", "Clients", "Archive", "Notes"],
+    ),
+    (Leaf::Pictures, &["Camera", "Scans"]),
+    (Leaf::Downloads, &["Saved", "Setup"]),
+    (Leaf::Mail, &["Archive", "Folder"]),
+    (Leaf::Cache, &["site", "static"]),
+    (Leaf::Browser, &["rotated", "archive"]),
+];
+
 /// The same on a stick ([`Profile::stick`]): documents, pictures, archives
 /// and music.
 const STICK_GROUP_LEAVES: &[(Leaf, &[&str])] = NTFS_GROUP_LEAVES.split_at(4).0;
@@ -306,6 +320,37 @@ impl Packing {
                 .map(|(u, _)| (u as u64 * unit, ((u as u64 + 1) * unit).min(size)))
                 .collect(),
         }
+    }
+}
+
+/// Make a `share` of the eligible files sparse (disk images and
+/// downloads in progress: `Container` files of four units or more, live,
+/// not planted or duplicated): their first and last `unit`-byte units
+/// hold data, a random share of the others are holes. NTFS and ext4 both
+/// draw them this way, each from its own stream.
+pub fn choose_sparse(rng: &mut Rng, items: &mut [ItemPlan], share: f64, unit: u64) {
+    for it in items.iter_mut() {
+        let eligible = it.spec.kind == Kind::Container
+            && it.packing.is_none()
+            && !it.deleted
+            && !it.residue
+            && it.dup_group.is_none()
+            && !it.known
+            && !it.notable
+            && it.spec.keywords.is_empty()
+            && it.spec.size >= 4 * unit;
+        if !eligible || !rng.chance(share) {
+            continue;
+        }
+        let units = it.spec.size.div_ceil(unit) as usize;
+        let missing = 0.2 + 0.6 * rng.unit();
+        let data: Vec<bool> = (0..units)
+            .map(|u| u == 0 || u + 1 == units || !rng.chance(missing))
+            .collect();
+        if data.iter().all(|d| *d) {
+            continue;
+        }
+        it.packing = Some(Packing::Sparse(data));
     }
 }
 
@@ -708,10 +753,32 @@ impl Volume {
                 ("Music".into(), 0, Some(Leaf::Music)),         // 5
                 ("Transfer".into(), 0, Some(Leaf::Desktop)),    // 6
             ]
+        } else if profile.linux {
+            // A server's tree: the user's home (loose files in it), mail
+            // in Maildir, the web root, logs and databases under `var`,
+            // the package cache (the skeleton's known files).
+            vec![
+                (String::new(), 0, None),                       // 0 root
+                ("etc".into(), 0, None),                        // 1
+                ("home".into(), 0, None),                       // 2
+                (user.clone(), 2, Some(Leaf::Desktop)),         // 3
+                ("Documents".into(), 3, Some(Leaf::Documents)), // 4
+                ("Pictures".into(), 3, Some(Leaf::Pictures)),   // 5
+                ("Downloads".into(), 3, Some(Leaf::Downloads)), // 6
+                ("Maildir".into(), 3, None),                    // 7
+                ("cur".into(), 7, Some(Leaf::Mail)),            // 8
+                ("var".into(), 0, None),                        // 9
+                ("log".into(), 9, Some(Leaf::Browser)),         // 10
+                ("www".into(), 9, None),                        // 11
+                ("html".into(), 11, Some(Leaf::Cache)),         // 12
+                ("cache".into(), 9, None),                      // 13
+                ("apt".into(), 13, None),                       // 14
+                ("archives".into(), 14, Some(Leaf::Programs)),  // 15
+            ]
         } else {
             tree
         };
-        let system_disk = profile.system_disk && !profile.stick && !profile.mac;
+        let system_disk = profile.system_disk && !profile.stick && !profile.mac && !profile.linux;
         if system_disk {
             // A Windows system disk: the operating system's own folders.
             tree.push(("Windows".into(), 0, None)); // 20
@@ -828,7 +895,9 @@ impl Volume {
 
     /// The leaves holding group folders, with their folder-name stems.
     fn group_leaf_table(&self) -> &'static [(Leaf, &'static [&'static str])] {
-        if self.profile.stick {
+        if self.profile.linux {
+            LINUX_GROUP_LEAVES
+        } else if self.profile.stick {
             STICK_GROUP_LEAVES
         } else if self.system_disk {
             NTFS_GROUP_LEAVES
@@ -1056,13 +1125,30 @@ const STICK_WEIGHTS: &[(Leaf, f64)] = &[
     (Leaf::Desktop, 4.0),
 ];
 
-/// The user leaves' weights (a stick's when `stick`), the mail stores'
-/// set to give `mail_share` of the picks when asked.
-fn leaf_weights(mail_share: Option<f64>, stick: bool) -> Vec<(Leaf, f64)> {
+/// How often a new file lands in each leaf of a Linux server: documents,
+/// mail, the web root and logs (loose files in the home folder).
+const LINUX_WEIGHTS: &[(Leaf, f64)] = &[
+    (Leaf::Desktop, 4.0),
+    (Leaf::Documents, 24.0),
+    (Leaf::Downloads, 6.0),
+    (Leaf::Pictures, 8.0),
+    (Leaf::Mail, 20.0),
+    (Leaf::Browser, 12.0),
+    (Leaf::Cache, 26.0),
+];
+
+/// The user leaves' weights (a stick's when `stick`, a server's when
+/// `linux`), the mail stores' set to give `mail_share` of the picks when
+/// asked.
+fn leaf_weights(mail_share: Option<f64>, stick: bool, linux: bool) -> Vec<(Leaf, f64)> {
     if stick {
         return STICK_WEIGHTS.to_vec();
     }
-    let mut w = LEAF_WEIGHTS.to_vec();
+    let mut w = if linux {
+        LINUX_WEIGHTS.to_vec()
+    } else {
+        LEAF_WEIGHTS.to_vec()
+    };
     if let Some(share) = mail_share {
         let others: f64 = w
             .iter()
@@ -1215,6 +1301,32 @@ impl GroupPlan {
     /// Absolute first cluster of a run list (0 when empty).
     pub fn first_cluster(&self, runs: &[Run]) -> u32 {
         runs.first().map(|r| self.base + r.start).unwrap_or(0)
+    }
+
+    /// Which of the group's clusters live folders and the files `holds`
+    /// accepts occupy (a file system adds its own records).
+    pub fn used_by(&self, holds: impl Fn(&ItemPlan) -> bool) -> Vec<bool> {
+        let mut used = vec![false; self.n as usize];
+        let mut mark = |runs: &[Run]| {
+            for r in runs {
+                for c in r.start..r.start + r.len {
+                    if let Some(u) = used.get_mut(c as usize) {
+                        *u = true;
+                    }
+                }
+            }
+        };
+        for d in &self.dirs {
+            if !d.deleted {
+                mark(&d.runs);
+            }
+        }
+        for it in &self.items {
+            if holds(it) {
+                mark(&it.runs);
+            }
+        }
+        used
     }
 }
 

@@ -1,0 +1,270 @@
+//! ext4 corpora against independent oracles: `e2fsck -fn` (e2fsprogs),
+//! The Sleuth Kit's `fls` and `icat`, `debugfs`'s listing and `rdump`,
+//! and caseload-fs's ext4 walk. A missing tool prints `SKIPPED: <tool>`
+//! and the check passes.
+
+mod common;
+
+use caseload_corpus::manifest::EntryKind;
+use caseload_corpus::{NoProgress, generate_ext4};
+use common::{entries, have, hex, opts};
+use md5::{Digest, Md5};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+use common::Corpus;
+
+fn corpus_with(size: u64, seed: u64, threads: usize, profile: &str) -> Corpus {
+    let o = opts(Path::new("."), size, seed, threads, profile);
+    let label = format!("{profile}-{size}-{seed}-{threads}");
+    common::corpus(&o, "EXT4_KEEP", &label, |o| {
+        generate_ext4(o, &NoProgress, None)
+    })
+}
+
+fn part(c: &Corpus) -> (u64, u64) {
+    common::part(&c.manifest)
+}
+
+fn check_fsck(v: &Path) {
+    if !have("e2fsck") {
+        return;
+    }
+    let out = Command::new("e2fsck")
+        .args(["-fn"])
+        .arg(v)
+        .output()
+        .expect("e2fsck");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            !l.starts_with("e2fsck ")
+                && !l.starts_with("Pass ")
+                && !l.contains(" files (")
+                && !l.trim().is_empty()
+        })
+        .collect();
+    assert!(
+        out.status.success() && lines.is_empty(),
+        "e2fsck -fn (exit {:?}):\n{text}",
+        out.status.code()
+    );
+}
+
+/// `fls -r -p` against the manifest: names, deleted state and inode
+/// numbers; then `icat` of every allocated file against its MD5 (a
+/// deleted file's extents are cleared: icat gives nothing).
+fn check_tsk(c: &Corpus) {
+    if !have("fls") || !have("icat") {
+        return;
+    }
+    let skip = |p: &str| p == "lost+found" || p == "$OrphanFiles";
+    let (checked, _) = common::check_tsk(&c.image, &c.manifest, skip, false);
+    println!("icat: {checked} files");
+}
+
+/// `debugfs`: `rdump` of the root gives every live file with its MD5 and
+/// every live folder.
+fn check_debugfs(c: &Corpus, v: &Path) {
+    if !have("debugfs") {
+        return;
+    }
+    let out = tempfile::tempdir().expect("tempdir");
+    let r = Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump / {}", out.path().display()))
+        .arg(v)
+        .output()
+        .expect("debugfs");
+    assert!(r.status.success(), "debugfs rdump failed");
+    let mut got = common::tree_md5(out.path());
+    got.retain(|k, _| k != "lost+found");
+    let want: BTreeMap<String, Option<String>> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| !e.deleted)
+        .map(|e| {
+            (
+                e.path.clone(),
+                (e.kind == EntryKind::File).then(|| e.md5.clone().unwrap_or_default()),
+            )
+        })
+        .collect();
+    let a: BTreeSet<_> = got.keys().collect();
+    let b: BTreeSet<_> = want.keys().collect();
+    assert_eq!(
+        a.difference(&b).take(10).collect::<Vec<_>>(),
+        Vec::<&&String>::new(),
+        "only in rdump"
+    );
+    assert_eq!(
+        b.difference(&a).take(10).collect::<Vec<_>>(),
+        Vec::<&&String>::new(),
+        "only in the manifest"
+    );
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "rdump content of {k}");
+    }
+}
+
+/// caseload-fs's ext4 walk: every listed name, its deleted state and
+/// inode, and each allocated file's MD5.
+fn check_walk(c: &Corpus) {
+    use caseload_fs::record::{Content, FileKind, Run};
+    let (off, len) = part(c);
+    let file = std::fs::File::open(&c.image).expect("image");
+    let fs = caseload_fs::ExtFs::open(&file, off, len).expect("open ext4");
+    assert!(fs.open_errors().is_empty(), "{:?}", fs.open_errors());
+    let img = std::fs::read(&c.image).expect("image");
+    let mut got: BTreeMap<(String, bool), (u64, Option<String>)> = BTreeMap::new();
+    fs.walk(|r| {
+        let mut path: Vec<String> = r.parent.iter().cloned().collect();
+        path.push(r.name.clone());
+        let path = path.join("/");
+        if path == "lost+found"
+            || path == "$OrphanFiles"
+            || !matches!(r.kind, FileKind::File | FileKind::Directory)
+        {
+            return std::ops::ControlFlow::Continue(());
+        }
+        let md5 = match (&r.content, r.kind, r.allocated) {
+            (Content::Runs(runs), FileKind::File, true) => {
+                let mut h = Md5::new();
+                for run in runs {
+                    match *run {
+                        Run::Data { offset, len } => {
+                            h.update(&img[offset as usize..(offset + len) as usize])
+                        }
+                        Run::Zeros { len } => h.update(vec![0u8; len as usize]),
+                    }
+                }
+                Some(hex(&h.finalize()))
+            }
+            (_, FileKind::File, true) => Some(hex(&Md5::digest(b""))),
+            _ => None,
+        };
+        got.insert((path, !r.allocated), (r.meta.inode, md5));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("walk");
+    let mut want = BTreeMap::new();
+    for e in entries(&c.manifest) {
+        want.insert(
+            (e.tsk_path.clone(), e.deleted),
+            (
+                e.inode.expect("inode"),
+                (e.kind == EntryKind::File && !e.deleted)
+                    .then(|| e.md5.clone())
+                    .flatten(),
+            ),
+        );
+    }
+    let only_walk: Vec<_> = got.keys().filter(|k| !want.contains_key(k)).collect();
+    let only_mf: Vec<_> = want.keys().filter(|k| !got.contains_key(k)).collect();
+    assert!(
+        only_walk.is_empty() && only_mf.is_empty(),
+        "walk and manifest differ: only walked {:?}, only in the manifest {:?}",
+        &only_walk[..only_walk.len().min(10)],
+        &only_mf[..only_mf.len().min(10)]
+    );
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "{k:?}");
+    }
+}
+
+fn check_corpus(c: &Corpus) {
+    assert_eq!(c.manifest.filesystem.fs_type.name(), "ext4");
+    assert!(c.manifest.filesystem.ext4.is_some());
+    common::check_offsets(&c.image, &c.manifest);
+    let v = common::volume_file(&c.image, &c.manifest);
+    check_fsck(v.path());
+    check_tsk(c);
+    check_debugfs(c, v.path());
+    check_walk(c);
+}
+
+#[test]
+fn corpus_64_mib_seed_1_passes_every_oracle() {
+    check_corpus(&corpus_with(64 * MIB, 1, 2, "workstation"));
+}
+
+#[test]
+fn corpus_300_mib_seed_2_passes_every_oracle() {
+    let c = corpus_with(300 * MIB, 2, 2, "suspect");
+    check_corpus(&c);
+    // Sparse files (their data units extents of their own: trees of
+    // depth 1 past four) and deleted folders are there to be checked.
+    assert!(c.manifest.summary.sparse_files > 0, "no sparse files");
+    assert!(
+        c.manifest.summary.deleted_directories > 0,
+        "no deleted folders"
+    );
+}
+
+#[test]
+fn smallest_corpus_passes_every_oracle() {
+    check_corpus(&corpus_with(
+        caseload_corpus::ext4::MIN_DISK,
+        3,
+        1,
+        "workstation",
+    ));
+}
+
+#[test]
+fn image_and_manifest_do_not_depend_on_threads() {
+    let a = corpus_with(64 * MIB, 5, 1, "workstation");
+    let b = corpus_with(64 * MIB, 5, 2, "workstation");
+    assert_eq!(
+        std::fs::read(&a.image).expect("a"),
+        std::fs::read(&b.image).expect("b"),
+        "images differ"
+    );
+    let ma = std::fs::read(a.dir.path().join(caseload_corpus::MANIFEST)).expect("a");
+    let mb = std::fs::read(b.dir.path().join(caseload_corpus::MANIFEST)).expect("b");
+    assert_eq!(ma, mb, "manifests differ");
+}
+
+#[test]
+fn too_small_a_disk_is_refused_naming_the_minimum() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = opts(dir.path(), 16 * MIB, 1, 1, "workstation");
+    let e = generate_ext4(&o, &NoProgress, None).expect_err("refused");
+    assert!(e.to_string().contains("32 MiB"), "{e}");
+}
+
+#[test]
+fn linux_server_corpus_passes_every_oracle() {
+    let c = corpus_with(256 * MIB, 7, 2, "linux-server");
+    check_corpus(&c);
+    let paths: BTreeSet<&str> = c.manifest.files.iter().map(|e| e.path.as_str()).collect();
+    for want in ["etc", "var/log", "var/www/html", "var/cache/apt/archives"] {
+        assert!(paths.contains(want), "no {want}");
+    }
+    assert!(
+        c.manifest
+            .files
+            .iter()
+            .any(|e| e.path.contains("/Maildir/cur/") && e.kind == EntryKind::File),
+        "no mail in Maildir"
+    );
+}
+
+/// By hand, at any size and seed: `EXT4_BIG_MIB` (default 1024),
+/// `EXT4_BIG_SEED` (1), `EXT4_BIG_PROFILE` (workstation).
+#[test]
+#[ignore]
+fn big_corpus_passes_every_oracle() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let mib: u64 = env("EXT4_BIG_MIB", "1024").parse().expect("EXT4_BIG_MIB");
+    let seed: u64 = env("EXT4_BIG_SEED", "1").parse().expect("EXT4_BIG_SEED");
+    let profile = env("EXT4_BIG_PROFILE", "workstation");
+    check_corpus(&corpus_with(mib * MIB, seed, 2, &profile));
+}
