@@ -1540,7 +1540,7 @@ impl ManifestOut {
                 cluster_size: geo.cluster_bytes(),
                 reserved_sectors: geo.exfat.map(|p| p.fat_offset).unwrap_or(geo.reserved),
                 fat_sectors: geo.exfat.map(|p| p.fat_length).unwrap_or(geo.fat_sectors),
-                fats: if geo.ntfs || geo.apfs.is_some() {
+                fats: if geo.ntfs || geo.apfs.is_some() || geo.ext4.is_some() {
                     0
                 } else if geo.exfat.is_some() {
                     1
