@@ -26,6 +26,13 @@ pub(super) fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// The first `N` bytes as an array, unless they are all zero (an EWF hash
+/// section's way of saying "no hash").
+pub(super) fn nonzero<const N: usize>(b: &[u8]) -> Option<[u8; N]> {
+    let a: [u8; N] = b.get(..N)?.try_into().ok()?;
+    a.iter().any(|&x| x != 0).then_some(a)
+}
+
 /// Most bytes of metadata (a header, device or case section) read or
 /// inflated: real ones are a few hundred bytes; this bounds hostile sizes.
 pub(super) const MAX_METADATA_BYTES: u64 = 1 << 20;

@@ -152,10 +152,13 @@ impl ChunkIndex {
             // holding it; the cache's contents are still whole entries.
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(pos) = cache.iter().position(|(i, _)| *i == index) {
-                let hit = cache.remove(pos);
-                let entries = Arc::clone(&hit.1);
-                cache.insert(0, hit);
-                return Ok(entries);
+                // Most lookups hit the front (chunks are read in order):
+                // move a table there only when it is not already.
+                if pos > 0 {
+                    let hit = cache.remove(pos);
+                    cache.insert(0, hit);
+                }
+                return Ok(Arc::clone(&cache[0].1));
             }
         }
         let loaded: Arc<[ChunkEntry]> = self.load(index, segments)?.into();

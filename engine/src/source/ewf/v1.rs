@@ -12,8 +12,8 @@
 
 use super::Layout;
 use super::format::{
-    MAX_METADATA_BYTES, SegmentRead, decode_text, inflate_bounded, le32, le64, object_values,
-    read_exact,
+    MAX_METADATA_BYTES, SegmentRead, decode_text, inflate_bounded, le32, le64, nonzero,
+    object_values, read_exact,
 };
 use super::table::{EntryFormat, MAX_TABLE_ENTRIES, TableCopy, TableRef};
 
@@ -47,7 +47,8 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
         let mut starts = Vec::new();
         let mut at = FILE_HEADER;
         let mut last_table: Option<usize> = None;
-        let mut ended = false;
+        // Set wherever the walk stops: at `next`/`done`, or with a note.
+        let mut stopped = false;
         for _ in 0..MAX_SECTIONS {
             let d = match read_exact(seg, number, at, DESCRIPTOR, "section descriptor") {
                 Ok(d) => d,
@@ -55,6 +56,7 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
                     layout
                         .notes
                         .push(format!("{e}; the rest of the segment is ignored"));
+                    stopped = true;
                     break;
                 }
             };
@@ -64,6 +66,7 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
                 layout.notes.push(format!(
                     "segment {number}: section descriptor at byte {at} fails its Adler-32 (stored {stored:08x}, computed {computed:08x}); the rest of the segment is ignored"
                 ));
+                stopped = true;
                 break;
             }
             starts.push(at);
@@ -152,14 +155,14 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
                     layout.sha1 = nonzero(&b[16..36]).or(layout.sha1.take());
                 }
                 "next" | "done" => {
-                    ended = true;
+                    stopped = true;
                     break;
                 }
                 _ => {}
             }
             // libewf's writers point a last section at itself.
             if next == at {
-                ended = true;
+                stopped = true;
                 break;
             }
             if next < at + DESCRIPTOR || next > seg.len() {
@@ -167,18 +170,14 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
                     "segment {number}: the {kind} section at byte {at} points to byte {next} for the next section, outside the file ({} bytes) or behind itself; the rest of the segment is ignored",
                     seg.len()
                 ));
+                stopped = true;
                 break;
             }
             at = next;
         }
-        if !ended
-            && !layout
-                .notes
-                .iter()
-                .any(|n| n.starts_with(&format!("segment {number}:")))
-        {
+        if !stopped {
             layout.notes.push(format!(
-                "segment {number}: its sections end without a `next` or `done` section"
+                "segment {number}: more than {MAX_SECTIONS} sections without a `next` or `done` section; the rest of the segment is ignored"
             ));
         }
         starts.push(seg.len());
@@ -202,11 +201,6 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
     }
     layout.metadata = metadata;
     Ok(layout)
-}
-
-fn nonzero<const N: usize>(b: &[u8]) -> Option<[u8; N]> {
-    let a: [u8; N] = b.get(..N)?.try_into().ok()?;
-    a.iter().any(|&x| x != 0).then_some(a)
 }
 
 /// The geometry of a `volume`/`disk` section: (chunk size, media size,

@@ -9,8 +9,8 @@
 
 use super::Layout;
 use super::format::{
-    MAX_METADATA_BYTES, SegmentRead, decode_text, inflate_bounded, le32, le64, object_values,
-    read_exact,
+    MAX_METADATA_BYTES, SegmentRead, decode_text, inflate_bounded, le32, le64, nonzero,
+    object_values, read_exact,
 };
 use super::table::{EntryFormat, MAX_TABLE_ENTRIES, TableCopy, TableRef};
 
@@ -213,19 +213,11 @@ pub(super) fn open<S: SegmentRead>(segments: &[S]) -> Result<Layout, String> {
                 }
                 MD5_HASH if s.data_len >= 16 => {
                     let b = read_exact(seg, number, s.data_at, 16, "MD5 hash section")?;
-                    layout.md5 = b.iter().any(|&x| x != 0).then(|| {
-                        let mut a = [0u8; 16];
-                        a.copy_from_slice(&b);
-                        a
-                    });
+                    layout.md5 = nonzero(&b);
                 }
                 SHA1_HASH if s.data_len >= 20 => {
                     let b = read_exact(seg, number, s.data_at, 20, "SHA-1 hash section")?;
-                    layout.sha1 = b.iter().any(|&x| x != 0).then(|| {
-                        let mut a = [0u8; 20];
-                        a.copy_from_slice(&b);
-                        a
-                    });
+                    layout.sha1 = nonzero(&b);
                 }
                 NEXT | DONE => ended = true,
                 _ => {}
