@@ -211,6 +211,12 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if let Some(info) = strace_info.as_ref().filter(|i| i.orphans > 0) {
+        notes.push(format!(
+            "{} processes or threads appeared without the clone, fork or vfork that made them (take the trace with `-e trace=desc,file,process`): the positions of descriptors they inherited are not known (their reads and writes start at offset 0), nor their working folder",
+            info.orphans
+        ));
+    }
     let in_call_ns = match (&strace_info, a.tracer_overhead.as_str()) {
         (Some(info), t) if t != "none" => info.in_call_ns(),
         _ => 0,

@@ -20,10 +20,18 @@ fn traced_run(work: &Path, under_strace: bool) -> Option<(PathBuf, PathBuf)> {
     }
     let mut cmd = if under_strace {
         let mut c = std::process::Command::new("strace");
-        c.args(["-f", "-ttt", "-T", "-y", "-e", "trace=desc,file", "-o"])
-            .arg(work.join("strace.txt"))
-            .arg("--")
-            .arg(common::caseload_bin());
+        c.args([
+            "-f",
+            "-ttt",
+            "-T",
+            "-y",
+            "-e",
+            "trace=desc,file,process",
+            "-o",
+        ])
+        .arg(work.join("strace.txt"))
+        .arg("--")
+        .arg(common::caseload_bin());
         c
     } else {
         common::caseload()

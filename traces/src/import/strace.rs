@@ -1,4 +1,4 @@
-//! strace output (`strace -f -ttt -T -y -e trace=desc,file -o FILE CMD`)
+//! strace output (`strace -f -ttt -T -y -e trace=desc,file,process -o FILE CMD`)
 //! into [`RawEvent`]s.
 //!
 //! Each line is `[PID ]SECONDS.FRACTION CALL(ARGS) = RET <DURATION>` (or
@@ -38,6 +38,10 @@ pub struct StraceInfo {
     pub other_lines: u64,
     /// Whether descriptors carried their paths (`-y`).
     pub with_paths: bool,
+    /// Tasks that appeared with no clone, fork or vfork before them (a
+    /// trace taken without `-e trace=process`, or attached to a running
+    /// process): what they inherited is not known.
+    pub orphans: u64,
     /// First timestamp to last, nanoseconds.
     pub span_ns: u64,
     /// Calls by their duration (`-T`), in microseconds: `[k]` counts
@@ -138,6 +142,11 @@ struct Task {
     tgid: u32,
     name: Rc<std::cell::RefCell<String>>,
     fds: FdTable,
+    /// The working directory, once known (shared by threads, as
+    /// `CLONE_FS` shares it): relative paths of calls without a directory
+    /// descriptor (`rename`, `unlink`, `mkdir`, `stat`: a PostgreSQL
+    /// server's own renames into its data folder) resolve against it.
+    cwd: Rc<std::cell::RefCell<Option<String>>>,
 }
 
 struct Reader<'s> {
@@ -214,14 +223,71 @@ pub fn read(
 
 impl Reader<'_> {
     fn task(&mut self, pid: u32) -> Task {
-        self.tasks
-            .entry(pid)
-            .or_insert_with(|| Task {
-                tgid: pid,
-                name: Rc::new(std::cell::RefCell::new(format!("pid{pid}"))),
-                fds: Rc::default(),
-            })
-            .clone()
+        if let Some(t) = self.tasks.get(&pid) {
+            return t.clone();
+        }
+        // A child often makes its first calls before its parent's clone
+        // returns (strace shows the parent's call unfinished): it is the
+        // child of the latest unfinished clone, fork or vfork, and has
+        // that parent's descriptors (the study's server log: written by
+        // initdb through descriptors dup2'd before its parent's fork
+        // returned, every write was put at offset 0).
+        let parent = self
+            .unfinished
+            .iter()
+            .filter(|(p, (_, head))| spawn_call(head) && self.tasks.contains_key(p))
+            .max_by_key(|(p, (t, _))| (*t, **p))
+            .map(|(p, (_, head))| (*p, head.clone()));
+        if let Some((p, head)) = parent
+            && let Some(parent) = self.tasks.get(&p).cloned()
+        {
+            self.spawn(&parent, pid, clone_flags(&head));
+        } else {
+            if self.first_pid.is_some_and(|f| f != pid) {
+                self.info.orphans += 1;
+            }
+            self.tasks.insert(
+                pid,
+                Task {
+                    tgid: pid,
+                    name: Rc::new(std::cell::RefCell::new(format!("pid{pid}"))),
+                    fds: Rc::default(),
+                    cwd: Rc::default(),
+                },
+            );
+        }
+        self.tasks[&pid].clone()
+    }
+
+    /// Make task `child` of `parent` with clone's `flags`: a thread, or a
+    /// process with copies of the parent's descriptors (which share their
+    /// positions, as the kernel's open files do) and working directory.
+    fn spawn(&mut self, parent: &Task, child: u32, flags: &str) {
+        let thread = flags.contains("CLONE_THREAD");
+        let fds = if flags.contains("CLONE_FILES") {
+            Rc::clone(&parent.fds)
+        } else {
+            Rc::new(std::cell::RefCell::new(parent.fds.borrow().clone()))
+        };
+        let name = if thread {
+            Rc::clone(&parent.name)
+        } else {
+            Rc::new(std::cell::RefCell::new(parent.name.borrow().clone()))
+        };
+        let cwd = if flags.contains("CLONE_FS") {
+            Rc::clone(&parent.cwd)
+        } else {
+            Rc::new(std::cell::RefCell::new(parent.cwd.borrow().clone()))
+        };
+        self.tasks.insert(
+            child,
+            Task {
+                tgid: if thread { parent.tgid } else { child },
+                name,
+                fds,
+                cwd,
+            },
+        );
     }
 
     fn line(&mut self, line: &str, no: u64) -> Result<(), FormatError> {
@@ -245,6 +311,10 @@ impl Reader<'_> {
         }
         if rest.starts_with("+++") || rest.starts_with("---") {
             self.info.other_lines += 1;
+            // A task that ended: its number may come back as another's.
+            if rest.starts_with("+++ exited") || rest.starts_with("+++ killed") {
+                self.tasks.remove(&pid);
+            }
             return Ok(());
         }
         if let Some(resumed) = rest.strip_prefix("<... ") {
@@ -298,6 +368,15 @@ impl Reader<'_> {
             *slot += 1;
         }
         let task = self.task(pid);
+        // `-y` writes the working directory beside `AT_FDCWD`: the surest
+        // word on it (a chdir before the trace began included).
+        if let Some(cwd) = args
+            .iter()
+            .find(|a| a.starts_with("AT_FDCWD<"))
+            .and_then(|a| annotation_of(a))
+        {
+            *task.cwd.borrow_mut() = Some(cwd);
+        }
         let event = |op: RawOp, path: String, direct: bool| RawEvent {
             t_ns,
             dur_ns,
@@ -324,31 +403,12 @@ impl Reader<'_> {
                 self.emit(event(RawOp::Stat, path, false));
             }
             "clone" | "clone3" | "fork" | "vfork" => {
-                if let Some(child) = ret.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok()) {
-                    let flags = args
-                        .iter()
-                        .find_map(|a| a.strip_prefix("flags="))
-                        .unwrap_or("");
-                    let flags = flags.trim_start_matches('{');
-                    let thread = flags.contains("CLONE_THREAD");
-                    let fds = if flags.contains("CLONE_FILES") {
-                        Rc::clone(&task.fds)
-                    } else {
-                        Rc::new(std::cell::RefCell::new(task.fds.borrow().clone()))
-                    };
-                    let name = if thread {
-                        Rc::clone(&task.name)
-                    } else {
-                        Rc::new(std::cell::RefCell::new(task.name.borrow().clone()))
-                    };
-                    self.tasks.insert(
-                        child,
-                        Task {
-                            tgid: if thread { task.tgid } else { child },
-                            name,
-                            fds,
-                        },
-                    );
+                // A child already seen was made from this call when it
+                // first appeared (see `task`).
+                if let Some(child) = ret.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok())
+                    && !self.tasks.contains_key(&child)
+                {
+                    self.spawn(&task, child, clone_flags(text));
                 }
             }
             "open" | "openat" | "openat2" | "creat" => {
@@ -565,6 +625,9 @@ impl Reader<'_> {
             "stat" | "lstat" | "stat64" | "lstat64" | "access" | "readlink" | "statfs"
             | "chdir" => {
                 let path = resolve(&task, None, &unquote(arg(0)));
+                if name == "chdir" && ok {
+                    *task.cwd.borrow_mut() = Some(path.clone());
+                }
                 self.emit(event(RawOp::Stat, path, false));
             }
             "newfstatat" | "fstatat64" | "statx" | "faccessat" | "faccessat2" | "readlinkat" => {
@@ -581,6 +644,9 @@ impl Reader<'_> {
             "fstat" | "fstat64" | "getdents" | "getdents64" | "fstatfs" | "fchdir" => {
                 let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
                 let path = fd_path(open.as_ref(), arg(0));
+                if name == "fchdir" && ok && !path.is_empty() {
+                    *task.cwd.borrow_mut() = Some(path.clone());
+                }
                 if let Some(kind) = open
                     .as_ref()
                     .and_then(|o| o.not_file.clone())
@@ -610,6 +676,22 @@ impl Reader<'_> {
         e.calls = self.pending.remove(&e.tid).unwrap_or(0).max(1);
         (self.sink)(e);
     }
+}
+
+/// Whether an (unfinished) call's text is one that makes a task.
+fn spawn_call(head: &str) -> bool {
+    ["clone(", "clone3(", "fork(", "vfork("]
+        .iter()
+        .any(|c| head.starts_with(c))
+}
+
+/// The `flags=` of a clone call's text (`clone3`'s `{flags=...` too);
+/// empty for fork and vfork, which share nothing.
+fn clone_flags(text: &str) -> &str {
+    text.find("flags=")
+        .map(|i| &text[i + "flags=".len()..])
+        .map(|f| f.split([',', '}', ')']).next().unwrap_or(""))
+        .unwrap_or("")
 }
 
 /// The path of a descriptor: from its `-y` annotation, else from the
@@ -654,21 +736,43 @@ fn annotation_of(arg: &str) -> Option<String> {
 }
 
 /// Resolve a path argument against the directory descriptor `dir`
-/// (`AT_FDCWD</cwd>` or `5</dir>` with `-y`; a relative path stays
-/// relative when the directory is unknown).
+/// (`AT_FDCWD</cwd>` or `5</dir>` with `-y`), or, for calls without one
+/// and for a bare `AT_FDCWD`, the task's working directory; a relative
+/// path stays relative when the directory is unknown. `.` and `..` are
+/// taken out (lexically: the trace knows no symbolic links).
 fn resolve(task: &Task, dir: Option<&str>, path: &str) -> String {
     if path.starts_with('/') || path.is_empty() {
         return path.to_string();
     }
-    let base = dir.and_then(|d| {
-        annotation_of(d).or_else(|| {
-            parse_fd(d).and_then(|fd| task.fds.borrow().get(&fd).map(|o| o.path.clone()))
-        })
-    });
+    let base = match dir {
+        Some(d) => annotation_of(d).or_else(|| {
+            if d.starts_with("AT_FDCWD") {
+                task.cwd.borrow().clone()
+            } else {
+                parse_fd(d).and_then(|fd| task.fds.borrow().get(&fd).map(|o| o.path.clone()))
+            }
+        }),
+        None => task.cwd.borrow().clone(),
+    };
     match base {
-        Some(b) => format!("{}/{}", b.trim_end_matches('/'), path),
+        Some(b) => normalise(&format!("{}/{}", b.trim_end_matches('/'), path)),
         None => path.to_string(),
     }
+}
+
+/// An absolute path without `.`, `..` or empty components.
+fn normalise(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 /// Where the arguments end and the result begins: the index of the `)`
@@ -860,6 +964,79 @@ mod tests {
         let mut got = Vec::new();
         read(text.as_bytes(), &mut |e| got.push(e))?;
         Ok(got)
+    }
+
+    #[test]
+    fn calls_without_a_directory_resolve_against_the_working_directory() {
+        // A server's shape: it changes into its data folder, a forked
+        // child inherits that, and renames and removes give bare names.
+        let text = "\
+200 1700000000.000001 chdir(\"/db/pgdata\") = 0 <0.000010>
+200 1700000000.000002 openat(AT_FDCWD</db/pgdata>, \"a.tmp\", O_RDWR|O_CREAT|O_TRUNC, 0600) = 3</db/pgdata/a.tmp> <0.000020>
+200 1700000000.000003 write(3</db/pgdata/a.tmp>, \"x\"..., 125) = 125 <0.000010>
+200 1700000000.000004 rename(\"a.tmp\", \"a.conf\") = 0 <0.000010>
+200 1700000000.000005 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD) = 201 <0.000050>
+201 1700000000.000006 unlink(\"pg_stat/../old\") = 0 <0.000010>
+200 1700000000.000007 chdir(\"..\") = 0 <0.000010>
+201 1700000000.000008 mkdir(\"base\", 0700) = 0 <0.000010>
+200 1700000000.000009 stat(\"x\", {st_mode=S_IFREG|0600, st_size=1, ...}) = 0 <0.000010>
+300 1700000000.000010 stat(\"unknown\", 0x7ffd) = -1 ENOENT (No such file or directory) <0.000010>
+";
+        let ev = events(text).unwrap();
+        let ops: Vec<(&RawOp, &str)> = ev.iter().map(|e| (&e.op, e.path.as_str())).collect();
+        assert_eq!(ops[0], (&RawOp::Stat, "/db/pgdata"));
+        assert_eq!(
+            ops[3],
+            (
+                &RawOp::Rename {
+                    to: "/db/pgdata/a.conf".into()
+                },
+                "/db/pgdata/a.tmp"
+            )
+        );
+        // The child kept the folder it was forked in after the parent left.
+        assert_eq!(ops[4], (&RawOp::Remove, "/db/pgdata/old"));
+        assert_eq!(ops[6], (&RawOp::Mkdir, "/db/pgdata/base"));
+        assert_eq!(ops[7], (&RawOp::Stat, "/db/x"));
+        // A process whose folder the trace never showed keeps the bare name.
+        assert_eq!(ops[8], (&RawOp::Stat, "unknown"));
+    }
+
+    #[test]
+    fn a_child_seen_before_its_fork_returns_has_its_parents_descriptors() {
+        // caseload's shape when it starts initdb: the log opened, duplicated,
+        // the child forked and writing through stdout before the parent's
+        // clone returns; later a server appends to the same log.
+        let text = "\
+300 1700000000.000001 openat(AT_FDCWD</w>, \"/db/pg.log\", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0666) = 5</db/pg.log> <0.000010>
+300 1700000000.000002 fcntl(5</db/pg.log>, F_DUPFD_CLOEXEC, 3) = 6</db/pg.log> <0.000010>
+300 1700000000.000003 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD <unfinished ...>
+301 1700000000.000004 dup2(6</db/pg.log>, 1</dev/null>) = 1</db/pg.log> <0.000010>
+301 1700000000.000005 write(1</db/pg.log>, \"The files\"..., 78) = 78 <0.000010>
+300 1700000000.000006 <... clone resumed>, child_tidptr=0x7f) = 301 <0.000050>
+301 1700000000.000007 write(1</db/pg.log>, \"ok\\n\", 3) = 3 <0.000010>
+301 1700000000.000008 +++ exited with 0 +++
+300 1700000000.000009 openat(AT_FDCWD</w>, \"/db/pg.log\", O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, 0666) = 7</db/pg.log> <0.000010>
+300 1700000000.000010 vfork( <unfinished ...>
+301 1700000000.000011 write(7</db/pg.log>, \"LOG\"..., 20) = 20 <0.000010>
+300 1700000000.000012 <... vfork resumed>) = 301 <0.000050>
+";
+        let ev = events(text).unwrap();
+        let writes: Vec<(u64, u64)> = ev
+            .iter()
+            .filter_map(|e| match e.op {
+                RawOp::Write { offset, len } => Some((offset, len)),
+                _ => None,
+            })
+            .collect();
+        // One position for the descriptors that share it; the second child
+        // (the number used again) appends at the end.
+        assert_eq!(writes, vec![(0, 78), (78, 3), (81, 20)]);
+        assert_eq!(
+            clone_flags("clone3({flags=CLONE_VM|CLONE_FS, exit_signal=0}, 88"),
+            "CLONE_VM|CLONE_FS"
+        );
+        assert_eq!(clone_flags("vfork("), "");
     }
 
     #[test]
