@@ -4,7 +4,8 @@
 //! Each recorded thread is replayed by a thread of its own, its operations
 //! in their recorded order, each begun after the recorded think time since
 //! the thread's previous operation ended (scaled by `think_scale`; the
-//! tracer's own cost per call, where the trace says it, taken out first).
+//! tracer's own time, where the trace says it, taken out of the trace's
+//! clock first: every stop of every thread moves what follows back).
 //! Across threads, an operation waits for every operation of another
 //! thread on the same file that had ended before it began in the trace
 //! (open after create, read after write), so order that mattered is kept
@@ -144,6 +145,10 @@ struct Step {
     phase: usize,
     /// (thread index, step index) that must be done first.
     deps: Vec<(usize, usize)>,
+    /// Another thread's step this one began just after, having been idle
+    /// until then (see `find_triggers`), and the time from that step's end
+    /// to this one's start on the tracer-free clock.
+    trigger: Option<(usize, usize, u64)>,
 }
 
 /// A file of the trace.
@@ -171,7 +176,6 @@ struct Plan {
     phase_names: Vec<String>,
     /// Bytes each writable channel needs at most.
     space: BTreeMap<ChannelKind, u64>,
-    overhead_ns: u64,
     notes: Vec<String>,
 }
 
@@ -385,6 +389,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             to,
             phase,
             deps: Vec::new(),
+            trigger: None,
         });
     }
     if let Phases::Windows(w) = &spec.phases {
@@ -610,14 +615,153 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
     if deps_total > 0 {
         notes.push(format!("{deps_total} cross-thread waits kept (an operation after another thread's on the same file)"));
     }
+    let triggers = find_triggers(&mut threads, &order_of);
+    let plain_ns = header.get("plain-ns").and_then(|v| v.parse::<u64>().ok());
+    if let Some(note) = take_out_tracer(&mut threads, overhead_ns, plain_ns) {
+        notes.push(note);
+    }
+    if triggers > 0 {
+        // The time from each trigger's end to its step, on the clock the
+        // replay keeps.
+        for ti in 0..threads.len() {
+            for si in 0..threads[ti].1.len() {
+                if let Some((tj, sj, _)) = threads[ti].1[si].trigger {
+                    let c = &threads[tj].1[sj];
+                    let end = c.t.saturating_add(c.dur);
+                    let after = threads[ti].1[si].t.saturating_sub(end);
+                    threads[ti].1[si].trigger = Some((tj, sj, after));
+                }
+            }
+        }
+        notes.push(format!(
+            "{triggers} operations follow another thread's, after idling until it ended: replayed after it (a client waiting on its server through calls the trace does not show)"
+        ));
+    }
     Ok(Plan {
         threads,
         files,
         phase_names,
         space,
-        overhead_ns,
         notes,
     })
+}
+
+/// Operations that began just after another thread's ended, their own
+/// thread having been idle since its previous one: a client that sent a
+/// database server a query and waited, through a socket the trace does
+/// not show, until the server's last write and sync for it were done. The
+/// client's recorded think time is then the server's work on the devices
+/// the trace was taken on, which a replay on faster devices must not keep
+/// (caseload's PostgreSQL-backed run on a PCIe database replayed 3.5x too
+/// slow). Such a step waits for the other's and starts the recorded
+/// latency after it. Found on the recorded clock, in the order the
+/// cross-thread waits use (so no wait forms a circle). Returns how many.
+fn find_triggers(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> u64 {
+    /// Longest recorded time from the other's end to this start.
+    const LATENCY_NS: u64 = 2_000_000;
+    /// Most ends looked at behind a start.
+    const LOOK: usize = 64;
+    let mut ends: Vec<(u64, usize, usize)> = threads
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, (_, steps))| {
+            steps
+                .iter()
+                .enumerate()
+                .map(move |(si, s)| (s.t.saturating_add(s.dur), ti, si))
+        })
+        .collect();
+    ends.sort_unstable();
+    let mut found = 0u64;
+    for ti in 0..threads.len() {
+        for si in 1..threads[ti].1.len() {
+            let prev = &threads[ti].1[si - 1];
+            let idle_from = prev.t.saturating_add(prev.dur);
+            let t = threads[ti].1[si].t;
+            if t <= idle_from {
+                continue;
+            }
+            let n = ends.partition_point(|&(end, _, _)| end <= t);
+            let trigger = ends[..n]
+                .iter()
+                .rev()
+                .take(LOOK)
+                .take_while(|&&(end, _, _)| end > idle_from)
+                .find(|&&(_, tj, sj)| {
+                    tj != ti && (order_of[tj][sj], tj, sj) < (order_of[ti][si], ti, si)
+                });
+            if let Some(&(end, tj, sj)) = trigger {
+                let latency = t - end;
+                // Mostly idle before it, and started soon after it.
+                if latency <= LATENCY_NS && latency.saturating_mul(4) <= t - idle_from {
+                    threads[ti].1[si].trigger = Some((tj, sj, 0));
+                    found += 1;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Take the tracer's time out of the trace's clock: every stop of every
+/// traced thread (the trace's `calls`) moves every later operation back by
+/// the tracer's cost per stop. strace handles one stop at a time, so under
+/// it a thread that waits for another (a client for its database server,
+/// through a socket the trace does not show) waits for that one's stops
+/// too: taking out only the thread's own stops left a PostgreSQL-backed
+/// run replaying at its traced length, 8x its plain one. With the plain
+/// run's length known (`plain-ns`, from `trace import --plain-seconds`),
+/// the cost per stop is what makes the clock end there; else the measured
+/// cost (`tracer-overhead-ns`). Steps' times become the corrected ones
+/// (cross-thread order was taken from the recorded ones before). Returns
+/// a note of what was taken out.
+fn take_out_tracer(
+    threads: &mut [(String, Vec<Step>)],
+    overhead_ns: u64,
+    plain_ns: Option<u64>,
+) -> Option<String> {
+    let mut order: Vec<(u64, usize, usize)> = threads
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, (_, steps))| steps.iter().enumerate().map(move |(si, s)| (s.t, ti, si)))
+        .collect();
+    order.sort_unstable();
+    let stops: u64 = order
+        .iter()
+        .map(|&(_, ti, si)| u64::from(threads[ti].1[si].calls))
+        .sum();
+    let span = threads
+        .iter()
+        .flat_map(|(_, steps)| steps.iter().map(|s| s.t.saturating_add(s.dur)))
+        .max()
+        .unwrap_or(0);
+    // Nanoseconds per stop, as a fraction so that the plain length is met
+    // exactly whatever the rounding.
+    let (num, den) = match plain_ns {
+        Some(plain) => (span.saturating_sub(plain), stops.max(1)),
+        None => (overhead_ns, 1),
+    };
+    if num == 0 || stops == 0 {
+        return None;
+    }
+    let mut seen = 0u64;
+    for &(_, ti, si) in &order {
+        let step = &mut threads[ti].1[si];
+        seen += u64::from(step.calls);
+        let cut = (u128::from(seen) * u128::from(num) / u128::from(den)) as u64;
+        step.t = step.t.saturating_sub(cut);
+    }
+    let total = (u128::from(stops) * u128::from(num) / u128::from(den)) as u64;
+    Some(format!(
+        "the tracer's time taken out: {:.3} s over {stops} stops ({} ns each{})",
+        total as f64 / 1e9,
+        num / den.max(1),
+        if plain_ns.is_some() {
+            ", so that the trace lasts as long as the plain run"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// One channel set per phase, so each phase's figures are its own.
@@ -640,7 +784,17 @@ struct Shared<'a> {
     handles: Mutex<HashMap<(usize, u32, bool), Arc<Handle>>>,
     /// Steps done per thread.
     done: Vec<AtomicU64>,
-    wake: (Mutex<()>, Condvar),
+    /// Per thread: woken when it finishes a step, and how many threads
+    /// wait for it. (One wake-up for all once woke every waiting thread
+    /// at every step of every thread: a PostgreSQL trace's 40 threads
+    /// and million steps spent the replay's CPU on wake-ups.)
+    wake: Vec<(Mutex<()>, Condvar)>,
+    waiters: Vec<AtomicU64>,
+    /// Threads spinning out a think time, and how many may.
+    spinners: (AtomicU64, u64),
+    /// When each step ended, nanoseconds after the start (for the steps
+    /// that follow it as their trigger).
+    ends: Vec<Vec<AtomicU64>>,
     errors: Mutex<Vec<String>>,
     error_count: AtomicU64,
     start: Instant,
@@ -733,12 +887,16 @@ impl Shared<'_> {
             if self.done[thread].load(Ordering::Acquire) > step as u64 {
                 continue;
             }
-            let (lock, cv) = &self.wake;
+            let (lock, cv) = &self.wake[thread];
             let mut g = match lock.lock() {
                 Ok(g) => g,
                 Err(p) => p.into_inner(),
             };
-            while self.done[thread].load(Ordering::Acquire) <= step as u64
+            // Counted before the check, under the lock: a step finished
+            // after the check finds the count and notifies under the same
+            // lock, so no wake-up is lost.
+            self.waiters[thread].fetch_add(1, Ordering::SeqCst);
+            while self.done[thread].load(Ordering::SeqCst) <= step as u64
                 && !self.cancel.load(Ordering::Relaxed)
             {
                 g = match cv.wait_timeout(g, Duration::from_millis(50)) {
@@ -746,14 +904,17 @@ impl Shared<'_> {
                     Err(p) => p.into_inner().0,
                 };
             }
+            self.waiters[thread].fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     fn finished(&self, thread: usize) {
-        self.done[thread].fetch_add(1, Ordering::Release);
-        let (lock, cv) = &self.wake;
-        let _g = lock.lock();
-        cv.notify_all();
+        self.done[thread].fetch_add(1, Ordering::SeqCst);
+        if self.waiters[thread].load(Ordering::SeqCst) > 0 {
+            let (lock, cv) = &self.wake[thread];
+            let _g = lock.lock();
+            cv.notify_all();
+        }
     }
 
     /// Replay one thread's steps.
@@ -763,26 +924,35 @@ impl Shared<'_> {
         let mut buf = AlignedBuffer::new();
         let mut prev_end_trace: Option<u64> = None;
         let mut prev_end_replay = self.start;
-        for step in steps {
+        for (si, step) in steps.iter().enumerate() {
             if self.cancel.load(Ordering::Relaxed) {
                 break;
             }
             // Think time: the recorded gap since this thread's previous
             // operation ended (from the trace's start for its first), the
             // tracer's cost per call taken out.
-            let target = match prev_end_trace {
-                None => {
+            let target = match (step.trigger, prev_end_trace) {
+                (Some((tj, sj, after)), Some(_)) => {
+                    self.wait_for(&[(tj, sj)]);
+                    let end = self.start
+                        + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire));
+                    (end + Duration::from_nanos((after as f64 * self.think_scale) as u64))
+                        .max(prev_end_replay)
+                }
+                (_, None) => {
                     self.start + Duration::from_nanos((step.t as f64 * self.think_scale) as u64)
                 }
-                Some(prev) => {
-                    // Every stop of the thread the tracer made since its
-                    // previous operation cost it the tracer's time.
-                    let tracer = self.plan.overhead_ns.saturating_mul(u64::from(step.calls));
-                    let gap = step.t.saturating_sub(prev).saturating_sub(tracer);
+                (None, Some(prev)) => {
+                    // Times are on the tracer-free clock (`take_out_tracer`).
+                    // A gap the clock took more than all of is none:
+                    // recorded durations hold tracer time too, which the
+                    // replay's own operations do not (carrying the excess
+                    // into later gaps replayed tsk_loaddb 12% short).
+                    let gap = step.t.saturating_sub(prev);
                     prev_end_replay + Duration::from_nanos((gap as f64 * self.think_scale) as u64)
                 }
             };
-            wait_until(target);
+            wait_until(target, &self.spinners);
             self.wait_for(&step.deps);
             let began = Instant::now();
             if let Err(e) = self.execute(step, &mut buf) {
@@ -796,6 +966,7 @@ impl Shared<'_> {
             p.ops.fetch_add(1, Ordering::Relaxed);
             prev_end_trace = Some(step.t + step.dur);
             prev_end_replay = ended;
+            self.ends[ti][si].store(ns(ended), Ordering::Release);
             self.finished(ti);
         }
     }
@@ -915,8 +1086,11 @@ impl Shared<'_> {
 
 /// Wait until `target`: asleep until shortly before it, then spinning, so a
 /// think time of a few microseconds is not stretched to a sleep's
-/// granularity (tens of microseconds, thousands of times over).
-fn wait_until(target: Instant) {
+/// granularity (tens of microseconds, thousands of times over). Only
+/// `spinners.1` threads spin at once, one fewer than the CPUs: the others
+/// sleep the rest, so that a trace of many threads (a database server's)
+/// does not spend the CPUs its own steps need on waiting.
+fn wait_until(target: Instant, spinners: &(AtomicU64, u64)) {
     const SPIN: Duration = Duration::from_micros(100);
     loop {
         let now = Instant::now();
@@ -926,9 +1100,17 @@ fn wait_until(target: Instant) {
         let left = target - now;
         if left > SPIN {
             std::thread::sleep(left - SPIN);
-        } else {
-            std::hint::spin_loop();
+            continue;
         }
+        if spinners.0.fetch_add(1, Ordering::Relaxed) < spinners.1 {
+            while Instant::now() < target {
+                std::hint::spin_loop();
+            }
+            spinners.0.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        spinners.0.fetch_sub(1, Ordering::Relaxed);
+        std::thread::sleep(left);
     }
 }
 
@@ -1271,7 +1453,18 @@ pub fn replay(spec: &ReplaySpec, cancel: &AtomicBool) -> Result<RunReport, Repla
         phases,
         handles: Mutex::new(HashMap::new()),
         done: plan.threads.iter().map(|_| AtomicU64::new(0)).collect(),
-        wake: (Mutex::new(()), Condvar::new()),
+        wake: plan
+            .threads
+            .iter()
+            .map(|_| (Mutex::new(()), Condvar::new()))
+            .collect(),
+        waiters: plan.threads.iter().map(|_| AtomicU64::new(0)).collect(),
+        spinners: (AtomicU64::new(0), (cpus as u64).saturating_sub(1).max(1)),
+        ends: plan
+            .threads
+            .iter()
+            .map(|(_, steps)| steps.iter().map(|_| AtomicU64::new(0)).collect())
+            .collect(),
         errors: Mutex::new(Vec::new()),
         error_count: AtomicU64::new(0),
         start: Instant::now(),
@@ -1463,4 +1656,103 @@ fn furthest_read(plan: &Plan, id: u32) -> u64 {
         .map(|s| s.offset.saturating_add(s.len))
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(t: u64, dur: u64, calls: u32) -> Step {
+        Step {
+            t,
+            dur,
+            file: 1,
+            op: Op::Read,
+            offset: 0,
+            len: 1,
+            direct: false,
+            calls,
+            channel: ChannelKind::Database,
+            path: None,
+            to: None,
+            phase: 0,
+            deps: Vec::new(),
+            trigger: None,
+        }
+    }
+
+    fn times(threads: &[(String, Vec<Step>)]) -> Vec<Vec<u64>> {
+        threads
+            .iter()
+            .map(|(_, s)| s.iter().map(|s| s.t).collect())
+            .collect()
+    }
+
+    fn client_and_server() -> Vec<(String, Vec<Step>)> {
+        // A client waiting 10 ms for a server that made 90 stops meanwhile.
+        vec![
+            (
+                "client".to_string(),
+                vec![step(0, 0, 1), step(10_000_000, 0, 1)],
+            ),
+            (
+                "server".to_string(),
+                vec![step(1_000_000, 0, 40), step(5_000_000, 0, 50)],
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_threads_stops_move_every_later_step_back() {
+        // The client's think time loses the server's stops too, not only
+        // its own: 92 stops of 10 us before its second step.
+        let mut threads = client_and_server();
+        let note = take_out_tracer(&mut threads, 10_000, None).unwrap();
+        assert_eq!(
+            times(&threads),
+            vec![vec![0, 9_080_000], vec![590_000, 4_090_000]],
+            "{note}"
+        );
+        assert!(note.contains("92 stops"), "{note}");
+    }
+
+    #[test]
+    fn a_step_that_idled_until_another_threads_ended_follows_it() {
+        // The client's second step begins 50 us after the server's sync
+        // (3 ms after the client's own previous step): it follows the
+        // sync. The server's second step began 1 ms after the client's
+        // first, having been busy until just before: not idle enough.
+        let mut threads = vec![
+            (
+                "client".to_string(),
+                vec![step(0, 1_000, 1), step(3_051_000, 0, 1)],
+            ),
+            (
+                "server".to_string(),
+                vec![step(500, 900_000, 1), step(1_001_000, 2_000_000, 1)],
+            ),
+        ];
+        let order: Vec<Vec<u64>> = threads
+            .iter()
+            .map(|(_, s)| s.iter().map(|s| s.t).collect())
+            .collect();
+        assert_eq!(find_triggers(&mut threads, &order), 1);
+        assert_eq!(threads[0].1[1].trigger, Some((1, 1, 0)));
+        assert_eq!(threads[1].1[1].trigger, None);
+        // Long after the other ended, it is the thread's own think time.
+        threads[0].1[1].t = 9_000_000;
+        threads[0].1[1].trigger = None;
+        assert_eq!(find_triggers(&mut threads, &order), 0);
+    }
+
+    #[test]
+    fn with_the_plain_length_the_clock_ends_there() {
+        let mut threads = client_and_server();
+        let note = take_out_tracer(&mut threads, 10_000, Some(5_000_000)).unwrap();
+        assert_eq!(times(&threads)[0][1], 5_000_000, "{note}");
+        // Nothing to take out: the trace is left as it is.
+        let mut threads = client_and_server();
+        assert!(take_out_tracer(&mut threads, 0, None).is_none());
+        assert_eq!(times(&threads), times(&client_and_server()));
+    }
 }

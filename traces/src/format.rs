@@ -191,7 +191,9 @@ pub struct Record {
     pub to: Option<Vec<u8>>,
     /// The traced tool's system calls this record ends since the thread's
     /// previous record (itself included): the tracer's stops in the gap
-    /// before it, which a replay takes out (`# tracer-overhead-ns` each).
+    /// before it, which a replay takes out of the trace's clock (`#
+    /// tracer-overhead-ns` each, or the cost that makes the clock end at `#
+    /// plain-ns`).
     /// 0 (or 1) where not counted: a run's own trace has no tracer.
     pub calls: u32,
 }
