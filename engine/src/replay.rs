@@ -27,7 +27,7 @@
 //! trace's phases as its stages (the trace's own stage markers, time
 //! windows, or one phase per process).
 //!
-//! Memory: the trace is held in memory (about 80 bytes per operation) so
+//! Memory: the trace is held in memory (about 120 bytes per operation) so
 //! that threads can be scheduled against each other; buffers are 4 MiB per
 //! thread whatever the request size.
 
