@@ -165,7 +165,8 @@ struct Options {
     #[serde(default = "default_depth")]
     max_depth: u32,
     /// tantivy's indexing arenas, all threads together (split across
-    /// them, at least [`ARENA_MIN`] each).
+    /// them, at least [`ARENA_MIN`] each: no more writer threads than
+    /// that allows).
     #[serde(default = "default_memory_mib")]
     memory_mib: u64,
     /// Segments the index may end with before the final merge runs
