@@ -146,9 +146,8 @@ struct Step {
     /// (thread index, step index) that must be done first.
     deps: Vec<(usize, usize)>,
     /// Another thread's step this one began just after, having been idle
-    /// until then (see `find_triggers`), and the time from that step's end
-    /// to this one's start on the tracer-free clock.
-    trigger: Option<(usize, usize, u64)>,
+    /// until then (see `find_triggers`).
+    trigger: Option<(usize, usize)>,
 }
 
 /// A file of the trace.
@@ -621,18 +620,6 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
         notes.push(note);
     }
     if triggers > 0 {
-        // The time from each trigger's end to its step, on the clock the
-        // replay keeps.
-        for ti in 0..threads.len() {
-            for si in 0..threads[ti].1.len() {
-                if let Some((tj, sj, _)) = threads[ti].1[si].trigger {
-                    let c = &threads[tj].1[sj];
-                    let end = c.t.saturating_add(c.dur);
-                    let after = threads[ti].1[si].t.saturating_sub(end);
-                    threads[ti].1[si].trigger = Some((tj, sj, after));
-                }
-            }
-        }
         notes.push(format!(
             "{triggers} operations follow another thread's, after idling until it ended: replayed after it (a client waiting on its server through calls the trace does not show)"
         ));
@@ -694,7 +681,7 @@ fn find_triggers(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> 
                 let latency = t - end;
                 // Mostly idle before it, and started soon after it.
                 if latency <= LATENCY_NS && latency.saturating_mul(4) <= t - idle_from {
-                    threads[ti].1[si].trigger = Some((tj, sj, 0));
+                    threads[ti].1[si].trigger = Some((tj, sj));
                     found += 1;
                 }
             }
@@ -932,8 +919,12 @@ impl Shared<'_> {
             // operation ended (from the trace's start for its first), the
             // tracer's cost per call taken out.
             let target = match (step.trigger, prev_end_trace) {
-                (Some((tj, sj, after)), Some(_)) => {
+                (Some((tj, sj)), Some(_)) => {
                     self.wait_for(&[(tj, sj)]);
+                    // The recorded latency from its end, on the tracer-free
+                    // clock.
+                    let c = &self.plan.threads[tj].1[sj];
+                    let after = step.t.saturating_sub(c.t.saturating_add(c.dur));
                     let end = self.start
                         + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire));
                     (end + Duration::from_nanos((after as f64 * self.think_scale) as u64))
@@ -1737,7 +1728,7 @@ mod tests {
             .map(|(_, s)| s.iter().map(|s| s.t).collect())
             .collect();
         assert_eq!(find_triggers(&mut threads, &order), 1);
-        assert_eq!(threads[0].1[1].trigger, Some((1, 1, 0)));
+        assert_eq!(threads[0].1[1].trigger, Some((1, 1)));
         assert_eq!(threads[1].1[1].trigger, None);
         // Long after the other ended, it is the thread's own think time.
         threads[0].1[1].t = 9_000_000;

@@ -270,23 +270,22 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("--tracer-overhead {ns}: auto, none or nanoseconds"))?,
         ),
     };
+    let mut meta = vec![(
+        "source".to_string(),
+        format!("{} {}", format.name(), a.file.display()),
+    )];
+    // The plain run's length: a replay takes the tracer's time out of the
+    // trace's clock until it ends there.
+    if let Some(p) = a.plain_seconds {
+        meta.push(("plain-ns".into(), format!("{}", (p * 1e9) as u64)));
+    }
     let opts = ImportOptions {
         maps,
         processes: a.processes.clone(),
         keep_paging: a.keep_paging,
         tracer_overhead_ns,
         tracer_in_call_ns: in_call_ns,
-        meta: std::iter::once((
-            "source".into(),
-            format!("{} {}", format.name(), a.file.display()),
-        ))
-        // The plain run's length: a replay takes the tracer's time out of
-        // the trace's clock until it ends there.
-        .chain(
-            a.plain_seconds
-                .map(|p| ("plain-ns".into(), format!("{}", (p * 1e9) as u64))),
-        )
-        .collect(),
+        meta,
         exclude: a.exclude.clone(),
     };
     // Written beside its destination and renamed when complete, so a
