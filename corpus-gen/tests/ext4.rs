@@ -5,6 +5,7 @@
 
 mod common;
 
+use caseload_corpus::content::Kind;
 use caseload_corpus::manifest::EntryKind;
 use caseload_corpus::{NoProgress, generate_ext4};
 use common::{entries, have, hex, opts};
@@ -255,6 +256,156 @@ fn linux_server_corpus_passes_every_oracle() {
             .any(|e| e.path.contains("/Maildir/cur/") && e.kind == EntryKind::File),
         "no mail in Maildir"
     );
+    check_server_vocabulary(&c);
+}
+
+/// A file's bytes, from its extents in the image.
+fn file_bytes(img: &[u8], e: &caseload_corpus::manifest::FileEntry) -> Vec<u8> {
+    let mut out = Vec::with_capacity(e.size as usize);
+    for x in &e.extents {
+        let take = x.length.min(e.size - out.len() as u64) as usize;
+        out.extend_from_slice(&img[x.offset as usize..x.offset as usize + take]);
+    }
+    out
+}
+
+/// A server's files look like one's: /etc holds settings, /var/log
+/// rsyslog lines with rotated logs gzipped (`gzip -t` the oracle), the
+/// databases are under /var/lib, Maildir names are Maildir's.
+fn check_server_vocabulary(c: &Corpus) {
+    let img = std::fs::read(&c.image).expect("image");
+    let live = |e: &&caseload_corpus::manifest::FileEntry| {
+        e.kind == EntryKind::File && e.allocated && !e.sparse
+    };
+    let files: Vec<_> = c.manifest.files.iter().filter(live).collect();
+    let etc: Vec<_> = files
+        .iter()
+        .filter(|e| e.path.starts_with("etc/"))
+        .collect();
+    assert!(etc.len() >= 6, "{} files in /etc", etc.len());
+    for e in &etc {
+        let text = String::from_utf8(file_bytes(&img, e)).expect("utf-8 in /etc");
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with("# ") || l.split_whitespace().count() >= 2 || l.len() < 40),
+            "{} is not settings: {text:?}",
+            e.path
+        );
+    }
+    // Logs by type: a planted duplicate of another file may sit among them.
+    let logs: Vec<_> = files
+        .iter()
+        .filter(|e| e.path.starts_with("var/log/"))
+        .filter(|e| matches!(e.content_type, Some(Kind::Log | Kind::Gzip)))
+        .collect();
+    let gz: Vec<_> = logs.iter().filter(|e| e.path.ends_with(".gz")).collect();
+    assert!(
+        !gz.is_empty() && gz.len() < logs.len(),
+        "{} of {} logs gzipped",
+        gz.len(),
+        logs.len()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    for e in &logs {
+        let bytes = file_bytes(&img, e);
+        let text = if e.path.ends_with(".gz") {
+            assert_eq!(e.mime.as_deref(), Some("application/gzip"), "{}", e.path);
+            if !have("gzip") {
+                continue;
+            }
+            let f = dir.path().join("log.gz");
+            std::fs::write(&f, &bytes).expect("write");
+            let out = Command::new("gzip")
+                .arg("-dc")
+                .arg(&f)
+                .output()
+                .expect("gzip");
+            assert!(
+                out.status.success(),
+                "gzip -dc {}: {}",
+                e.path,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        } else {
+            bytes
+        };
+        let text = String::from_utf8(text).expect("utf-8 log");
+        let first = text.lines().next().unwrap_or_default();
+        // `Mmm dd hh:mm:ss host program[pid]: ...`
+        let month = first.get(..3).unwrap_or_default();
+        assert!(
+            [
+                "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
+            ]
+            .contains(&month)
+                && first.get(9..10) == Some(":")
+                && first.contains(": "),
+            "{}: {first:?}",
+            e.path
+        );
+        assert!(!text.contains('\r'), "{}: CR in a server's log", e.path);
+    }
+    assert!(
+        files.iter().any(|e| e.path.starts_with("var/lib/")
+            && e.mime.as_deref() == Some("application/vnd.sqlite3")),
+        "no database under /var/lib"
+    );
+    for e in files.iter().filter(|e| e.path.contains("/Maildir/cur/")) {
+        assert!(
+            e.name.contains(":2,") && e.name.contains(".M"),
+            "Maildir name {}",
+            e.name
+        );
+    }
+    assert!(
+        !files
+            .iter()
+            .any(|e| e.name.ends_with(".exe") || e.name.ends_with(".dll")),
+        "Windows programs on a server"
+    );
+    // The package cache: packages dpkg-deb reads, named for their control.
+    let debs: Vec<_> = files
+        .iter()
+        .filter(|e| e.path.starts_with("var/cache/apt/archives/"))
+        .collect();
+    assert!(!debs.is_empty(), "an empty package cache");
+    for e in debs {
+        assert!(e.name.ends_with("_amd64.deb") && e.known, "{}", e.path);
+        if !have("dpkg-deb") {
+            continue;
+        }
+        let f = dir.path().join("p.deb");
+        std::fs::write(&f, file_bytes(&img, e)).expect("write");
+        let info = Command::new("dpkg-deb")
+            .arg("-f")
+            .arg(&f)
+            .args(["Package", "Version"])
+            .output()
+            .expect("dpkg-deb");
+        assert!(
+            info.status.success(),
+            "dpkg-deb -f {}: {}",
+            e.path,
+            String::from_utf8_lossy(&info.stderr)
+        );
+        let fields = String::from_utf8_lossy(&info.stdout).to_string();
+        let mut it = e.name.split('_');
+        for (field, want) in ["Package", "Version"].iter().zip([it.next(), it.next()]) {
+            assert!(
+                fields.contains(&format!("{field}: {}", want.unwrap_or_default())),
+                "{}: {fields}",
+                e.path
+            );
+        }
+        let list = Command::new("dpkg-deb")
+            .arg("-c")
+            .arg(&f)
+            .output()
+            .expect("dpkg-deb");
+        let list = String::from_utf8_lossy(&list.stdout).to_string();
+        assert!(list.contains("./usr/bin/"), "{}: {list}", e.path);
+    }
 }
 
 /// By hand, at any size and seed: `EXT4_BIG_MIB` (default 1024),

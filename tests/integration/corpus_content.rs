@@ -79,6 +79,7 @@ fn file_names_every_type() {
         let said = String::from_utf8_lossy(&out.stdout).to_string();
         let want: &[&str] = match k {
             Kind::Text | Kind::Log => &["text"],
+            Kind::Gzip => &["gzip compressed data"],
             Kind::Html => &["HTML document"],
             Kind::Eml => &["mail"],
             // file(1) 5.44 has no mbox magic: it names it text; the
@@ -95,6 +96,7 @@ fn file_names_every_type() {
             Kind::Mp3 => &["Audio file with ID3", "MPEG ADTS, layer III"],
             Kind::Container => &["data"],
             Kind::Exe => &["PE32+ executable"],
+            Kind::Deb => &["Debian binary package"],
         };
         assert!(
             want.iter().all(|w| said.contains(w)),

@@ -98,6 +98,18 @@ fn setup() -> Result<Wine, String> {
                  the server exiting are tried again"
             ),
         }
+        // The first client of a new server starts the prefix's services
+        // (explorer, rpcss, ...), which inherit that client's standard
+        // streams and live as long as the server: a test reading its
+        // client's output to the end would wait the server's minute out.
+        // Start them here, on no streams.
+        let _ = w
+            .command()
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
     }
     Ok(w)
 }

@@ -11,6 +11,8 @@
 //! placeholder cells) so that every file's hash is its own.
 
 mod binary;
+pub mod deb;
+pub mod gzip;
 mod image;
 pub(crate) mod mail;
 mod pdf;
@@ -31,6 +33,8 @@ pub enum Kind {
     Text,
     /// Application log.
     Log,
+    /// A rotated log compressed with gzip.
+    Gzip,
     /// HTML page.
     Html,
     /// RFC 5322 message with MIME attachments.
@@ -59,13 +63,16 @@ pub enum Kind {
     Container,
     /// Windows executable.
     Exe,
+    /// Debian package (`ar` of gzipped tars).
+    Deb,
 }
 
 impl Kind {
     /// Every kind, for tables and tests.
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Text,
         Kind::Log,
+        Kind::Gzip,
         Kind::Html,
         Kind::Eml,
         Kind::Mbox,
@@ -80,6 +87,7 @@ impl Kind {
         Kind::Mp3,
         Kind::Container,
         Kind::Exe,
+        Kind::Deb,
     ];
 
     /// Usual file-name extension.
@@ -87,6 +95,7 @@ impl Kind {
         match self {
             Kind::Text => "txt",
             Kind::Log => "log",
+            Kind::Gzip => "gz",
             Kind::Html => "html",
             Kind::Eml => "eml",
             Kind::Mbox => "",
@@ -101,6 +110,7 @@ impl Kind {
             Kind::Mp3 => "mp3",
             Kind::Container => "tc",
             Kind::Exe => "exe",
+            Kind::Deb => "deb",
         }
     }
 
@@ -109,6 +119,7 @@ impl Kind {
         match self {
             Kind::Text => "text/plain",
             Kind::Log => "text/plain",
+            Kind::Gzip => "application/gzip",
             Kind::Html => "text/html",
             Kind::Eml => "message/rfc822",
             Kind::Mbox => "application/mbox",
@@ -123,6 +134,7 @@ impl Kind {
             Kind::Mp3 => "audio/mpeg",
             Kind::Container => "application/octet-stream",
             Kind::Exe => "application/vnd.microsoft.portable-executable",
+            Kind::Deb => "application/vnd.debian.binary-package",
         }
     }
 
@@ -147,7 +159,7 @@ impl Kind {
     /// Whether the bytes are essentially incompressible (they set the E01
     /// compression ratio together with random free space).
     pub fn incompressible(self) -> bool {
-        matches!(self, Kind::Jpeg | Kind::Mp3 | Kind::Container)
+        matches!(self, Kind::Jpeg | Kind::Mp3 | Kind::Container | Kind::Deb)
     }
 
     /// Stored size of this kind's content as a share of its bytes when
@@ -160,6 +172,7 @@ impl Kind {
         match self {
             Kind::Text => 0.48,
             Kind::Log => 0.43,
+            Kind::Gzip => 1.0,
             Kind::Html => 0.42,
             Kind::Eml => 0.53,
             Kind::Mbox => 0.57,
@@ -174,6 +187,7 @@ impl Kind {
             Kind::Mp3 => 1.0,
             Kind::Container => 1.0,
             Kind::Exe => 0.67,
+            Kind::Deb => 1.0,
         }
     }
 
@@ -181,6 +195,7 @@ impl Kind {
     pub fn min_size(self, pool: &Pool) -> u64 {
         match self {
             Kind::Text | Kind::Log | Kind::Container => 0,
+            Kind::Gzip => gzip::MIN_SIZE,
             Kind::Html => 256,
             Kind::Eml => 1024,
             Kind::Mbox => 2048,
@@ -192,6 +207,7 @@ impl Kind {
             Kind::Sqlite => pool.sqlite_min(),
             Kind::Mp3 => 4096,
             Kind::Exe => 4096,
+            Kind::Deb => deb::MIN_SIZE,
         }
     }
 }
@@ -256,6 +272,12 @@ pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// [`Spec::variant`] of a text or log written as a Linux server writes it:
+/// a log as rsyslog's lines (`\n`-ended; a gzip member holds the same), a
+/// text as a configuration file's settings. Variant 0 is a Windows
+/// application's log (`\r\n`) and a prose document.
+pub const SERVER_VARIANT: u32 = 1;
+
 /// The content of a text or log `spec` (kinds that need no pool), or
 /// `None` for other kinds: the planner uses it to lay out compressed files
 /// before the content workers run.
@@ -263,7 +285,17 @@ pub fn generate_text(spec: &Spec) -> Option<Vec<u8>> {
     let mut rng = Rng::new(spec.key);
     let size = spec.size as usize;
     match spec.kind {
+        Kind::Text if spec.variant == SERVER_VARIANT => {
+            Some(text::config(&mut rng, size, &spec.keywords))
+        }
         Kind::Text => Some(text::plain(&mut rng, size, &spec.keywords, &spec.straddle)),
+        Kind::Log if spec.variant == SERVER_VARIANT => Some(text::syslog(
+            &mut rng,
+            size,
+            &spec.keywords,
+            &spec.straddle,
+            spec.when,
+        )),
         Kind::Log => Some(text::log(
             &mut rng,
             size,
@@ -282,6 +314,7 @@ pub fn generate(spec: &Spec, pool: &Pool) -> Result<Generated, crate::CorpusErro
     let mut out = Generated::default();
     out.bytes = match spec.kind {
         Kind::Text | Kind::Log => generate_text(spec).unwrap_or_default(),
+        Kind::Gzip => gzip::rotated_log(&mut rng, size, &spec.keywords, spec.when),
         Kind::Html => text::html(&mut rng, size, &spec.keywords),
         Kind::Pdf => pdf::pdf(&mut rng, size, &spec.keywords, spec.when),
         Kind::Jpeg => pool.jpeg(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
@@ -310,6 +343,7 @@ pub fn generate(spec: &Spec, pool: &Pool) -> Result<Generated, crate::CorpusErro
         Kind::Mp3 => binary::mp3(&mut rng, size),
         Kind::Container => binary::container(&mut rng, size),
         Kind::Exe => binary::exe(&mut rng, size, spec.when),
+        Kind::Deb => deb::package(&mut rng, size, spec.key, spec.when),
     };
     if out.bytes.len() != size {
         return Err(crate::CorpusError::Encode {

@@ -20,7 +20,13 @@ fn put_token(buf: &mut [u8], at: usize, token: &str) {
 /// Place keywords: keyword `i` centred on `straddle[i]` when given (so it
 /// crosses that offset, typically a cluster boundary), otherwise at a
 /// random offset; `lo` keeps them clear of a header.
-fn place(rng: &mut Rng, buf: &mut [u8], lo: usize, keywords: &[String], straddle: &[u64]) {
+pub(super) fn place(
+    rng: &mut Rng,
+    buf: &mut [u8],
+    lo: usize,
+    keywords: &[String],
+    straddle: &[u64],
+) {
     for (i, k) in keywords.iter().enumerate() {
         let at = match straddle.get(i) {
             Some(&s) => (s as usize).saturating_sub(k.len() / 2),
@@ -54,6 +60,23 @@ const MODULES: &[&str] = &[
     "backup",
 ];
 
+/// Cut drawn lines to exactly `size` bytes, the last one a line end, and
+/// plant the keywords.
+fn finish_lines(
+    rng: &mut Rng,
+    mut out: Vec<u8>,
+    size: usize,
+    keywords: &[String],
+    straddle: &[u64],
+) -> Vec<u8> {
+    out.truncate(size);
+    if size > 0 {
+        out[size - 1] = b'\n';
+    }
+    place(rng, &mut out, 0, keywords, straddle);
+    out
+}
+
 /// An application log of exactly `size` bytes: timestamped lines.
 pub fn log(
     rng: &mut Rng,
@@ -77,12 +100,100 @@ pub fn log(
         words::push_sentence(rng, &mut out);
         out.extend_from_slice(b"\r\n");
     }
-    out.truncate(size);
-    if size > 0 {
-        out[size - 1] = b'\n';
+    finish_lines(rng, out, size, keywords, straddle)
+}
+
+/// Programs whose messages fill a server's syslog, with how often each
+/// speaks.
+const DAEMONS: &[(&str, u64)] = &[
+    ("sshd", 6),
+    ("CRON", 5),
+    ("systemd", 5),
+    ("kernel", 3),
+    ("postfix/smtpd", 3),
+    ("nginx", 2),
+    ("dovecot", 2),
+    ("sudo", 1),
+    ("rsyslogd", 1),
+];
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// A server's log as rsyslog writes it, exactly `size` bytes: `Mmm dd
+/// hh:mm:ss host program[pid]: message` lines ending in `\n`, the last
+/// `when`.
+pub fn syslog(
+    rng: &mut Rng,
+    size: usize,
+    keywords: &[String],
+    straddle: &[u64],
+    when: u64,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 256);
+    let host = words::zipf_word(rng);
+    let weights: Vec<f64> = DAEMONS.iter().map(|(_, w)| *w as f64).collect();
+    let mut t = when.saturating_sub(86_400 * 7);
+    while out.len() < size {
+        t += rng.range(0, 300);
+        let (_, mo, d, h, mi, s) = Stamp { secs: t, centis: 0 }.parts();
+        let month = MONTHS[(mo as usize).clamp(1, 12) - 1];
+        let (daemon, _) = DAEMONS[rng.weighted(&weights)];
+        let line = format!("{month} {d:>2} {h:02}:{mi:02}:{s:02} {host} {daemon}");
+        out.extend_from_slice(line.as_bytes());
+        if daemon != "kernel" {
+            out.extend_from_slice(format!("[{}]", rng.range(300, 65_000)).as_bytes());
+        }
+        out.extend_from_slice(b": ");
+        match daemon {
+            "sshd" => {
+                let (first, _) = words::person(rng);
+                let verb = *rng.pick(&["Accepted publickey", "Failed password", "Disconnected"]);
+                out.extend_from_slice(
+                    format!(
+                        "{verb} for {} from 10.{}.{}.{} port {} ssh2",
+                        first.to_ascii_lowercase(),
+                        rng.below(256),
+                        rng.below(256),
+                        rng.range(1, 255),
+                        rng.range(1024, 65_535)
+                    )
+                    .as_bytes(),
+                );
+            }
+            "CRON" => out.extend_from_slice(
+                format!("(root) CMD (/usr/local/bin/{}.sh)", words::zipf_word(rng)).as_bytes(),
+            ),
+            _ => words::push_sentence(rng, &mut out),
+        }
+        out.push(b'\n');
     }
-    place(rng, &mut out, 0, keywords, straddle);
-    out
+    finish_lines(rng, out, size, keywords, straddle)
+}
+
+/// A configuration file as `/etc` holds them, exactly `size` bytes:
+/// comment paragraphs and `key value` or `key = value` settings.
+pub fn config(rng: &mut Rng, size: usize, keywords: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 256);
+    let equals = rng.below(2) == 0;
+    while out.len() < size {
+        if rng.below(4) == 0 {
+            out.extend_from_slice(b"# ");
+            words::push_sentence(rng, &mut out);
+            out.push(b'\n');
+        }
+        let key = words::zipf_word(rng);
+        let value = match rng.below(4) {
+            0 => rng.range(0, 65_536).to_string(),
+            1 => (*rng.pick(&["yes", "no", "on", "off"])).to_string(),
+            2 => format!("/var/lib/{}", words::zipf_word(rng)),
+            _ => words::zipf_word(rng).to_string(),
+        };
+        let sep = if equals { " = " } else { " " };
+        out.extend_from_slice(format!("{key}{sep}{value}\n").as_bytes());
+    }
+    finish_lines(rng, out, size, keywords, &[])
 }
 
 /// An HTML page of exactly `size` bytes (`size` ≥ 256).

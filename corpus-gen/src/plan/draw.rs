@@ -6,6 +6,7 @@
 //! drawn group on the volume.
 
 use super::*;
+use crate::content::SERVER_VARIANT;
 
 /// A group being drawn, then placed ([`GroupBuilder::place`]).
 pub(super) struct GroupBuilder<'a> {
@@ -189,7 +190,7 @@ impl<'a> GroupBuilder<'a> {
     }
 
     fn pick_kind(&mut self, leaf: Leaf) -> Kind {
-        let table = leaf_kinds(leaf);
+        let table = leaf_kinds(leaf, self.vol.profile.linux);
         let total = (self.incompressible + self.compressible).max(1) as f64;
         let share = self.incompressible as f64 / total;
         let target = self.vol.profile.incompressible_share;
@@ -304,7 +305,18 @@ impl<'a> GroupBuilder<'a> {
         parent: Option<Parent>,
     ) -> usize {
         let t = self.when();
-        let name = file_name(&mut self.rng, leaf, kind, t);
+        let linux = self.vol.profile.linux;
+        let name = match linux.then(|| super::linux_name(&mut self.rng, leaf, kind, t)) {
+            Some(Some(name)) => name,
+            _ => file_name(&mut self.rng, leaf, kind, t),
+        };
+        // A server writes its logs as rsyslog does and its /etc as
+        // settings.
+        let variant = match kind {
+            Kind::Log | Kind::Gzip if linux => SERVER_VARIANT,
+            Kind::Text if leaf == Leaf::Config => SERVER_VARIANT,
+            _ => variant,
+        };
         // A Mac names Safari's history `History.db` and Mail's messages
         // `.emlx` (no draw changes: other profiles stay as they were).
         let name = if self.vol.profile.mac {
@@ -321,6 +333,14 @@ impl<'a> GroupBuilder<'a> {
                 (self.items.len() - self.first_item) as u64,
             ],
         );
+        // A package is named for what it holds; an `ar` archive's length
+        // is even.
+        let (name, size) = if kind == Kind::Deb {
+            let (pkg, version) = crate::content::deb::identity(key);
+            (format!("{pkg}_{version}_amd64.deb"), size & !1)
+        } else {
+            (name, size)
+        };
         if kind.incompressible() {
             self.incompressible += size;
         } else {
@@ -410,7 +430,12 @@ impl<'a> GroupBuilder<'a> {
             self.rng.range(4, 9)
         };
         for j in 0..programs {
-            let kind = if j == 0 { Kind::Text } else { Kind::Exe };
+            // A server's package cache holds packages only.
+            let kind = match (vol.profile.linux, j) {
+                (true, _) => Kind::Deb,
+                (false, 0) => Kind::Text,
+                (false, _) => Kind::Exe,
+            };
             if used >= cap {
                 break;
             }
@@ -420,12 +445,32 @@ impl<'a> GroupBuilder<'a> {
                 used += on_disk(self.items[i].spec.size);
             }
         }
+        // A server keeps its database under /var/lib, a desktop in the
+        // browser's profile.
+        let db = if vol.profile.linux {
+            Leaf::Data
+        } else {
+            Leaf::Browser
+        };
         if !vol.profile.stick
             && let Some((size, v)) = self.pick_size(Kind::Sqlite, room)
         {
-            let b = Parent::Skel(vol.leaf_index(Leaf::Browser));
-            let i = self.new_item(Leaf::Browser, Kind::Sqlite, size, v, Some(b));
+            let b = Parent::Skel(vol.leaf_index(db));
+            let i = self.new_item(db, Kind::Sqlite, size, v, Some(b));
             used += on_disk(self.items[i].spec.size);
+        }
+        if vol.profile.linux {
+            // /etc: small configuration files, each name once.
+            let etc = Parent::Skel(vol.leaf_index(Leaf::Config));
+            let mut names: Vec<&str> = super::LINUX_CONFIGS.to_vec();
+            for _ in 0..self.rng.range(6, 13) {
+                let at = self.rng.below(names.len() as u64) as usize;
+                let name = names.swap_remove(at);
+                let size = self.rng.log_uniform(20, 6 << 10);
+                let i = self.new_item(Leaf::Config, Kind::Text, size, 0, Some(etc));
+                self.items[i].name = name.to_string();
+                used += on_disk(size);
+            }
         }
         let desktop = Parent::Skel(vol.leaf_index(Leaf::Desktop));
         for _ in 0..self.rng.range(2, 7) {
@@ -586,8 +631,12 @@ impl<'a> GroupBuilder<'a> {
         let parent = self.home(leaf);
         // Planted duplicate of an earlier live file.
         if self.rng.chance(prof.duplicate_share) {
+            // A server's copies stay with their kind (no mail among the
+            // logs); other profiles copy anything anywhere.
+            let linux = prof.linux;
+            let fits = |k: Kind| !linux || leaf_kinds(leaf, true).iter().any(|(x, _)| *x == k);
             let cands: Vec<usize> = (self.first_item..self.items.len())
-                .filter(|&j| self.items[j].user_live())
+                .filter(|&j| self.items[j].user_live() && fits(self.items[j].spec.kind))
                 .collect();
             if !cands.is_empty() {
                 let j = *self.rng.pick(&cands);
@@ -602,7 +651,11 @@ impl<'a> GroupBuilder<'a> {
                 };
                 let i = self.copy_of(j, group, leaf, parent);
                 let ext = self.items[i].spec.kind.ext();
-                if !ext.is_empty() && !self.items[i].name.to_ascii_lowercase().ends_with(ext) {
+                if linux {
+                    // A server's copy keeps its name (`cp` to a backup).
+                    self.items[i].name = self.items[j].name.clone();
+                } else if !ext.is_empty() && !self.items[i].name.to_ascii_lowercase().ends_with(ext)
+                {
                     let n = format!("{} copy.{ext}", self.items[i].name);
                     self.items[i].name = n;
                 }
@@ -668,7 +721,7 @@ impl<'a> GroupBuilder<'a> {
         let total_w: f64 = weights.iter().map(|(_, w)| w).sum();
         for (pick, w) in weights {
             let leaf = self.leaf_for(pick);
-            let kinds = leaf_kinds(leaf);
+            let kinds = leaf_kinds(leaf, prof.linux);
             let kind_w: f64 = kinds.iter().map(|(_, x)| x).sum();
             for (kind, kw) in kinds {
                 let (lo, hi) = self.size_bounds(leaf.is_system(), *kind);
@@ -784,7 +837,10 @@ impl<'a> GroupBuilder<'a> {
         for i in self.first_item..self.items.len() {
             let it = &self.items[i];
             // Audio, containers and executables hold no text to plant in.
-            let holds_text = !matches!(it.spec.kind, Kind::Mp3 | Kind::Container | Kind::Exe);
+            let holds_text = !matches!(
+                it.spec.kind,
+                Kind::Mp3 | Kind::Container | Kind::Exe | Kind::Deb
+            );
             if it.spec.size < 1024 || it.dup_group.is_some() || it.known || !holds_text {
                 continue;
             }

@@ -94,6 +94,10 @@ pub enum Leaf {
     /// `Windows/WinSxS`, the component store updates grow (system disks;
     /// known files).
     WinSxS,
+    /// A Linux server's `/etc` (configuration files).
+    Config,
+    /// A Linux server's application data, `/var/lib/<app>` (databases).
+    Data,
 }
 
 impl Leaf {
@@ -119,7 +123,11 @@ const LINUX_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
     (Leaf::Downloads, &["Saved", "Setup"]),
     (Leaf::Mail, &["Archive", "Folder"]),
     (Leaf::Cache, &["site", "static"]),
-    (Leaf::Browser, &["rotated", "archive"]),
+    (
+        Leaf::Browser,
+        &["nginx", "apache2", "mysql", "postgresql", "apt"],
+    ),
+    (Leaf::Data, &["data", "backup"]),
 ];
 
 /// The same on a stick ([`Profile::stick`]): documents, pictures, archives
@@ -758,22 +766,24 @@ impl Volume {
             // in Maildir, the web root, logs and databases under `var`,
             // the package cache (the skeleton's known files).
             vec![
-                (String::new(), 0, None),                       // 0 root
-                ("etc".into(), 0, None),                        // 1
-                ("home".into(), 0, None),                       // 2
-                (user.clone(), 2, Some(Leaf::Desktop)),         // 3
-                ("Documents".into(), 3, Some(Leaf::Documents)), // 4
-                ("Pictures".into(), 3, Some(Leaf::Pictures)),   // 5
-                ("Downloads".into(), 3, Some(Leaf::Downloads)), // 6
-                ("Maildir".into(), 3, None),                    // 7
-                ("cur".into(), 7, Some(Leaf::Mail)),            // 8
-                ("var".into(), 0, None),                        // 9
-                ("log".into(), 9, Some(Leaf::Browser)),         // 10
-                ("www".into(), 9, None),                        // 11
-                ("html".into(), 11, Some(Leaf::Cache)),         // 12
-                ("cache".into(), 9, None),                      // 13
-                ("apt".into(), 13, None),                       // 14
-                ("archives".into(), 14, Some(Leaf::Programs)),  // 15
+                (String::new(), 0, None),                            // 0 root
+                ("etc".into(), 0, Some(Leaf::Config)),               // 1
+                ("home".into(), 0, None),                            // 2
+                (user.clone(), 2, Some(Leaf::Desktop)),              // 3
+                ("Documents".into(), 3, Some(Leaf::Documents)),      // 4
+                ("Pictures".into(), 3, Some(Leaf::Pictures)),        // 5
+                ("Downloads".into(), 3, Some(Leaf::Downloads)),      // 6
+                ("Maildir".into(), 3, None),                         // 7
+                ("cur".into(), 7, Some(Leaf::Mail)),                 // 8
+                ("var".into(), 0, None),                             // 9
+                ("log".into(), 9, Some(Leaf::Browser)),              // 10
+                ("www".into(), 9, None),                             // 11
+                ("html".into(), 11, Some(Leaf::Cache)),              // 12
+                ("cache".into(), 9, None),                           // 13
+                ("apt".into(), 13, None),                            // 14
+                ("archives".into(), 14, Some(Leaf::Programs)),       // 15
+                ("lib".into(), 9, None),                             // 16
+                (vendor.to_ascii_lowercase(), 16, Some(Leaf::Data)), // 17
             ]
         } else {
             tree
@@ -1048,8 +1058,27 @@ fn days_to_secs(days_since_1970: i64) -> u64 {
     ((days_since_1970 - 3652).max(0) as u64) * 86_400 + 9 * 3600
 }
 
-/// Kinds each leaf holds, with weights.
-fn leaf_kinds(leaf: Leaf) -> &'static [(Kind, f64)] {
+/// Kinds each leaf holds, with weights (a Linux server's where `linux`).
+fn leaf_kinds(leaf: Leaf, linux: bool) -> &'static [(Kind, f64)] {
+    match (leaf, linux) {
+        // `/var/log`: current and rotated logs, the older ones gzipped.
+        (Leaf::Browser, true) => return &[(Kind::Log, 3.0), (Kind::Gzip, 2.0)],
+        // Maildir holds one message a file.
+        (Leaf::Mail, true) => return &[(Kind::Eml, 1.0)],
+        // No Windows installers on a server.
+        (Leaf::Downloads, true) => {
+            return &[
+                (Kind::Zip, 3.0),
+                (Kind::Pdf, 2.0),
+                (Kind::Gzip, 1.0),
+                (Kind::Jpeg, 1.0),
+                (Kind::Png, 1.0),
+                (Kind::Container, 0.6),
+                (Kind::Html, 1.0),
+            ];
+        }
+        _ => {}
+    }
     match leaf {
         Leaf::Desktop => &[
             (Kind::Text, 3.0),
@@ -1089,9 +1118,12 @@ fn leaf_kinds(leaf: Leaf) -> &'static [(Kind, f64)] {
             (Kind::Gif, 2.0),
             (Kind::Html, 3.0),
         ],
+        Leaf::Programs if linux => &[(Kind::Deb, 1.0)],
         Leaf::Programs => &[(Kind::Exe, 4.0), (Kind::Text, 1.0), (Kind::Log, 1.0)],
         Leaf::System => &[(Kind::Exe, 6.0), (Kind::Text, 1.0), (Kind::Log, 0.3)],
         Leaf::WinSxS => &[(Kind::Exe, 5.0), (Kind::Text, 2.0)],
+        Leaf::Config => &[(Kind::Text, 1.0)],
+        Leaf::Data => &[(Kind::Sqlite, 1.0)],
     }
 }
 
@@ -1126,14 +1158,16 @@ const STICK_WEIGHTS: &[(Leaf, f64)] = &[
 ];
 
 /// How often a new file lands in each leaf of a Linux server: documents,
-/// mail, the web root and logs (loose files in the home folder).
+/// mail, the web root, logs and application databases (loose files in the
+/// home folder).
 const LINUX_WEIGHTS: &[(Leaf, f64)] = &[
     (Leaf::Desktop, 4.0),
     (Leaf::Documents, 24.0),
     (Leaf::Downloads, 6.0),
     (Leaf::Pictures, 8.0),
     (Leaf::Mail, 20.0),
-    (Leaf::Browser, 12.0),
+    (Leaf::Browser, 10.0),
+    (Leaf::Data, 2.0),
     (Leaf::Cache, 26.0),
 ];
 
@@ -1178,6 +1212,7 @@ fn size_range(kind: Kind) -> (u64, u64) {
     match kind {
         Kind::Text => (200, 96 << 10),
         Kind::Log => (2 << 10, 2 << 20),
+        Kind::Gzip => (2 << 10, 1 << 20),
         Kind::Html => (1 << 10, 200 << 10),
         Kind::Eml => (2 << 10, 2 << 20),
         Kind::Mbox => (100 << 10, 8 << 20),
@@ -1192,6 +1227,7 @@ fn size_range(kind: Kind) -> (u64, u64) {
         Kind::Mp3 => (1 << 20, 8 << 20),
         Kind::Container => (256 << 10, 12 << 20),
         Kind::Exe => (16 << 10, 4 << 20),
+        Kind::Deb => (16 << 10, 8 << 20),
     }
 }
 
@@ -1280,6 +1316,73 @@ fn file_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> String {
     } else {
         name
     }
+}
+
+/// Logs rsyslog and the services of a server write in `/var/log`.
+const LINUX_LOGS: &[&str] = &[
+    "syslog",
+    "auth.log",
+    "kern.log",
+    "daemon.log",
+    "mail.log",
+    "messages",
+    "access.log",
+    "error.log",
+    "dpkg.log",
+    "fail2ban.log",
+];
+
+/// Files of a server's `/etc`, as many distributions install them.
+pub const LINUX_CONFIGS: &[&str] = &[
+    "hostname",
+    "hosts",
+    "fstab",
+    "passwd",
+    "group",
+    "resolv.conf",
+    "crontab",
+    "sudoers",
+    "sysctl.conf",
+    "logrotate.conf",
+    "rsyslog.conf",
+    "nsswitch.conf",
+    "login.defs",
+    "adduser.conf",
+    "ld.so.conf",
+    "environment",
+    "timezone",
+    "motd",
+];
+
+/// The name a Linux server gives a new file of `kind` in `leaf` (`None`:
+/// the name [`file_name`] gives), dated `t`: rotated logs (`syslog.1`,
+/// `auth.log.3.gz`), Maildir messages, web pages and images, databases.
+fn linux_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> Option<String> {
+    let word = |rng: &mut Rng| words::zipf_word(rng).to_ascii_lowercase();
+    Some(match (leaf, kind) {
+        (Leaf::Browser, Kind::Gzip) => {
+            format!("{}.{}.gz", rng.pick(LINUX_LOGS), rng.range(2, 10))
+        }
+        (Leaf::Browser, _) => match rng.below(3) {
+            0 => (*rng.pick(LINUX_LOGS)).to_string(),
+            _ => format!("{}.1", rng.pick(LINUX_LOGS)),
+        },
+        // Maildir's unique name: time, delivery and process, host, flags.
+        (Leaf::Mail, _) => format!(
+            "{}.M{}P{}.{}:2,{}",
+            t + crate::ext4::TO_1980,
+            rng.below(1_000_000),
+            rng.range(300, 65_000),
+            word(rng),
+            rng.pick(&["S", "RS", "FS", ""])
+        ),
+        (Leaf::Cache, Kind::Html) => format!("{}.html", word(rng)),
+        (Leaf::Cache, _) => format!("{}-{}.{}", word(rng), rng.range(1, 99), kind.ext()),
+        (Leaf::Data, _) => format!("{}.{}", word(rng), rng.pick(&["db", "sqlite"])),
+        (Leaf::Config, _) => (*rng.pick(LINUX_CONFIGS)).to_string(),
+        (_, Kind::Gzip) => format!("{}.log.gz", word(rng)),
+        _ => return None,
+    })
 }
 
 /// The name a Mac gives a file `file_name` named: Safari's history is
