@@ -537,30 +537,6 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
         }
         step_keys.push(per_thread);
     }
-    let mut by_key: HashMap<usize, HashMap<usize, Vec<(u64, usize)>>> = HashMap::new();
-    for (ti, (_, steps)) in threads.iter().enumerate() {
-        for (si, s) in steps.iter().enumerate() {
-            for &k in &step_keys[ti][si] {
-                by_key
-                    .entry(k)
-                    .or_default()
-                    .entry(ti)
-                    .or_default()
-                    .push((s.t + s.dur, si));
-            }
-        }
-    }
-    // Sorted by end, each entry with the latest step (in thread order)
-    // among those ending by then: the wait a later step needs, found in
-    // one binary search.
-    for list in by_key.values_mut().flat_map(|m| m.values_mut()) {
-        list.sort_unstable();
-        let mut latest = 0;
-        for e in list.iter_mut() {
-            latest = latest.max(e.1);
-            e.1 = latest;
-        }
-    }
     // A total order of steps consistent with every thread's own order
     // (start times made non-decreasing along each thread: a source may log
     // a thread's calls slightly out of time order). A step waits only for
@@ -578,14 +554,138 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
                 .collect()
         })
         .collect();
+    let deps_total = find_deps(&mut threads, &step_keys, &order_of, |id| {
+        files.get(&id).map_or(0, |f| f.fill)
+    });
     let mut notes = Vec::new();
+    if deps_total > 0 {
+        notes.push(format!("{deps_total} cross-thread waits kept (an operation after another thread's on the same file)"));
+    }
+    let triggers = find_triggers(&mut threads, &order_of);
+    let plain_ns = header.get("plain-ns").and_then(|v| v.parse::<u64>().ok());
+    if let Some(note) = take_out_tracer(&mut threads, overhead_ns, plain_ns) {
+        notes.push(note);
+    }
+    if triggers > 0 {
+        notes.push(format!(
+            "{triggers} operations follow another thread's, after idling until it ended: replayed after it (a client waiting on its server through calls the trace does not show)"
+        ));
+    }
+    Ok(Plan {
+        threads,
+        files,
+        phase_names,
+        space,
+        notes,
+    })
+}
+
+/// Per path key, per thread: (end time, the latest step ending by then).
+type StepsByKey = HashMap<usize, HashMap<usize, Vec<(u64, usize)>>>;
+
+/// What another thread's step must wait for. Only what a replay could
+/// get wrong or time differently is kept: a step that makes, removes,
+/// renames or cuts a path or makes a file longer waits for every earlier
+/// step on it (a read must not find it changed under it); a read or sync
+/// waits for the writes before it (read-after-write finds its data in the
+/// cache, a sync flushes the writes it flushed); any other step for those
+/// that change the path. Waiting for every earlier step on the same file
+/// chained a database's backends through each other's page writes.
+/// `step_keys` are each step's paths (its file's first), `fill_of` a
+/// file's size before the trace. Sets each step's `deps`; returns how many.
+fn find_deps(
+    threads: &mut [(String, Vec<Step>)],
+    step_keys: &[Vec<Vec<usize>>],
+    order_of: &[Vec<u64>],
+    fill_of: impl Fn(u32) -> u64,
+) -> u64 {
+    let mut by_time: Vec<(u64, usize, usize)> = threads
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, (_, steps))| (0..steps.len()).map(move |si| (ti, si)))
+        .map(|(ti, si)| (order_of[ti][si], ti, si))
+        .collect();
+    by_time.sort_unstable();
+    let mut size_of: HashMap<usize, u64> = HashMap::new();
+    // 0: waited for by nothing; 1: a write (reads and syncs wait); 2: an
+    // ordering step (everything waits).
+    let mut weight: Vec<Vec<u8>> = threads.iter().map(|(_, st)| vec![0; st.len()]).collect();
+    for &(_, ti, si) in &by_time {
+        let s = &threads[ti].1[si];
+        let key = step_keys[ti][si].first().copied();
+        let fill = fill_of(s.file);
+        weight[ti][si] = match s.op {
+            Op::Create | Op::Truncate => {
+                if let Some(k) = key {
+                    size_of.insert(k, if s.op == Op::Truncate { s.len } else { 0 });
+                }
+                2
+            }
+            Op::Rename | Op::Remove | Op::Mkdir => 2,
+            Op::Write => {
+                let end = s.offset.saturating_add(s.len);
+                match key {
+                    Some(k) => {
+                        let size = size_of.entry(k).or_insert(fill);
+                        if end > *size {
+                            *size = end;
+                            2
+                        } else {
+                            1
+                        }
+                    }
+                    None => 1,
+                }
+            }
+            _ => 0,
+        };
+    }
+    // Per key and thread, by end time: its writes and ordering steps, its
+    // ordering steps, and all its steps.
+    let mut by_key: [StepsByKey; 3] = Default::default();
+    for (ti, (_, steps)) in threads.iter().enumerate() {
+        for (si, s) in steps.iter().enumerate() {
+            let w = weight[ti][si];
+            for &k in &step_keys[ti][si] {
+                for (m, map) in by_key.iter_mut().enumerate() {
+                    if (m == 0 && w >= 1) || (m == 1 && w == 2) || m == 2 {
+                        map.entry(k)
+                            .or_default()
+                            .entry(ti)
+                            .or_default()
+                            .push((s.t + s.dur, si));
+                    }
+                }
+            }
+        }
+    }
+    // Sorted by end, each entry with the latest step (in thread order)
+    // among those ending by then: the wait a later step needs, found in
+    // one binary search.
+    for list in by_key
+        .iter_mut()
+        .flat_map(|m| m.values_mut())
+        .flat_map(|m| m.values_mut())
+    {
+        list.sort_unstable();
+        let mut latest = 0;
+        for e in list.iter_mut() {
+            latest = latest.max(e.1);
+            e.1 = latest;
+        }
+    }
     let mut deps_total = 0u64;
     for (ti, keys_of) in step_keys.iter().enumerate() {
         for (si, keys) in keys_of.iter().enumerate() {
             let t = threads[ti].1[si].t;
+            let waits_for = match (weight[ti][si], threads[ti].1[si].op) {
+                (2, _) => &by_key[2],
+                (_, Op::Read | Op::Sync) => &by_key[0],
+                _ => &by_key[1],
+            };
             let mut deps: Vec<(usize, usize)> = Vec::new();
             for k in keys {
-                let Some(per_thread) = by_key.get(k) else {
+                let Some(per_thread) = waits_for.get(k) else {
                     continue;
                 };
                 for (&other, list) in per_thread {
@@ -611,26 +711,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             threads[ti].1[si].deps = deps;
         }
     }
-    if deps_total > 0 {
-        notes.push(format!("{deps_total} cross-thread waits kept (an operation after another thread's on the same file)"));
-    }
-    let triggers = find_triggers(&mut threads, &order_of);
-    let plain_ns = header.get("plain-ns").and_then(|v| v.parse::<u64>().ok());
-    if let Some(note) = take_out_tracer(&mut threads, overhead_ns, plain_ns) {
-        notes.push(note);
-    }
-    if triggers > 0 {
-        notes.push(format!(
-            "{triggers} operations follow another thread's, after idling until it ended: replayed after it (a client waiting on its server through calls the trace does not show)"
-        ));
-    }
-    Ok(Plan {
-        threads,
-        files,
-        phase_names,
-        space,
-        notes,
-    })
+    deps_total
 }
 
 /// Operations that began just after another thread's ended, their own
@@ -911,14 +992,24 @@ impl Shared<'_> {
         let mut buf = AlignedBuffer::new();
         let mut prev_end_trace: Option<u64> = None;
         let mut prev_end_replay = self.start;
+        // How late this thread's previous operation started for the
+        // replay's own reasons (a sleep that woke late, a wake-up's
+        // latency), made up in the think times that follow: a thread's
+        // hundred thousand waits each woken tens of microseconds late
+        // added seconds to a replay (caseload's own run, replayed at 1.8x
+        // its plain length). Device time is never made up: it is in the
+        // previous operation's end, which every think time counts from.
+        let mut late = Duration::ZERO;
+        let scaled = |ns: u64| Duration::from_nanos((ns as f64 * self.think_scale) as u64);
         for (si, step) in steps.iter().enumerate() {
             if self.cancel.load(Ordering::Relaxed) {
                 break;
             }
             // Think time: the recorded gap since this thread's previous
             // operation ended (from the trace's start for its first), the
-            // tracer's cost per call taken out.
-            let target = match (step.trigger, prev_end_trace) {
+            // tracer's cost per call taken out. `ideal` is when the step
+            // would start with no lateness, `floor` the earliest it may.
+            let (ideal, floor) = match (step.trigger, prev_end_trace) {
                 (Some((tj, sj)), Some(_)) => {
                     self.wait_for(&[(tj, sj)]);
                     // The recorded latency from its end, on the tracer-free
@@ -927,12 +1018,12 @@ impl Shared<'_> {
                     let after = step.t.saturating_sub(c.t.saturating_add(c.dur));
                     let end = self.start
                         + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire));
-                    (end + Duration::from_nanos((after as f64 * self.think_scale) as u64))
-                        .max(prev_end_replay)
+                    (
+                        (end + scaled(after)).max(prev_end_replay),
+                        end.max(prev_end_replay),
+                    )
                 }
-                (_, None) => {
-                    self.start + Duration::from_nanos((step.t as f64 * self.think_scale) as u64)
-                }
+                (_, None) => (self.start + scaled(step.t), self.start),
                 (None, Some(prev)) => {
                     // Times are on the tracer-free clock (`take_out_tracer`).
                     // A gap the clock took more than all of is none:
@@ -940,12 +1031,25 @@ impl Shared<'_> {
                     // replay's own operations do not (carrying the excess
                     // into later gaps replayed tsk_loaddb 12% short).
                     let gap = step.t.saturating_sub(prev);
-                    prev_end_replay + Duration::from_nanos((gap as f64 * self.think_scale) as u64)
+                    (prev_end_replay + scaled(gap), prev_end_replay)
                 }
             };
-            wait_until(target, &self.spinners);
+            // Lateness a short think time cannot absorb stays owed.
+            let target = ideal.checked_sub(late).unwrap_or(floor);
+            wait_until(target.max(floor), &self.spinners);
             self.wait_for(&step.deps);
             let began = Instant::now();
+            // A dependency that ended after the target held this step for
+            // the devices' sake, as it held the original; what is left past
+            // both is the replay's own lateness.
+            let held = step
+                .deps
+                .iter()
+                .map(|&(tj, sj)| {
+                    self.start + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire))
+                })
+                .fold(target, Instant::max);
+            late = began.saturating_duration_since(held);
             if let Err(e) = self.execute(step, &mut buf) {
                 self.error(format!("{} {}: {e}", step.op.name(), self.describe(step)));
             }
@@ -1705,6 +1809,61 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("92 stops"), "{note}");
+    }
+
+    #[test]
+    fn steps_wait_only_for_what_could_change_them() {
+        let at = |t: u64, op: Op, offset: u64, len: u64| Step {
+            op,
+            offset,
+            len,
+            ..step(t, 10, 1)
+        };
+        // One file of 8 KiB before the trace. A writes in place, then past
+        // the end; B reads after each write and writes in place; C opens
+        // late, then renames the file away after B's last read.
+        let mut threads = vec![
+            (
+                "A".to_string(),
+                vec![at(0, Op::Write, 0, 4096), at(100, Op::Write, 8192, 4096)],
+            ),
+            (
+                "B".to_string(),
+                vec![
+                    at(50, Op::Read, 0, 4096),
+                    at(60, Op::Write, 4096, 4096),
+                    at(200, Op::Read, 8192, 4096),
+                ],
+            ),
+            (
+                "C".to_string(),
+                vec![at(70, Op::Open, 0, 0), at(300, Op::Rename, 0, 0)],
+            ),
+        ];
+        let keys: Vec<Vec<Vec<usize>>> = threads
+            .iter()
+            .map(|(_, s)| vec![vec![0]; s.len()])
+            .collect();
+        let order = times(&threads);
+        let n = find_deps(&mut threads, &keys, &order, |_| 8192);
+        let deps = |ti: usize, si: usize| threads[ti].1[si].deps.clone();
+        // A read waits for the write before it; an in-place write for
+        // nothing; an open for nothing that changed the file.
+        assert_eq!(deps(1, 0), vec![(0, 0)]);
+        assert_eq!(deps(1, 1), vec![]);
+        assert_eq!(deps(2, 0), vec![]);
+        // A write past the end is waited for by the read of its bytes.
+        assert_eq!(deps(1, 2), vec![(0, 1)]);
+        // The extending write itself waits for every earlier step: B's
+        // in-place write and C's open.
+        let mut w = deps(0, 1);
+        w.sort_unstable();
+        assert_eq!(w, vec![(1, 1), (2, 0)]);
+        // A rename waits for every earlier step of the others.
+        let mut r = deps(2, 1);
+        r.sort_unstable();
+        assert_eq!(r, vec![(0, 1), (1, 2)]);
+        assert_eq!(n, 6);
     }
 
     #[test]

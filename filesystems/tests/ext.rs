@@ -47,7 +47,10 @@ fn debugfs(img: &Path, cmd: &str) {
 }
 
 /// What the tree made for every image holds.
-fn populate(root: &Path, big_dir: usize) {
+/// `slow`: also the two files TSK takes a minute over on block maps
+/// (`icat` writes a hole's zeros a block pointer at a time and `istat`
+/// walks every pointer: 20 s each for `triple.bin` with 1 KiB blocks).
+fn populate(root: &Path, big_dir: usize, slow: bool) {
     use std::os::unix::fs::symlink;
     let w = |p: &str, data: &[u8]| {
         let path = root.join(p);
@@ -81,17 +84,24 @@ fn populate(root: &Path, big_dir: usize) {
     drop(f);
     run(Command::new("mkfifo").arg(root.join("a fifo")));
     // Past the triple indirect block with 1 KiB blocks (64 MiB + 268 KiB).
-    let f = std::fs::File::create(root.join("triple.bin")).unwrap();
-    f.write_all_at(b"start", 0).unwrap();
-    f.write_all_at(&filler(10, 2000), 69 << 20).unwrap();
-    drop(f);
+    if slow {
+        let f = std::fs::File::create(root.join("triple.bin")).unwrap();
+        f.write_all_at(b"start", 0).unwrap();
+        f.write_all_at(&filler(10, 2000), 69 << 20).unwrap();
+        drop(f);
+    }
     // Over 4 GiB (i_size_high), nearly all hole.
-    let f = std::fs::File::create(root.join("huge.bin")).unwrap();
-    f.write_all_at(&filler(11, 100), (5 << 30) + 7).unwrap();
-    drop(f);
+    if slow {
+        let f = std::fs::File::create(root.join("huge.bin")).unwrap();
+        f.write_all_at(&filler(11, 100), HUGE_AT).unwrap();
+        drop(f);
+    }
     // Becomes an orphan: its inode freed, its name overwritten.
     w("lonely/o.txt", &filler(12, 2500));
 }
+
+/// Where `huge.bin`'s data lies: its size needs `i_size_high`.
+const HUGE_AT: u64 = (4 << 30) + 7;
 
 /// Frees `lonely/o.txt`'s inode and overwrites its name with another of
 /// the same length: an unallocated inode no name reaches (TSK's orphan).
@@ -109,11 +119,11 @@ struct Img {
 /// Makes an image of `mb` MiB with `mkfs` and `opts` from the usual tree,
 /// hashes big directories with `e2fsck -D`, deletes some files and makes
 /// a fragmented one with debugfs, then runs `extra` debugfs commands.
-fn build(mkfs: &str, opts: &[&str], mb: u64, big_dir: usize, extra: &[&str]) -> Img {
+fn build(mkfs: &str, opts: &[&str], mb: u64, big_dir: usize, extra: &[&str], slow: bool) -> Img {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
-    populate(&tree, big_dir);
+    populate(&tree, big_dir, slow);
     // Small files to free later, so the fragmented file fills the gaps.
     std::fs::create_dir_all(tree.join("pad")).unwrap();
     for i in 0..40 {
@@ -452,14 +462,20 @@ fn common_checks(records: &[FileRecord]) {
     );
     assert!(orphans.iter().any(|o| o.size == 2500), "{orphans:?}");
     assert!(orphans.len() <= 2, "{orphans:?}");
-    assert_eq!(record(records, "huge.bin").size, (5 << 30) + 107);
+    if let Some(huge) = records.iter().find(|r| r.path() == "huge.bin") {
+        assert_eq!(huge.size, HUGE_AT + 100);
+    }
 }
 
 fn full_case(test: &str, mkfs: &str, opts: &[&str], kind: FsKind) -> Vec<FileRecord> {
     if !tools(test, &[mkfs, "e2fsck", "mkfifo"]) {
         return Vec::new();
     }
-    let img = build(mkfs, opts, 24, 400, &[]);
+    // The files past the triple indirect block and past 4 GiB on extents,
+    // and on block maps once (ext2's: ext3 and ext4 without extents read
+    // block maps with the same code).
+    let block_maps = mkfs == "mkfs.ext3" || opts.iter().any(|o| o.contains("^extent"));
+    let img = build(mkfs, opts, 24, 400, &[], !block_maps);
     let records = compare_with_tsk(&img.path);
     let file = std::fs::File::open(&img.path).unwrap();
     let fs = open_filesystem(&file, 0, file.metadata().unwrap().len()).unwrap();
