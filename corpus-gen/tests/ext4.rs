@@ -351,13 +351,16 @@ fn check_server_vocabulary(c: &Corpus) {
             && e.mime.as_deref() == Some("application/vnd.sqlite3")),
         "no database under /var/lib"
     );
+    let mut hosts = BTreeSet::new();
     for e in files.iter().filter(|e| e.path.contains("/Maildir/cur/")) {
         assert!(
             e.name.contains(":2,") && e.name.contains(".M"),
             "Maildir name {}",
             e.name
         );
+        hosts.insert(e.name.split('.').nth(2).and_then(|h| h.split(':').next()));
     }
+    assert_eq!(hosts.len(), 1, "one server, one host name: {hosts:?}");
     assert!(
         !files
             .iter()

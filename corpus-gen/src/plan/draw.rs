@@ -306,10 +306,11 @@ impl<'a> GroupBuilder<'a> {
     ) -> usize {
         let t = self.when();
         let linux = self.vol.profile.linux;
-        let name = match linux.then(|| super::linux_name(&mut self.rng, leaf, kind, t)) {
-            Some(Some(name)) => name,
-            _ => file_name(&mut self.rng, leaf, kind, t),
-        };
+        let name =
+            match linux.then(|| super::linux_name(&mut self.rng, leaf, kind, t, self.vol.seed)) {
+                Some(Some(name)) => name,
+                _ => file_name(&mut self.rng, leaf, kind, t),
+            };
         // A server writes its logs as rsyslog does and its /etc as
         // settings.
         let variant = match kind {

@@ -1355,9 +1355,10 @@ pub const LINUX_CONFIGS: &[&str] = &[
 ];
 
 /// The name a Linux server gives a new file of `kind` in `leaf` (`None`:
-/// the name [`file_name`] gives), dated `t`: rotated logs (`syslog.1`,
-/// `auth.log.3.gz`), Maildir messages, web pages and images, databases.
-fn linux_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> Option<String> {
+/// the name [`file_name`] gives), dated `t`, on the disk made from `seed`
+/// (its host name): rotated logs (`syslog.1`, `auth.log.3.gz`), Maildir
+/// messages, web pages and images, databases.
+fn linux_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64, seed: u64) -> Option<String> {
     let word = |rng: &mut Rng| words::zipf_word(rng).to_ascii_lowercase();
     Some(match (leaf, kind) {
         (Leaf::Browser, Kind::Gzip) => {
@@ -1367,13 +1368,14 @@ fn linux_name(rng: &mut Rng, leaf: Leaf, kind: Kind, t: u64) -> Option<String> {
             0 => (*rng.pick(LINUX_LOGS)).to_string(),
             _ => format!("{}.1", rng.pick(LINUX_LOGS)),
         },
-        // Maildir's unique name: time, delivery and process, host, flags.
+        // Maildir's unique name: time, delivery and process, the server's
+        // host name (one per disk), flags.
         (Leaf::Mail, _) => format!(
             "{}.M{}P{}.{}:2,{}",
             t + crate::ext4::TO_1980,
             rng.below(1_000_000),
             rng.range(300, 65_000),
-            word(rng),
+            word(&mut Rng::derive(seed, &[0x484F_5354])),
             rng.pick(&["S", "RS", "FS", ""])
         ),
         (Leaf::Cache, Kind::Html) => format!("{}.html", word(rng)),
