@@ -607,8 +607,8 @@ fn find_deps(
         .collect();
     by_time.sort_unstable();
     let mut size_of: HashMap<usize, u64> = HashMap::new();
-    // 0: waited for by nothing; 1: a write (reads and syncs wait); 2: an
-    // ordering step (everything waits).
+    // What a step changes, 0 to 2: nothing, data (a write in place: reads
+    // and syncs wait for it), or the path (everything waits for it).
     let mut weight: Vec<Vec<u8>> = threads.iter().map(|(_, st)| vec![0; st.len()]).collect();
     for &(_, ti, si) in &by_time {
         let s = &threads[ti].1[si];
@@ -640,21 +640,18 @@ fn find_deps(
             _ => 0,
         };
     }
-    // Per key and thread, by end time: its writes and ordering steps, its
-    // ordering steps, and all its steps.
+    // Per key and thread, by end time: `by_key[c]` holds the steps that
+    // change at least `c`.
     let mut by_key: [StepsByKey; 3] = Default::default();
     for (ti, (_, steps)) in threads.iter().enumerate() {
         for (si, s) in steps.iter().enumerate() {
-            let w = weight[ti][si];
             for &k in &step_keys[ti][si] {
-                for (m, map) in by_key.iter_mut().enumerate() {
-                    if (m == 0 && w >= 1) || (m == 1 && w == 2) || m == 2 {
-                        map.entry(k)
-                            .or_default()
-                            .entry(ti)
-                            .or_default()
-                            .push((s.t + s.dur, si));
-                    }
+                for map in &mut by_key[..=usize::from(weight[ti][si])] {
+                    map.entry(k)
+                        .or_default()
+                        .entry(ti)
+                        .or_default()
+                        .push((s.t + s.dur, si));
                 }
             }
         }
@@ -678,10 +675,12 @@ fn find_deps(
     for (ti, keys_of) in step_keys.iter().enumerate() {
         for (si, keys) in keys_of.iter().enumerate() {
             let t = threads[ti].1[si].t;
+            // What it must not overtake: anything, if it changes the path;
+            // data and paths, if it reads or syncs; paths otherwise.
             let waits_for = match (weight[ti][si], threads[ti].1[si].op) {
-                (2, _) => &by_key[2],
-                (_, Op::Read | Op::Sync) => &by_key[0],
-                _ => &by_key[1],
+                (2, _) => &by_key[0],
+                (_, Op::Read | Op::Sync) => &by_key[1],
+                _ => &by_key[2],
             };
             let mut deps: Vec<(usize, usize)> = Vec::new();
             for k in keys {

@@ -10,6 +10,7 @@
 //! FEXTRA), which every reader skips: so the member, and the package, come
 //! out exact.
 
+use super::gzip::{STORED_HEAD, push_stored, push_trailer, stored_blocks};
 use crate::rng::Rng;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -23,9 +24,6 @@ const AR_HEADER: usize = 60;
 /// subfield's own header.
 const GZ_FIXED: usize = 10 + 8;
 const GZ_EXTRA: usize = 2 + 4;
-/// A stored deflate block's header, and the most it holds.
-const STORED_HEAD: usize = 5;
-const STORED_MAX: usize = 65_535;
 /// Smallest package generated (the data member needs a tar of a header,
 /// one block and the end marker).
 pub const MIN_SIZE: u64 = 8192;
@@ -117,11 +115,6 @@ fn tar(files: &[(&str, &[u8], u32)], mtime: u64) -> Vec<u8> {
     out
 }
 
-/// Stored blocks holding `n` bytes.
-fn stored_blocks(n: usize) -> usize {
-    n.div_ceil(STORED_MAX).max(1)
-}
-
 /// `data.tar.gz` of exactly `len` bytes: the tar as large as stored
 /// blocks allow, the rest in the header's extra field.
 fn data_member(rng: &mut Rng, len: usize, name: &str, mtime: u64) -> Vec<u8> {
@@ -151,17 +144,8 @@ fn data_member(rng: &mut Rng, len: usize, name: &str, mtime: u64) -> Vec<u8> {
     out.extend_from_slice(b"cl");
     out.extend_from_slice(&(extra as u16).to_le_bytes());
     out.resize(out.len() + extra, 0);
-    let mut left = &tar[..];
-    for b in 0..blocks {
-        let n = left.len().min(STORED_MAX);
-        out.push(u8::from(b + 1 == blocks));
-        out.extend_from_slice(&(n as u16).to_le_bytes());
-        out.extend_from_slice(&(!(n as u16)).to_le_bytes());
-        out.extend_from_slice(&left[..n]);
-        left = &left[n..];
-    }
-    out.extend_from_slice(&crc32fast::hash(&tar).to_le_bytes());
-    out.extend_from_slice(&(tar.len() as u32).to_le_bytes());
+    push_stored(&mut out, &tar, blocks);
+    push_trailer(&mut out, crc32fast::hash(&tar), tar.len());
     out
 }
 

@@ -20,9 +20,9 @@ const CHUNK: usize = 8 << 10;
 const HEADER: usize = 10;
 const TRAILER: usize = 8;
 /// A stored block's header byte plus LEN and NLEN.
-const STORED_HEAD: usize = 5;
+pub(super) const STORED_HEAD: usize = 5;
 /// Most bytes one stored block holds.
-const STORED_MAX: usize = 65_535;
+pub(super) const STORED_MAX: usize = 65_535;
 /// Planted tokens lie in the log's first bytes, which every member of at
 /// least [`MIN_SIZE`] bytes holds.
 const KEYWORD_SPAN: usize = 512;
@@ -49,31 +49,44 @@ pub fn rotated_log(rng: &mut Rng, size: usize, keywords: &[String], when: u64) -
     // ID1 ID2, deflate, no flags, no time (as `gzip -n`), fast level, Unix.
     out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
     out.extend_from_slice(&deflated);
-    let (stored, mut blocks) = stored_payload(room - deflated.len());
-    let mut content = log[..used].to_vec();
-    let mut tail = log.get(used..).unwrap_or_default();
-    let mut left = stored;
-    while blocks > 0 {
-        // Spread evenly: every block holds at most STORED_MAX bytes.
-        let n = left.div_ceil(blocks);
-        out.push(u8::from(blocks == 1));
-        out.extend_from_slice(&(n as u16).to_le_bytes());
-        out.extend_from_slice(&(!(n as u16)).to_le_bytes());
-        let (now, rest) = tail.split_at(n.min(tail.len()));
-        let start = content.len();
-        content.extend_from_slice(now);
-        // A log that compressed worse than 8:1 drew too few lines: the
-        // member stays exact with empty lines.
-        content.resize(start + n, b'\n');
-        out.extend_from_slice(&content[start..]);
-        tail = rest;
-        left -= n;
-        blocks -= 1;
-    }
-    let crc = crc32fast::hash(&content);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&(content.len() as u32).to_le_bytes());
+    let (stored, blocks) = stored_payload(room - deflated.len());
+    let mut tail = log[used.min(log.len())..(used + stored).min(log.len())].to_vec();
+    // A log that compressed worse than 8:1 drew too few lines: the member
+    // stays exact with empty lines.
+    tail.resize(stored, b'\n');
+    push_stored(&mut out, &tail, blocks);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&log[..used]);
+    crc.update(&tail);
+    push_trailer(&mut out, crc.finalize(), used + stored);
     out
+}
+
+/// Stored blocks holding `n` bytes (at least one).
+pub(super) fn stored_blocks(n: usize) -> usize {
+    n.div_ceil(STORED_MAX).max(1)
+}
+
+/// Append `data` as `blocks` stored deflate blocks, spread evenly (each at
+/// most [`STORED_MAX`] bytes when `blocks` ≥ [`stored_blocks`] of it), the
+/// last one final.
+pub(super) fn push_stored(out: &mut Vec<u8>, data: &[u8], blocks: usize) {
+    let mut left = data;
+    for b in (1..=blocks).rev() {
+        let (now, rest) = left.split_at(left.len().div_ceil(b));
+        let n = now.len() as u16;
+        out.push(u8::from(b == 1));
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(!n).to_le_bytes());
+        out.extend_from_slice(now);
+        left = rest;
+    }
+}
+
+/// Append gzip's trailer: the content's CRC-32 and its length mod 2^32.
+pub(super) fn push_trailer(out: &mut Vec<u8>, crc: u32, len: usize) {
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&(len as u32).to_le_bytes());
 }
 
 /// The bytes of stored-block data, and the blocks holding them, that fill
