@@ -86,7 +86,7 @@ for tool in $TOOLS; do
   cmd=$(tool_cmd "$tool")
   # Traced on the trace lab, and its plain time there for the overhead.
   cold; plain=$(timed_in_lab "$TRACE_LAB" "$cmd")
-  cold; traced=$(timed_in_lab "$TRACE_LAB" "$cmd" strace -f -qq -ttt -T -y -e trace=desc,file,process -o "$WORK/$tool.strace")
+  cold; traced=$(timed_in_lab "$TRACE_LAB" "$cmd" strace -f -qq -ttt -T -yy -e trace=desc,file,process,network,futex -o "$WORK/$tool.strace")
   maps=()
   for c in evidence database case temp; do maps+=(--map "$(chan "$TRACE_LAB" $c)=$c"); done
   # The tracer's cost per stop from the plain run: the best figure there is.

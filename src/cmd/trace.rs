@@ -287,6 +287,7 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
         tracer_in_call_ns: in_call_ns,
         meta,
         exclude: a.exclude.clone(),
+        tracer_stops: format == SourceFormat::Strace,
     };
     // Written beside its destination and renamed when complete, so a
     // refused import leaves nothing that looks like a trace.
@@ -417,6 +418,10 @@ fn copy_caseload_trace(path: &Path, out: &mut dyn std::io::Write) -> anyhow::Res
         out.write_all(&line)?;
         report.records += 1;
     }
+    // An import's figures known at its end (the tracer's stops).
+    for (k, v) in reader.trailer() {
+        writeln!(out, "# {k} {v}")?;
+    }
     out.flush()?;
     Ok(report)
 }
@@ -455,6 +460,20 @@ fn render_import(
             t.syncs,
             t.other_ops,
             t.files
+        );
+    }
+    let m = &r.messages;
+    if m.streams > 0 {
+        let _ = writeln!(
+            s,
+            "messages between threads: {} sends ({} bytes), {} receives ({} bytes), {} wake-ups, {} waits woken, on {} streams and keys (a receive waits in a replay for the send that supplied its last byte, a woken wait for the latest wake-up before it ended)",
+            m.sent.events,
+            m.sent.bytes,
+            m.received.events,
+            m.received.bytes,
+            m.wakes,
+            m.woken,
+            m.streams
         );
     }
     if !r.left_out.is_empty() {

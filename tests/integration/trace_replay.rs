@@ -595,6 +595,159 @@ fn trace_compare_gives_lru_hits_the_page_cache_model_agrees_with() {
     }
 }
 
+/// Replay `trace` on three fresh folders under `w`, warm: run.json.
+fn replay_here(trace: &Path, w: &Path) -> Value {
+    for d in ["db", "case", "tmp"] {
+        let _ = std::fs::remove_dir_all(w.join(d));
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    let o = common::run_ok(
+        common::caseload()
+            .arg("replay")
+            .arg(trace)
+            .arg("--database")
+            .arg(w.join("db"))
+            .arg("--case")
+            .arg(w.join("case"))
+            .arg("--temp")
+            .arg(w.join("tmp"))
+            .args(["--cache", "warm", "--json", "--force"]),
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_receive_waits_in_a_replay_for_the_send_that_supplied_it() {
+    // Thread 2 waits 300 ms for thread 1's message, then writes. Paired,
+    // its write comes 300 ms into the replay; on a stream no one sends
+    // on, its wait is nothing the replay reproduces, and the write comes
+    // at once.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let wall = |stream: &str| {
+        let trace = w.join("ipc.trace");
+        std::fs::write(
+            &trace,
+            format!(
+                "# caseload-trace 2\n\
+                 0,0,1,,0,thread,0,0,,a:1:1,\n\
+                 0,0,2,,0,thread,0,0,,a:1:2,\n\
+                 0,0,1,case,1,add,0,0,,f.db,\n\
+                 0,10,1,case,1,create,0,0,,,\n\
+                 100,1000,1,case,1,write,0,4096,,,\n\
+                 300000000,1000,1,,0,send,0,8,,unix:1>2,\n\
+                 0,300001000,2,,0,recv,0,8,,{stream},\n\
+                 300500000,1000,2,case,1,write,4096,4096,,,\n"
+            ),
+        )
+        .unwrap();
+        let run = replay_here(&trace, w);
+        assert_eq!(run["totals"]["channels"]["case"]["bytes_written"], 8192);
+        run["totals"]["wall_seconds"].as_f64().unwrap()
+    };
+    let paired = wall("unix:1>2");
+    let unpaired = wall("unix:9>9");
+    assert!(
+        paired >= 0.25,
+        "the write waited for the message: {paired} s"
+    );
+    assert!(unpaired < 0.15, "nothing to wait for: {unpaired} s");
+}
+
+#[test]
+fn strace_of_threads_talking_imports_their_messages() {
+    // The system's interpreter itself (a version manager's `python3` is
+    // a script that starts processes of its own, talking through pipes).
+    let python = Path::new("/usr/bin/python3");
+    if !common::have_tool("strace_of_threads_talking", "strace") {
+        return;
+    }
+    if !python.exists() {
+        eprintln!("strace_of_threads_talking: SKIPPED: /usr/bin/python3 is not installed");
+        return;
+    }
+    // A client and a server thread on a socket pair, five round trips,
+    // the server writing a file for each query; then a pipe.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let out = w.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = r#"
+import os, socket, sys, threading
+out = sys.argv[1]
+a, b = socket.socketpair()
+r, w = os.pipe()
+def server():
+    for i in range(5):
+        q = b.recv(100)
+        with open(os.path.join(out, "f%d" % i), "wb") as f:
+            f.write(q * 100)
+        b.send(b"ok" + q)
+    os.write(w, b"done\n")
+t = threading.Thread(target=server)
+t.start()
+for i in range(5):
+    a.send(b"query%d" % i)
+    a.recv(100)
+os.read(r, 100)
+t.join()
+"#;
+    let strace = w.join("talk.strace");
+    common::run_ok(
+        std::process::Command::new("strace")
+            .args([
+                "-f",
+                "-ttt",
+                "-T",
+                "-yy",
+                "-e",
+                "trace=desc,file,process,network",
+                "-o",
+            ])
+            .arg(&strace)
+            .arg(python)
+            .args(["-c", script])
+            .arg(&out),
+    );
+    let trace = w.join("talk.trace");
+    let map = format!("{}=case", out.display());
+    let report = import(
+        &strace,
+        &trace,
+        &["--map", &map, "--tracer-overhead", "none"],
+    );
+    let m = &report["messages"];
+    // 5 queries of 6 bytes, 5 answers of 8, and 5 bytes on the pipe.
+    assert_eq!(m["sent"]["bytes"], 75, "{report}");
+    assert_eq!(m["received"]["bytes"], 75, "{report}");
+    assert_eq!(m["sent"]["events"], 11, "{report}");
+    assert_eq!(m["received"]["events"], 11, "{report}");
+    // Two directions of the socket and the pipe carried bytes; the rest
+    // are wake-ups (the thread's start and end).
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let carried: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() > 9 && (f[5] == "send" || f[5] == "recv") && f[7] != "0").then(|| f[9])
+        })
+        .collect();
+    assert_eq!(carried.len(), 3, "{carried:?}");
+    assert!(
+        carried.iter().any(|s| s.starts_with("pipe:")),
+        "{carried:?}"
+    );
+    assert!(m["streams"].as_u64().unwrap() >= 3, "{report}");
+    let recvs = text
+        .lines()
+        .filter(|l| l.contains(",recv,") && !l.contains(",recv,0,0,"))
+        .count();
+    assert_eq!(recvs, 11);
+    // Replayed: the server's files are written, each after its query.
+    let run = replay_here(&trace, w);
+    assert_eq!(run["totals"]["channels"]["case"]["bytes_written"], 3000);
+}
+
 #[test]
 fn a_trace_logged_out_of_time_order_still_replays() {
     // Two threads on one file whose logged order disagrees with their

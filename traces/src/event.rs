@@ -97,4 +97,36 @@ pub enum RawOp {
     /// Not a file-system event at all (registry, process, network):
     /// named by its class for the report.
     NotFile(String),
+    /// `len` bytes sent into a stream between threads or processes: one
+    /// direction of a connected socket, or a pipe. `stream` names it the
+    /// same at both ends (`unix:SENDER>RECEIVER` by socket inodes,
+    /// `tcp:FROM>TO` by addresses, `pipe:INODE`).
+    Send {
+        /// The stream.
+        stream: String,
+        /// Bytes sent.
+        len: u64,
+    },
+    /// `len` bytes received from a stream (see [`RawOp::Send`]); its
+    /// start is when the thread began waiting for them (a `poll` or
+    /// `epoll_wait` that found them ready, when one came first).
+    Recv {
+        /// The stream.
+        stream: String,
+        /// Bytes received.
+        len: u64,
+    },
+    /// A wake-up sent to threads waiting on `key`: a futex woken
+    /// (`futex:ADDRESS`, per process for private futexes), a thread or
+    /// process ended (`exit:TID`).
+    Wake {
+        /// What it wakes.
+        key: String,
+    },
+    /// A wait on `key` that ended woken (see [`RawOp::Wake`]): a futex
+    /// wait that returned 0, a thread joined, a child reaped.
+    Woken {
+        /// What it waited on.
+        key: String,
+    },
 }

@@ -107,10 +107,17 @@ pub enum Op {
     /// Metadata of `path` read (stat, query, listing, a failed lookup).
     #[default]
     Stat,
+    /// `len` bytes sent into the stream named `path` (a socket's one
+    /// direction, a pipe), on no channel: what another thread's `recv`
+    /// of them waits for in a replay.
+    Send,
+    /// `len` bytes received from the stream named `path` (no channel):
+    /// it waits in a replay for the `send` that supplied its last byte.
+    Recv,
 }
 
 impl Op {
-    const ALL: [Op; 15] = [
+    const ALL: [Op; 17] = [
         Op::Add,
         Op::Thread,
         Op::Phase,
@@ -126,6 +133,8 @@ impl Op {
         Op::Remove,
         Op::Mkdir,
         Op::Stat,
+        Op::Send,
+        Op::Recv,
     ];
 
     /// The name in the trace file.
@@ -146,6 +155,8 @@ impl Op {
             Op::Remove => "remove",
             Op::Mkdir => "mkdir",
             Op::Stat => "stat",
+            Op::Send => "send",
+            Op::Recv => "recv",
         }
     }
 
@@ -157,6 +168,11 @@ impl Op {
     /// Records that describe the trace rather than do I/O.
     pub fn is_meta(self) -> bool {
         matches!(self, Op::Add | Op::Thread | Op::Phase)
+    }
+
+    /// Messages between threads (`send`, `recv`): no file, no channel.
+    pub fn is_message(self) -> bool {
+        matches!(self, Op::Send | Op::Recv)
     }
 }
 
@@ -416,6 +432,9 @@ pub struct TraceReader<R> {
     buf: Vec<u8>,
     /// A record line read while looking for the end of the header.
     pending: Option<Vec<u8>>,
+    /// `# key value` comments after the first record (an import's figures
+    /// known only at its end, such as `stops`).
+    trailer: Vec<(String, String)>,
 }
 
 impl<R: BufRead> TraceReader<R> {
@@ -450,6 +469,7 @@ impl<R: BufRead> TraceReader<R> {
             line: 1,
             buf: Vec::new(),
             pending: None,
+            trailer: Vec::new(),
         };
         loop {
             reader.buf.clear();
@@ -484,6 +504,12 @@ impl<R: BufRead> TraceReader<R> {
         &self.header
     }
 
+    /// The `# key value` comments read after the first record so far
+    /// (all of them once `next_record` has returned `None`).
+    pub fn trailer(&self) -> &[(String, String)] {
+        &self.trailer
+    }
+
     /// The next record, `None` at the end.
     pub fn next_record(&mut self) -> Option<Result<Record, FormatError>> {
         if let Some(l) = self.pending.take() {
@@ -511,6 +537,15 @@ impl<R: BufRead> TraceReader<R> {
                 )));
             }
             let l = trim_line(&self.buf);
+            if let Some(comment) = l.strip_prefix(b"# ") {
+                let text = String::from_utf8_lossy(comment);
+                if let Some((k, v)) = text.split_once(' ')
+                    && !k.contains(',')
+                {
+                    self.trailer.push((k.to_string(), v.to_string()));
+                }
+                continue;
+            }
             if l.is_empty() || l.starts_with(b"#") {
                 continue;
             }

@@ -177,6 +177,10 @@ pub struct ImportOptions {
     /// caseload's `trace.csv` and `run.json` when the traced tool is
     /// caseload.
     pub exclude: Vec<String>,
+    /// The source is a tracer that stopped the traced threads at every
+    /// call (strace): when it stopped them is kept, per millisecond, for
+    /// the replay to take the tracer's time out where it was spent.
+    pub tracer_stops: bool,
 }
 
 /// Whether a path's last component matches a `--exclude` pattern.
@@ -241,6 +245,25 @@ pub struct ImportReport {
     pub top_unmapped: Vec<(String, Tally)>,
     /// The source's duration, first event to last, seconds.
     pub seconds: f64,
+    /// Messages between threads and processes kept (sockets and pipes
+    /// whose ends the source names: strace with `-yy`).
+    pub messages: Messages,
+}
+
+/// Messages between threads kept by an import.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Messages {
+    /// Sends, and their bytes.
+    pub sent: Tally,
+    /// Receives, and their bytes.
+    pub received: Tally,
+    /// Streams (a socket's direction, a pipe) and wake-up keys (a futex,
+    /// a thread's exit) they went through.
+    pub streams: u64,
+    /// Wake-ups (a futex woken, a thread or process ended).
+    pub wakes: u64,
+    /// Waits that ended woken (a futex wait, a join, a child reaped).
+    pub woken: u64,
 }
 
 impl ImportReport {
@@ -276,6 +299,9 @@ pub enum ImportError {
     Write(#[from] std::io::Error),
 }
 
+/// The width of the tracer-stop histogram's buckets (`# stops MS N`).
+pub const STOP_BUCKET_NS: u64 = 1_000_000;
+
 /// Turns [`RawEvent`]s into records (see the module documentation).
 pub struct Importer<'a> {
     opts: &'a ImportOptions,
@@ -297,6 +323,11 @@ pub struct Importer<'a> {
     /// spelled, by its lower-case form, so `C:\Users` and `C:\users` are
     /// one folder on a replaying machine whose names have case.
     spelling: HashMap<(Channel, String), String>,
+    /// Streams messages went through.
+    streams: std::collections::HashSet<String>,
+    /// The tracer's stops of every thread, kept or not, per millisecond
+    /// of the trace (`# stops MS N` at the trace's end).
+    stops: BTreeMap<u64, u64>,
 }
 
 impl<'a> Importer<'a> {
@@ -331,6 +362,8 @@ impl<'a> Importer<'a> {
             maps,
             carried: HashMap::new(),
             spelling: HashMap::new(),
+            streams: Default::default(),
+            stops: BTreeMap::new(),
         })
     }
 
@@ -427,6 +460,9 @@ impl<'a> Importer<'a> {
         };
         let t0 = *self.t0.get_or_insert(e.t_ns);
         let t_ns = e.t_ns.saturating_sub(t0);
+        if self.opts.tracer_stops && e.calls > 0 {
+            *self.stops.entry(t_ns / STOP_BUCKET_NS).or_default() += u64::from(e.calls);
+        }
         self.last_t = self.last_t.max(t_ns.saturating_add(e.dur_ns));
         let bytes = match e.op {
             RawOp::Read { len, .. } | RawOp::Write { len, .. } => len,
@@ -443,6 +479,23 @@ impl<'a> Importer<'a> {
             }
             RawOp::Map => {
                 self.leave("memory mapping (the I/O through it is not seen)", 0);
+                return;
+            }
+            RawOp::Send { stream, len } | RawOp::Recv { stream, len } => {
+                let send = matches!(e.op, RawOp::Send { .. });
+                if *len == 0 {
+                    // A receive of nothing is the stream's end; a send of
+                    // nothing gives no one anything to wait for.
+                    let what = if send { "send" } else { "receive" };
+                    self.leave(&format!("{what} of no bytes"), 0);
+                    return;
+                }
+                self.message(&e, t_ns, send, stream, *len);
+                return;
+            }
+            RawOp::Wake { key } | RawOp::Woken { key } => {
+                let wake = matches!(e.op, RawOp::Wake { .. });
+                self.message(&e, t_ns, wake, key, 0);
                 return;
             }
             op => op.clone(),
@@ -585,7 +638,13 @@ impl<'a> Importer<'a> {
                     _ => {}
                 }
             }
-            RawOp::Map | RawOp::Other(_) | RawOp::NotFile(_) => return,
+            RawOp::Map
+            | RawOp::Other(_)
+            | RawOp::NotFile(_)
+            | RawOp::Send { .. }
+            | RawOp::Recv { .. }
+            | RawOp::Wake { .. }
+            | RawOp::Woken { .. } => return,
         }
         self.carried.remove(&(e.pid, e.tid));
         let totals = self.report.channels.entry(channel).or_default();
@@ -598,8 +657,56 @@ impl<'a> Importer<'a> {
         self.emit(&r);
     }
 
+    /// A message between threads: kept as a `send` or `recv` on no
+    /// channel, named by its stream, for the replay to pair (a receive
+    /// waits for the send that supplied its last byte).
+    fn message(&mut self, e: &RawEvent, t_ns: u64, send: bool, stream: &str, len: u64) {
+        let what = if send { "send" } else { "receive" };
+        if !self.processes.is_empty() && !self.processes.contains(&e.process.to_lowercase()) {
+            self.leave("another process (--process)", 0);
+            return;
+        }
+        if !e.ok {
+            self.leave(&format!("failed {what} ({})", e.result), 0);
+            return;
+        }
+        let thread = self.thread(e, t_ns);
+        let calls = self.carried.remove(&(e.pid, e.tid)).unwrap_or(1);
+        let r = Record {
+            t_ns,
+            dur_ns: e.dur_ns.saturating_sub(self.opts.tracer_in_call_ns),
+            thread,
+            op: if send { Op::Send } else { Op::Recv },
+            len,
+            path: Some(stream.as_bytes().to_vec()),
+            calls,
+            ..Record::default()
+        };
+        let m = &mut self.report.messages;
+        match (send, len) {
+            (true, 0) => m.wakes += 1,
+            (false, 0) => m.woken += 1,
+            (true, _) => m.sent.add(len),
+            (false, _) => m.received.add(len),
+        }
+        if self.streams.insert(stream.to_string()) {
+            m.streams += 1;
+        }
+        self.emit(&r);
+    }
+
     /// End the import: the report, or why there is nothing to replay.
     pub fn finish(mut self) -> Result<ImportReport, ImportError> {
+        if self.error.is_none() {
+            // When the tracer stopped threads, those left out included:
+            // a replay takes its time out where it was spent.
+            for (ms, n) in &self.stops {
+                if let Err(e) = writeln!(self.out, "# stops {ms} {n}") {
+                    self.error = Some(e);
+                    break;
+                }
+            }
+        }
         if let Some(e) = self.error.take() {
             return Err(ImportError::Write(e));
         }
@@ -648,6 +755,10 @@ fn raw_name(op: &RawOp) -> &'static str {
         RawOp::Map => "map",
         RawOp::Other(_) => "other",
         RawOp::NotFile(_) => "not a file",
+        RawOp::Send { .. } => "send",
+        RawOp::Recv { .. } => "receive",
+        RawOp::Wake { .. } => "wake-up",
+        RawOp::Woken { .. } => "wait woken",
     }
 }
 

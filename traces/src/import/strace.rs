@@ -160,6 +160,17 @@ struct Reader<'s> {
     dirs: std::collections::HashSet<String>,
     /// Per thread, the calls (and signal stops) since its last event.
     pending: HashMap<u32, u32>,
+    /// Per thread, when the waits (`poll`, `epoll_wait`, `select`, sleeps)
+    /// it has made since its last event began: a receive or a woken wait
+    /// that follows began then.
+    ready_since: HashMap<u32, u64>,
+    /// Every thread seen and its process, ended ones too (a join's wait
+    /// names the thread it waits for).
+    tids: HashMap<u32, u32>,
+    /// Threads and processes made by a call the trace holds, and those of
+    /// them whose first event has been emitted.
+    spawned: std::collections::HashSet<u32>,
+    begun: std::collections::HashSet<u32>,
     /// The first and last timestamps seen.
     first_ns: Option<u64>,
     last_ns: u64,
@@ -179,6 +190,10 @@ pub fn read(
         sizes: HashMap::new(),
         dirs: Default::default(),
         pending: HashMap::new(),
+        ready_since: HashMap::new(),
+        tids: HashMap::new(),
+        spawned: Default::default(),
+        begun: Default::default(),
         first_ns: None,
         last_ns: 0,
         info: StraceInfo {
@@ -256,7 +271,9 @@ impl Reader<'_> {
                 },
             );
         }
-        self.tasks[&pid].clone()
+        let task = self.tasks[&pid].clone();
+        self.tids.insert(pid, task.tgid);
+        task
     }
 
     /// Make task `child` of `parent` with clone's `flags`: a thread, or a
@@ -279,10 +296,13 @@ impl Reader<'_> {
         } else {
             Rc::new(std::cell::RefCell::new(parent.cwd.borrow().clone()))
         };
+        let tgid = if thread { parent.tgid } else { child };
+        self.tids.insert(child, tgid);
+        self.spawned.insert(child);
         self.tasks.insert(
             child,
             Task {
-                tgid: if thread { parent.tgid } else { child },
+                tgid,
                 name,
                 fds,
                 cwd,
@@ -311,9 +331,34 @@ impl Reader<'_> {
         }
         if rest.starts_with("+++") || rest.starts_with("---") {
             self.info.other_lines += 1;
+            // A signal sent by a process (`kill`) or by the kernel for a
+            // child's end: what the thread waited for, if it waited.
+            if let Some(sig) = rest.strip_prefix("--- ") {
+                let field = |name: &str| {
+                    sig.split([' ', ',', '{', '}'])
+                        .find_map(|f| f.strip_prefix(name))
+                        .map(str::to_string)
+                };
+                let code = field("si_code=").unwrap_or_default();
+                let task = self.task(pid);
+                let key = if code.starts_with("CLD_") {
+                    field("si_pid=").map(|p| format!("exit:{p}"))
+                } else if matches!(code.as_str(), "SI_USER" | "SI_TKILL" | "SI_QUEUE") {
+                    Some(format!("signal:{}", task.tgid))
+                } else {
+                    None
+                };
+                if let Some(key) = key {
+                    self.emit(signal_event(&task, pid, t_ns, RawOp::Woken { key }));
+                }
+            }
             // A task that ended: its number may come back as another's.
             if rest.starts_with("+++ exited") || rest.starts_with("+++ killed") {
-                self.tasks.remove(&pid);
+                // What joins or reaps it waited for this.
+                if let Some(task) = self.tasks.remove(&pid) {
+                    let key = format!("exit:{pid}");
+                    self.emit(signal_event(&task, pid, t_ns, RawOp::Wake { key }));
+                }
             }
             return Ok(());
         }
@@ -405,11 +450,21 @@ impl Reader<'_> {
             "clone" | "clone3" | "fork" | "vfork" => {
                 // A child already seen was made from this call when it
                 // first appeared (see `task`).
-                if let Some(child) = ret.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok())
+                let child = ret.filter(|&c| c > 0).and_then(|c| u32::try_from(c).ok());
+                if let Some(child) = child
                     && !self.tasks.contains_key(&child)
+                    && !self.begun.contains(&child)
                 {
                     self.spawn(&task, child, clone_flags(text));
                 }
+                // The child's first call waits for this one (`emit`).
+                let raw = match child {
+                    Some(child) => RawOp::Wake {
+                        key: format!("spawn:{child}"),
+                    },
+                    None => RawOp::Other(name.to_string()),
+                };
+                self.emit(event(raw, String::new(), false));
             }
             "open" | "openat" | "openat2" | "creat" => {
                 let (dir, path_arg, flags) = match name {
@@ -484,12 +539,43 @@ impl Reader<'_> {
                     }
                 }
             }
+            "sendto" | "send" | "sendmsg" | "recvfrom" | "recv" | "recvmsg" => {
+                let send = name.starts_with("send");
+                let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                let len = ret.filter(|&r| r >= 0).unwrap_or(0) as u64;
+                match stream_of(&path, send) {
+                    Some(stream) if send => {
+                        self.emit(event(RawOp::Send { stream, len }, path, false))
+                    }
+                    Some(stream) => self.emit(event(RawOp::Recv { stream, len }, path, false)),
+                    None => {
+                        let kind = not_file(&path).unwrap_or_else(|| "socket descriptor".into());
+                        self.emit(event(RawOp::NotFile(kind), path, false));
+                    }
+                }
+            }
             "read" | "readv" | "pread64" | "preadv" | "preadv2" | "write" | "writev"
             | "pwrite64" | "pwritev" | "pwritev2" => {
                 let write = name.contains("write");
                 let fd = parse_fd(arg(0));
                 let open = fd.and_then(|fd| task.fds.borrow().get(&fd).cloned());
                 let path = fd_path(open.as_ref(), arg(0));
+                if !write && path == "anon_inode:[signalfd]" && ret.is_some_and(|r| r > 0) {
+                    let key = format!("signal:{}", task.tgid);
+                    self.emit(event(RawOp::Woken { key }, String::new(), false));
+                    return Ok(());
+                }
+                if let Some(stream) = stream_of(&path, write) {
+                    let len = ret.filter(|&r| r >= 0).unwrap_or(0) as u64;
+                    let op = if write {
+                        RawOp::Send { stream, len }
+                    } else {
+                        RawOp::Recv { stream, len }
+                    };
+                    self.emit(event(op, path, false));
+                    return Ok(());
+                }
                 if let Some(kind) = open
                     .as_ref()
                     .and_then(|o| o.not_file.clone())
@@ -665,16 +751,170 @@ impl Reader<'_> {
                     self.emit(event(RawOp::Map, path, false));
                 }
             }
+            "futex" => {
+                // Private futexes are per process (their addresses are the
+                // process's own); shared ones (a thread's exit clears and
+                // wakes its id word) by address.
+                let (addr, op) = (arg(0), arg(1));
+                let key = if op.contains("_PRIVATE") {
+                    format!("futex:{}:{addr}", task.tgid)
+                } else {
+                    format!("futex:{addr}")
+                };
+                let woke = ret.is_some_and(|r| r > 0);
+                let raw = if op.starts_with("FUTEX_WAKE") && woke {
+                    RawOp::Wake { key }
+                } else if op.starts_with("FUTEX_WAIT") && arg(2) == "2" {
+                    // A contended lock (glibc's and Rust's mutexes wait on
+                    // state 2): who held it then is chance of timing, not
+                    // what the waiter needed; a replay whose threads run
+                    // at other speeds must not wait for that holder.
+                    RawOp::Other("futex (a lock's wait)".into())
+                } else if op.starts_with("FUTEX_WAIT") && ret == Some(0) {
+                    // A join waits on the thread's id word for the value
+                    // of its id, until the kernel clears it at its exit.
+                    let joined = arg(2)
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&v| v != pid && self.tids.get(&v) == Some(&task.tgid));
+                    match joined {
+                        Some(tid) => RawOp::Woken {
+                            key: format!("exit:{tid}"),
+                        },
+                        None if op.contains("_PRIVATE") => RawOp::Woken { key },
+                        // A shared futex between processes is a semaphore
+                        // in shared memory (a database server's lock
+                        // waits): contention, as a lock's is.
+                        None => RawOp::Other("futex (a shared semaphore's wait)".into()),
+                    }
+                } else {
+                    RawOp::Other("futex".into())
+                };
+                self.emit(event(raw, String::new(), false));
+            }
+            "connect" => {
+                // A connection made: the server's accept of it waits for
+                // this. A non-blocking one is made when it says it began.
+                let begun = ok || result.contains("EINPROGRESS");
+                let key = connection_key(annotation_of(arg(0)).as_deref().unwrap_or(""), arg(1))
+                    .filter(|_| begun);
+                let raw = match key {
+                    Some(key) => RawOp::Wake { key },
+                    None => RawOp::Other(name.to_string()),
+                };
+                self.emit(event(raw, String::new(), false));
+            }
+            "accept" | "accept4" => {
+                let raw = match annotation.as_deref().filter(|_| ok).and_then(accepted_key) {
+                    Some(key) => RawOp::Woken { key },
+                    None => RawOp::Other(name.to_string()),
+                };
+                self.emit(event(raw, String::new(), false));
+            }
+            "kill" | "tkill" | "tgkill" => {
+                // To a process (`kill`, `tgkill`) or a thread (`tkill`);
+                // signal 0 only asks whether it exists.
+                let (target, sig) = match name {
+                    "tgkill" => (arg(0).parse::<u32>().ok(), arg(2)),
+                    "tkill" => (
+                        arg(0)
+                            .parse::<u32>()
+                            .ok()
+                            .and_then(|t| self.tids.get(&t).copied()),
+                        arg(1),
+                    ),
+                    _ => (arg(0).parse::<u32>().ok(), arg(1)),
+                };
+                let raw = match target.filter(|&t| t > 0 && ok && sig != "0") {
+                    Some(t) => RawOp::Wake {
+                        key: format!("signal:{t}"),
+                    },
+                    None => RawOp::Other(name.to_string()),
+                };
+                self.emit(event(raw, String::new(), false));
+            }
+            "wait4" => {
+                let raw = match ret.filter(|&r| r > 0) {
+                    Some(child) => RawOp::Woken {
+                        key: format!("exit:{child}"),
+                    },
+                    None => RawOp::Other(name.to_string()),
+                };
+                self.emit(event(raw, String::new(), false));
+            }
             other => {
                 self.emit(event(RawOp::Other(other.to_string()), String::new(), false));
+                // A wait that found a descriptor ready: what it waited for
+                // is what the thread receives next (`emit`).
+                // Waits that timed out count too: a thread that sleeps in
+                // timed waits, doing nothing the trace keeps, until a
+                // message or a signal wakes it was waiting for that all
+                // along (a server process idle between its timeouts until
+                // its postmaster signalled it).
+                if is_poll(other) || is_sleep(other) {
+                    self.ready_since.entry(pid).or_insert(t_ns);
+                }
             }
         }
         Ok(())
     }
 
     fn emit(&mut self, mut e: RawEvent) {
+        // A spawned thread's or process's first event: it began when the
+        // call that made it let it, which a replay waits for.
+        if self.spawned.contains(&e.tid) && self.begun.insert(e.tid) {
+            (self.sink)(RawEvent {
+                dur_ns: 0,
+                op: RawOp::Woken {
+                    key: format!("spawn:{}", e.tid),
+                },
+                path: String::new(),
+                ok: true,
+                result: String::new(),
+                direct: false,
+                paging: false,
+                calls: 0,
+                ..e.clone()
+            });
+        }
         e.calls = self.pending.remove(&e.tid).unwrap_or(0).max(1);
+        match &e.op {
+            // Waiting goes on through more waits and failed receives
+            // (`EAGAIN` before the wait).
+            RawOp::Other(name) if is_poll(name) => {}
+            RawOp::Recv { .. } if !e.ok => {}
+            op => {
+                let since = self.ready_since.remove(&e.tid);
+                // A receive began when its thread began waiting for it:
+                // the wait is not think time (a client blocked in
+                // `epoll_wait` on its database server's answer).
+                let waited_for = matches!(op, RawOp::Recv { .. } | RawOp::Woken { .. });
+                if let Some(t0) = since.filter(|&t0| waited_for && t0 < e.t_ns) {
+                    e.dur_ns = (e.t_ns - t0).saturating_add(e.dur_ns);
+                    e.t_ns = t0;
+                }
+            }
+        }
         (self.sink)(e);
+    }
+}
+
+/// The event of a line that is no call (a signal delivered, a task's
+/// end) of thread `tid` of `task`'s process.
+fn signal_event(task: &Task, tid: u32, t_ns: u64, op: RawOp) -> RawEvent {
+    RawEvent {
+        t_ns,
+        dur_ns: 0,
+        process: task.name.borrow().clone(),
+        pid: task.tgid,
+        tid,
+        op,
+        path: String::new(),
+        ok: true,
+        result: String::new(),
+        direct: false,
+        paging: false,
+        calls: 0,
     }
 }
 
@@ -728,11 +968,158 @@ fn parse_fd(arg: &str) -> Option<i64> {
     n.parse().ok()
 }
 
-/// The path in a descriptor's `-y` annotation: `3</mnt/x>` gives `/mnt/x`.
+/// The inner text of the first `<...>` annotation in `s`, as a byte
+/// range. strace escapes `<` and `>` in paths (`\74`, `\76`), so a raw
+/// `<` opens a nested annotation (`-yy`'s `/dev/null<char 1:3>`) and a
+/// raw `>` closes one, except the arrow between a socket's two ends
+/// (`UNIX-STREAM:[12->13]`, `TCP:[127.0.0.1:40->127.0.0.1:5432]`).
+fn annotation_span(s: &str) -> Option<(usize, usize)> {
+    let open = s.find('<')?;
+    let b = s.as_bytes();
+    let mut depth = 0u32;
+    for i in open..b.len() {
+        match b[i] {
+            b'<' => depth += 1,
+            b'>' if is_arrow(b, i) => {}
+            b'>' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((open + 1, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether the `>` at `i` is the arrow of a socket's ends (`->` before a
+/// digit or an IPv6 address), not an annotation's end.
+fn is_arrow(b: &[u8], i: usize) -> bool {
+    i > 0
+        && b[i - 1] == b'-'
+        && b.get(i + 1)
+            .is_some_and(|c| c.is_ascii_digit() || *c == b'[')
+}
+
+/// The path in a descriptor's `-y` annotation: `3</mnt/x>` gives `/mnt/x`;
+/// a device's number (`-yy`: `/dev/sdb<block 8:16>`) is dropped.
 fn annotation_of(arg: &str) -> Option<String> {
-    let start = arg.find('<')?;
-    let inner = arg[start + 1..].strip_suffix('>')?;
+    let (a, b) = annotation_span(arg)?;
+    let inner = &arg[a..b];
+    let inner = match inner.rfind('<') {
+        Some(i)
+            if inner.ends_with('>')
+                && (inner[i..].starts_with("<char ") || inner[i..].starts_with("<block ")) =>
+        {
+            &inner[..i]
+        }
+        _ => inner,
+    };
     Some(unescape(inner))
+}
+
+/// The stream a socket's or pipe's descriptor path names, as both of its
+/// ends name it: a connected socket's direction from sender to receiver
+/// (`-yy`'s `UNIX-STREAM:[12->13]` sends into `unix:12>13` and receives
+/// from `unix:13>12`; TCP and UDP by their addresses), a pipe by its
+/// inode. None for a socket without its peer (no `-yy`, or not connected).
+fn stream_of(path: &str, send: bool) -> Option<String> {
+    if let Some(ino) = path
+        .strip_prefix("pipe:[")
+        .and_then(|r| r.strip_suffix(']'))
+    {
+        return Some(format!("pipe:{ino}"));
+    }
+    let (kind, rest) = path.split_once(":[")?;
+    let family = match kind {
+        "UNIX" | "UNIX-STREAM" | "UNIX-DGRAM" | "UNIX-SEQPACKET" => "unix",
+        "TCP" | "TCPv6" => "tcp",
+        "UDP" | "UDPv6" => "udp",
+        _ => return None,
+    };
+    let inner = rest.strip_suffix(']')?;
+    // A UNIX socket's path after its ends (`12->13,"/run/x.sock"`).
+    let ends = if family == "unix" {
+        inner.split(',').next()?
+    } else {
+        inner
+    };
+    let (local, peer) = ends.split_once("->")?;
+    if local.is_empty() || peer.is_empty() {
+        return None;
+    }
+    Some(if send {
+        format!("{family}:{local}>{peer}")
+    } else {
+        format!("{family}:{peer}>{local}")
+    })
+}
+
+/// What a connection is known by at both ends, from the client's
+/// `connect`: a UNIX socket by the client's own inode (`-yy` shows it as
+/// `UNIX-STREAM:[12]` before it connects, and the server's accepted
+/// socket as `[13->12,...]`), TCP by the address connected to
+/// (`{sa_family=AF_INET, sin_port=htons(5432),
+/// sin_addr=inet_addr("127.0.0.1")}`).
+fn connection_key(socket: &str, addr: &str) -> Option<String> {
+    if let Some(rest) = socket.strip_prefix("UNIX-STREAM:[") {
+        let ino: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        return (!ino.is_empty()).then(|| format!("connect:unix:{ino}"));
+    }
+    let field = |name: &str| {
+        let i = addr.find(name)? + name.len();
+        let rest = &addr[i..];
+        Some(rest[..rest.find(['"', ')'])?].to_string())
+    };
+    let port = field("_port=htons(")?;
+    if addr.contains("AF_INET6") {
+        let host = addr
+            .find("AF_INET6, \"")
+            .map(|i| &addr[i + "AF_INET6, \"".len()..])
+            .and_then(|r| r.split('"').next())?;
+        Some(format!("connect:tcp:[{host}]:{port}"))
+    } else {
+        Some(format!("connect:tcp:{}:{port}", field("inet_addr(\"")?))
+    }
+}
+
+/// The key of a connection the server accepted (see `connection_key`),
+/// from the accepted socket's `-yy` annotation.
+fn accepted_key(socket: &str) -> Option<String> {
+    if let Some(rest) = socket.strip_prefix("UNIX-STREAM:[") {
+        let (_, peer) = rest.split_once("->")?;
+        let ino: String = peer.chars().take_while(char::is_ascii_digit).collect();
+        return (!ino.is_empty()).then(|| format!("connect:unix:{ino}"));
+    }
+    let rest = socket
+        .strip_prefix("TCP:[")
+        .or_else(|| socket.strip_prefix("TCPv6:["))?;
+    let (local, _) = rest.split_once("->")?;
+    Some(format!("connect:tcp:{local}"))
+}
+
+/// Calls that sleep until a time or a signal.
+fn is_sleep(name: &str) -> bool {
+    matches!(
+        name,
+        "nanosleep" | "clock_nanosleep" | "pause" | "rt_sigsuspend" | "sigsuspend"
+    )
+}
+
+/// Calls that wait for a descriptor to be ready.
+fn is_poll(name: &str) -> bool {
+    matches!(
+        name,
+        "poll"
+            | "ppoll"
+            | "select"
+            | "_newselect"
+            | "pselect6"
+            | "epoll_wait"
+            | "epoll_pwait"
+            | "epoll_pwait2"
+    )
 }
 
 /// Resolve a path argument against the directory descriptor `dir`
@@ -817,7 +1204,9 @@ fn split_args(args: &str) -> Vec<String> {
     let mut cur = String::new();
     let mut depth = 0i32;
     let mut in_str = false;
-    let mut in_ann = false;
+    // Depth of `<...>` annotations (nested with `-yy`: see
+    // `annotation_span`).
+    let mut ann_depth = 0u32;
     let mut chars = args.chars().peekable();
     while let Some(c) = chars.next() {
         if in_str {
@@ -831,10 +1220,17 @@ fn split_args(args: &str) -> Vec<String> {
             }
             continue;
         }
-        if in_ann {
+        if ann_depth > 0 {
+            let arrow = c == '>'
+                && cur.ends_with('-')
+                && chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_digit() || *n == '[');
             cur.push(c);
-            if c == '>' {
-                in_ann = false;
+            match c {
+                '<' => ann_depth += 1,
+                '>' if !arrow => ann_depth -= 1,
+                _ => {}
             }
             continue;
         }
@@ -848,7 +1244,7 @@ fn split_args(args: &str) -> Vec<String> {
                 .last()
                 .is_some_and(|p| p.is_ascii_digit() || p.is_ascii_uppercase()) =>
             {
-                in_ann = true;
+                ann_depth = 1;
                 cur.push(c);
             }
             '(' | '[' | '{' => {
@@ -890,7 +1286,15 @@ fn parse_result(text: &str) -> (Option<i64>, Option<String>, u64) {
         }
         _ => (text, 0),
     };
-    let first = main.split_whitespace().next().unwrap_or("");
+    // The number and its annotation, which may hold spaces (`-yy`:
+    // `4</dev/urandom<char 1:9>>`).
+    let number_end = main
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .unwrap_or(main.len());
+    let first = match main[number_end..].starts_with('<') {
+        true => annotation_span(main).map_or(main, |(_, end)| &main[..=end]),
+        false => &main[..number_end],
+    };
     let number = first.split('<').next().unwrap_or("");
     let ret = if let Some(hex) = number.strip_prefix("0x") {
         i64::from_str_radix(hex, 16).ok()
@@ -960,10 +1364,33 @@ fn unescape(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn events(text: &str) -> Result<Vec<RawEvent>, FormatError> {
+    /// (thread, `wake KEY` or `woken KEY`, start) of the wake-ups and woken
+    /// waits in `text`.
+    fn wake_ups(text: &str) -> Vec<(u32, String, u64)> {
+        all_events(text)
+            .unwrap()
+            .iter()
+            .filter_map(|e| match &e.op {
+                RawOp::Wake { key } => Some((e.tid, format!("wake {key}"), e.t_ns)),
+                RawOp::Woken { key } => Some((e.tid, format!("woken {key}"), e.t_ns)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn all_events(text: &str) -> Result<Vec<RawEvent>, FormatError> {
         let mut got = Vec::new();
         read(text.as_bytes(), &mut |e| got.push(e))?;
         Ok(got)
+    }
+
+    /// The events without wake-ups and woken waits (a clone's, a child's
+    /// first call's).
+    fn events(text: &str) -> Result<Vec<RawEvent>, FormatError> {
+        Ok(all_events(text)?
+            .into_iter()
+            .filter(|e| !matches!(e.op, RawOp::Wake { .. } | RawOp::Woken { .. }))
+            .collect())
     }
 
     #[test]
@@ -1135,6 +1562,155 @@ mod tests {
         );
         assert!(matches!(ops[9].0, RawOp::NotFile(_)));
         assert_eq!(ops[10], (&RawOp::Map, "/work/img.dd"));
+    }
+
+    #[test]
+    fn sockets_and_pipes_are_messages_and_a_ready_wait_starts_the_receive() {
+        // `-yy`: a client sends a query on a UNIX socket, waits in
+        // epoll_wait (an EAGAIN receive first), receives the answer; the
+        // server receives it on the other end and answers; a pipe between
+        // them; a device's number after its path.
+        let text = r#"10 1.000000 sendto(8<UNIX-STREAM:[100->101]>, "Q\0\0"..., 70, MSG_NOSIGNAL, NULL, 0) = 70 <0.000020>
+10 1.000100 recvfrom(8<UNIX-STREAM:[100->101]>, 0x55d0, 8192, 0, NULL, NULL) = -1 EAGAIN (Resource temporarily unavailable) <0.000010>
+10 1.000200 epoll_wait(5<anon_inode:[eventpoll]>, [{events=EPOLLOUT, data={u32=1, u64=1}}], 1024, -1) = 1 <0.000010>
+10 1.000300 epoll_wait(5<anon_inode:[eventpoll]>,  <unfinished ...>
+11 1.000400 recvfrom(6<UNIX-STREAM:[101->100,"/run/pg/.s.PGSQL.5432"]>, "Q\0\0"..., 8192, 0, NULL, NULL) = 70 <0.000010>
+11 1.000500 sendto(6<UNIX-STREAM:[101->100,"/run/pg/.s.PGSQL.5432"]>, "C\0"..., 27, 0, NULL, 0) = 27 <0.000010>
+10 1.002000 <... epoll_wait resumed>[{events=EPOLLIN, data={u32=1, u64=1}}], 1024, -1) = 1 <0.001700>
+10 1.002100 recvfrom(8<UNIX-STREAM:[100->101]>, "C\0"..., 8192, 0, NULL, NULL) = 27 <0.000010>
+11 1.003000 write(3<pipe:[77]>, "log line\n", 9) = 9 <0.000010>
+12 1.004000 read(4<pipe:[77]>, "log line\n", 4096) = 9 <0.000010>
+12 1.005000 read(0</dev/sdb<block 8:16>>, "x"..., 512) = 512 <0.000010>
+13 1.006000 sendto(3<socket:[900]>, "x", 1, 0, NULL, 0) = 1 <0.000010>
+"#;
+        let ev = events(text).unwrap();
+        let msg = |e: &RawEvent| match &e.op {
+            RawOp::Send { stream, len } => Some(("send", stream.clone(), *len)),
+            RawOp::Recv { stream, len } => Some(("recv", stream.clone(), *len)),
+            _ => None,
+        };
+        let msgs: Vec<(u32, &str, String, u64, u64, bool)> = ev
+            .iter()
+            .filter_map(|e| msg(e).map(|(k, s, n)| (e.tid, k, s, n, e.t_ns, e.ok)))
+            .collect();
+        let at = |us: u64| 1_000_000_000 + us * 1000;
+        assert_eq!(
+            msgs,
+            vec![
+                (10, "send", "unix:100>101".to_string(), 70, at(0), true),
+                (10, "recv", "unix:101>100".to_string(), 0, at(100), false),
+                (11, "recv", "unix:100>101".to_string(), 70, at(400), true),
+                (11, "send", "unix:101>100".to_string(), 27, at(500), true),
+                // Begun with the first wait that found something ready.
+                (10, "recv", "unix:101>100".to_string(), 27, at(200), true),
+                (11, "send", "pipe:77".to_string(), 9, at(3000), true),
+                (12, "recv", "pipe:77".to_string(), 9, at(4000), true),
+            ]
+        );
+        let answer = ev
+            .iter()
+            .find(|e| e.tid == 10 && e.ok && matches!(e.op, RawOp::Recv { .. }))
+            .unwrap();
+        assert_eq!(
+            answer.dur_ns, 1_910_000,
+            "from the first ready wait to its end"
+        );
+        // The device read keeps its path without `-yy`'s number.
+        assert!(ev.iter().any(|e| e.path == "/dev/sdb"), "{ev:?}");
+        // A socket whose ends are not named (no `-yy`) is no message.
+        assert!(matches!(ev.last().unwrap().op, RawOp::NotFile(_)));
+    }
+
+    #[test]
+    fn futex_wake_ups_joins_and_reaped_children_are_wake_ups_and_waits() {
+        // Thread 21 of process 20 wakes 20 on a private futex, then ends;
+        // 20 joins it (a wait on its id word for its id); 20 forks 30 and
+        // reaps it. A wait that timed out and a wake that woke no one are
+        // nothing.
+        let text = "\
+20 1.000000 clone3({flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_CHILD_CLEARTID, child_tid=0x7f90}, 88) = 21 <0.000050>
+20 1.000100 futex(0x5610, FUTEX_WAIT_BITSET_PRIVATE, 0, NULL, FUTEX_BITSET_MATCH_ANY <unfinished ...>
+21 1.000500 futex(0x5610, FUTEX_WAKE_PRIVATE, 1) = 1 <0.000010>
+20 1.000600 <... futex resumed>) = 0 <0.000500>
+20 1.000700 futex(0x7f90, FUTEX_WAIT_BITSET|FUTEX_CLOCK_REALTIME, 21, NULL, FUTEX_BITSET_MATCH_ANY <unfinished ...>
+21 1.000800 exit(0)                  = ?
+21 1.000900 +++ exited with 0 +++
+20 1.001000 <... futex resumed>) = 0 <0.000300>
+20 1.002000 futex(0x5618, FUTEX_WAIT_PRIVATE, 2, {tv_sec=0, tv_nsec=1000}) = -1 ETIMEDOUT (Connection timed out) <0.000100>
+20 1.003000 futex(0x5618, FUTEX_WAKE_PRIVATE, 1) = 0 <0.000010>
+20 1.004000 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f91) = 30 <0.000100>
+30 1.005000 exit_group(0)            = ?
+30 1.005100 +++ exited with 0 +++
+20 1.006000 wait4(-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 0}], 0, NULL) = 30 <0.000010>
+";
+        let got = wake_ups(text);
+        let at = |us: u64| 1_000_000_000 + us * 1000;
+        assert_eq!(
+            got,
+            vec![
+                // The clone wakes the child's first call.
+                (20, "wake spawn:21".to_string(), at(0)),
+                (21, "woken spawn:21".to_string(), at(500)),
+                (21, "wake futex:20:0x5610".to_string(), at(500)),
+                (20, "woken futex:20:0x5610".to_string(), at(100)),
+                (21, "wake exit:21".to_string(), at(900)),
+                (20, "woken exit:21".to_string(), at(700)),
+                (20, "wake spawn:30".to_string(), at(4000)),
+                (30, "woken spawn:30".to_string(), at(5000)),
+                (30, "wake exit:30".to_string(), at(5100)),
+                (20, "woken exit:30".to_string(), at(6000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_servers_accept_waits_for_the_clients_connect() {
+        // UNIX: by the client's inode; TCP: by the address. The accept
+        // begins with the wait that found the listener ready.
+        let text = r#"10 1.000000 connect(8<UNIX-STREAM:[100]>, {sa_family=AF_UNIX, sun_path="/run/pg/.s.PGSQL.5432"}, 110) = 0 <0.000020>
+11 0.999000 epoll_wait(4<anon_inode:[eventpoll]>, [{events=EPOLLIN, data={u32=5, u64=5}}], 64, 60000) = 1 <0.001100>
+11 1.000200 accept4(5<UNIX-STREAM:[50,"/run/pg/.s.PGSQL.5432"]>, NULL, NULL, SOCK_CLOEXEC) = 6<UNIX-STREAM:[101->100,"/run/pg/.s.PGSQL.5432"]> <0.000010>
+12 1.001000 connect(3<TCP:[200]>, {sa_family=AF_INET, sin_port=htons(5432), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 EINPROGRESS (Operation now in progress) <0.000020>
+13 1.002000 accept(7<TCP:[127.0.0.1:5432]>, {sa_family=AF_INET, sin_port=htons(40000), sin_addr=inet_addr("127.0.0.1")}, [16]) = 8<TCP:[127.0.0.1:5432->127.0.0.1:40000]> <0.000010>
+14 1.003000 connect(3<UNIX-STREAM:[300]>, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT (No such file or directory) <0.000010>
+"#;
+        let got = wake_ups(text);
+        let at = |us: u64| 1_000_000_000 + us * 1000;
+        assert_eq!(
+            got,
+            vec![
+                (10, "wake connect:unix:100".to_string(), at(0)),
+                (11, "woken connect:unix:100".to_string(), at(0) - 1_000_000),
+                (12, "wake connect:tcp:127.0.0.1:5432".to_string(), at(1000)),
+                (13, "woken connect:tcp:127.0.0.1:5432".to_string(), at(2000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn annotations_with_arrows_and_devices_split_and_read() {
+        let args = split_args(
+            r#"8<UNIX-STREAM:[1->2,"/x y"]>, "a,b", 0</dev/null<char 1:3>>, 3</tmp/x->, 5"#,
+        );
+        assert_eq!(args.len(), 5, "{args:?}");
+        assert_eq!(
+            annotation_of(&args[0]).as_deref(),
+            Some(r#"UNIX-STREAM:[1->2,"/x y"]"#)
+        );
+        assert_eq!(annotation_of(&args[2]).as_deref(), Some("/dev/null"));
+        // A path ending in `-` (strace escapes `>` in paths as `\76`).
+        assert_eq!(annotation_of(&args[3]).as_deref(), Some("/tmp/x-"));
+        assert_eq!(
+            parse_result("4</dev/urandom<char 1:9>> <0.000051>")
+                .1
+                .as_deref(),
+            Some("/dev/urandom")
+        );
+        assert_eq!(
+            stream_of("TCP:[127.0.0.1:40->127.0.0.1:5432]", false).as_deref(),
+            Some("tcp:127.0.0.1:5432>127.0.0.1:40")
+        );
+        assert_eq!(stream_of("UNIX-STREAM:[5,\"/run/x\"]", true), None);
     }
 
     #[test]
