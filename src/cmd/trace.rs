@@ -213,7 +213,7 @@ fn import_trace(a: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(info) = strace_info.as_ref().filter(|i| i.orphans > 0) {
         notes.push(format!(
-            "{} processes or threads appeared without the clone, fork or vfork that made them (take the trace with `-e trace=desc,file,process`): the positions of descriptors they inherited are not known (their reads and writes start at offset 0), nor their working folder",
+            "{} processes or threads appeared without the clone, fork or vfork that made them (take the trace with `-e trace=desc,file,process,network,futex`): the positions of descriptors they inherited are not known (their reads and writes start at offset 0), nor their working folder",
             info.orphans
         ));
     }

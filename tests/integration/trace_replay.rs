@@ -701,7 +701,7 @@ t.join()
                 "-T",
                 "-yy",
                 "-e",
-                "trace=desc,file,process,network",
+                "trace=desc,file,process,network,futex",
                 "-o",
             ])
             .arg(&strace)

@@ -1,5 +1,5 @@
-//! strace output (`strace -f -ttt -T -y -e trace=desc,file,process -o FILE CMD`)
-//! into [`RawEvent`]s.
+//! strace output (`strace -f -ttt -T -yy -e trace=desc,file,process,network,futex
+//! -o FILE CMD`) into [`RawEvent`]s.
 //!
 //! Each line is `[PID ]SECONDS.FRACTION CALL(ARGS) = RET <DURATION>` (or
 //! `[pid PID] ...` when strace writes to its standard error). A call
@@ -10,6 +10,13 @@
 //! the calls that open, duplicate and close them. File positions are kept
 //! per open file (shared by `dup` and `fork`, as the kernel shares them),
 //! so `read` and `write` get the offset `pread` would have named.
+//!
+//! What threads wait for from each other becomes messages (see
+//! `RawOp::Send`, `RawOp::Wake`): bytes through pipes and connected
+//! sockets (`-yy` names a socket's two ends), futex wake-ups and the
+//! waits they end, a task's making and its end, a connection accepted,
+//! a signal sent and received. A receive or woken wait begins when its
+//! thread began waiting (the polls and timed waits before it).
 //!
 //! Not seen by strace, and said so in the import's report: I/O through a
 //! memory mapping (`mmap` of a file is counted as such), and the kernel's
