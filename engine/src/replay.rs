@@ -751,10 +751,7 @@ fn find_deps(
                         if (order_of[other][latest], other, latest) >= (order_of[ti][si], ti, si) {
                             continue;
                         }
-                        match deps.iter_mut().find(|(th, _)| *th == other) {
-                            Some(d) => d.1 = d.1.max(latest),
-                            None => deps.push((other, latest)),
-                        }
+                        add_dep(&mut deps, other, latest);
                     }
                 }
             }
@@ -763,6 +760,15 @@ fn find_deps(
         }
     }
     deps_total
+}
+
+/// Make `deps` wait for step `step` of `thread`: one wait per thread, for
+/// its latest step waited for (its earlier ones come before it).
+fn add_dep(deps: &mut Vec<(usize, usize)>, thread: usize, step: usize) {
+    match deps.iter_mut().find(|(th, _)| *th == thread) {
+        Some(d) => d.1 = d.1.max(step),
+        None => deps.push((thread, step)),
+    }
 }
 
 /// Pair each receive with the send that supplied its last byte: per
@@ -826,11 +832,7 @@ fn pair_messages(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> 
             if tj == ti || (order_of[tj][sj], tj, sj) >= (order_of[ti][si], ti, si) {
                 continue;
             }
-            let deps = &mut threads[ti].1[si].deps;
-            match deps.iter_mut().find(|(th, _)| *th == tj) {
-                Some(d) => d.1 = d.1.max(sj),
-                None => deps.push((tj, sj)),
-            }
+            add_dep(&mut threads[ti].1[si].deps, tj, sj);
         }
     }
     (paired, unpaired)
@@ -1166,6 +1168,11 @@ impl Shared<'_> {
         }
     }
 
+    /// When step `step` of `thread` ended in this replay (once done).
+    fn ended(&self, thread: usize, step: usize) -> Instant {
+        self.start + Duration::from_nanos(self.ends[thread][step].load(Ordering::Acquire))
+    }
+
     fn finished(&self, thread: usize) {
         self.done[thread].fetch_add(1, Ordering::SeqCst);
         if self.waiters[thread].load(Ordering::SeqCst) > 0 {
@@ -1199,19 +1206,20 @@ impl Shared<'_> {
             // operation ended (from the trace's start for its first), the
             // tracer's cost per call taken out. `ideal` is when the step
             // would start with no lateness, `floor` the earliest it may.
+            // After another thread's step (waited for): its replayed end
+            // plus the recorded latency from its end to this start, on the
+            // tracer-free clock; and its end.
+            let after = |(tj, sj): (usize, usize)| {
+                let c = &self.plan.threads[tj].1[sj];
+                let latency = step.t.saturating_sub(c.t.saturating_add(c.dur));
+                let end = self.ended(tj, sj);
+                (end + scaled(latency), end)
+            };
             let (ideal, floor) = match (step.trigger, prev_end_trace) {
-                (Some((tj, sj)), Some(_)) => {
-                    self.wait_for(&[(tj, sj)]);
-                    // The recorded latency from its end, on the tracer-free
-                    // clock.
-                    let c = &self.plan.threads[tj].1[sj];
-                    let after = step.t.saturating_sub(c.t.saturating_add(c.dur));
-                    let end = self.start
-                        + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire));
-                    (
-                        (end + scaled(after)).max(prev_end_replay),
-                        end.max(prev_end_replay),
-                    )
+                (Some(trigger), Some(_)) => {
+                    self.wait_for(&[trigger]);
+                    let (ideal, end) = after(trigger);
+                    (ideal.max(prev_end_replay), end.max(prev_end_replay))
                 }
                 // A thread's first step that waits for others (a child
                 // for the call that made it) begins its recorded latency
@@ -1222,13 +1230,7 @@ impl Shared<'_> {
                     self.wait_for(&step.deps);
                     step.deps
                         .iter()
-                        .map(|&(tj, sj)| {
-                            let c = &self.plan.threads[tj].1[sj];
-                            let after = step.t.saturating_sub(c.t.saturating_add(c.dur));
-                            let end = self.start
-                                + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire));
-                            (end + scaled(after), end)
-                        })
+                        .map(|&d| after(d))
                         .fold((self.start, self.start), |a, b| {
                             (a.0.max(b.0), a.1.max(b.1))
                         })
@@ -1255,9 +1257,7 @@ impl Shared<'_> {
             let held = step
                 .deps
                 .iter()
-                .map(|&(tj, sj)| {
-                    self.start + Duration::from_nanos(self.ends[tj][sj].load(Ordering::Acquire))
-                })
+                .map(|&(tj, sj)| self.ended(tj, sj))
                 .fold(target, Instant::max);
             late = began.saturating_duration_since(held);
             if let Err(e) = self.execute(step, &mut buf) {

@@ -552,10 +552,7 @@ impl Reader<'_> {
                 let path = fd_path(open.as_ref(), arg(0));
                 let len = ret.filter(|&r| r >= 0).unwrap_or(0) as u64;
                 match stream_of(&path, send) {
-                    Some(stream) if send => {
-                        self.emit(event(RawOp::Send { stream, len }, path, false))
-                    }
-                    Some(stream) => self.emit(event(RawOp::Recv { stream, len }, path, false)),
+                    Some(stream) => self.emit(event(message(send, stream, len), path, false)),
                     None => {
                         let kind = not_file(&path).unwrap_or_else(|| "socket descriptor".into());
                         self.emit(event(RawOp::NotFile(kind), path, false));
@@ -575,12 +572,7 @@ impl Reader<'_> {
                 }
                 if let Some(stream) = stream_of(&path, write) {
                     let len = ret.filter(|&r| r >= 0).unwrap_or(0) as u64;
-                    let op = if write {
-                        RawOp::Send { stream, len }
-                    } else {
-                        RawOp::Recv { stream, len }
-                    };
-                    self.emit(event(op, path, false));
+                    self.emit(event(message(write, stream, len), path, false));
                     return Ok(());
                 }
                 if let Some(kind) = open
@@ -906,6 +898,15 @@ impl Reader<'_> {
     }
 }
 
+/// `len` bytes sent into or received from `stream`.
+fn message(send: bool, stream: String, len: u64) -> RawOp {
+    if send {
+        RawOp::Send { stream, len }
+    } else {
+        RawOp::Recv { stream, len }
+    }
+}
+
 /// The event of a line that is no call (a signal delivered, a task's
 /// end) of thread `tid` of `task`'s process.
 fn signal_event(task: &Task, tid: u32, t_ns: u64, op: RawOp) -> RawEvent {
@@ -1211,33 +1212,16 @@ fn split_args(args: &str) -> Vec<String> {
     let mut cur = String::new();
     let mut depth = 0i32;
     let mut in_str = false;
-    // Depth of `<...>` annotations (nested with `-yy`: see
-    // `annotation_span`).
-    let mut ann_depth = 0u32;
-    let mut chars = args.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = args.char_indices();
+    while let Some((i, c)) = chars.next() {
         if in_str {
             cur.push(c);
             if c == '\\' {
-                if let Some(n) = chars.next() {
+                if let Some((_, n)) = chars.next() {
                     cur.push(n);
                 }
             } else if c == '"' {
                 in_str = false;
-            }
-            continue;
-        }
-        if ann_depth > 0 {
-            let arrow = c == '>'
-                && cur.ends_with('-')
-                && chars
-                    .peek()
-                    .is_some_and(|n| n.is_ascii_digit() || *n == '[');
-            cur.push(c);
-            match c {
-                '<' => ann_depth += 1,
-                '>' if !arrow => ann_depth -= 1,
-                _ => {}
             }
             continue;
         }
@@ -1246,13 +1230,18 @@ fn split_args(args: &str) -> Vec<String> {
                 in_str = true;
                 cur.push(c);
             }
+            // An annotation, whole (nested, with arrows: `annotation_span`);
+            // one never closed runs to the end.
             '<' if cur
                 .chars()
                 .last()
                 .is_some_and(|p| p.is_ascii_digit() || p.is_ascii_uppercase()) =>
             {
-                ann_depth = 1;
-                cur.push(c);
+                let end = annotation_span(&args[i..]).map_or(args.len(), |(_, e)| i + e + 1);
+                cur.push_str(&args[i..end]);
+                while chars.clone().next().is_some_and(|(j, _)| j < end) {
+                    chars.next();
+                }
             }
             '(' | '[' | '{' => {
                 depth += 1;
