@@ -878,9 +878,9 @@ impl Reader<'_> {
         }
         e.calls = self.pending.remove(&e.tid).unwrap_or(0).max(1);
         match &e.op {
-            // Waiting goes on through more waits and failed receives
-            // (`EAGAIN` before the wait).
-            RawOp::Other(name) if is_poll(name) => {}
+            // Waiting goes on through more waits, sleeps and failed
+            // receives (`EAGAIN` before the wait).
+            RawOp::Other(name) if is_poll(name) || is_sleep(name) => {}
             RawOp::Recv { .. } if !e.ok => {}
             op => {
                 let since = self.ready_since.remove(&e.tid);
@@ -1657,6 +1657,21 @@ mod tests {
                 (20, "woken exit:30".to_string(), at(6000)),
             ]
         );
+    }
+
+    #[test]
+    fn a_receive_after_sleeps_and_polls_began_with_the_first() {
+        let text = r#"10 1.000000 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=0, tv_nsec=100000000}, NULL) = 0 <0.100000>
+10 1.100000 poll([{fd=3<pipe:[7]>, events=POLLIN}], 1, 100) = 0 (Timeout) <0.100000>
+10 1.200000 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=0, tv_nsec=100000000}, NULL) = 0 <0.100000>
+10 1.300000 read(3<pipe:[7]>, "x", 1) = 1 <0.000010>
+"#;
+        let ev = events(text).unwrap();
+        let recv = ev
+            .iter()
+            .find(|e| matches!(e.op, RawOp::Recv { .. }))
+            .unwrap();
+        assert_eq!(recv.t_ns, 1_000_000_000, "{recv:?}");
     }
 
     #[test]
