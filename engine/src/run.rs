@@ -265,11 +265,7 @@ pub fn run(
     let source: Arc<dyn EvidenceSource> = Arc::from(source::open_evidence(
         &spec.evidence,
         &evidence_channel,
-        source::ReadOptions {
-            run_bytes: spec.read_run,
-            // Runs for every thread to have one in use and one coming.
-            cache_runs: 2 * spec.threads.max(1) + 4,
-        },
+        source::ReadOptions::for_threads(spec.read_run, spec.threads),
     )?);
     let protected: Vec<PathBuf> = source.files().iter().map(|f| canonical(f)).collect();
     // The evidence as the progress record names it.

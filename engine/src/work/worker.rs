@@ -430,10 +430,7 @@ fn open_evidence(w: &WorkSetting<'_>) -> Result<Arc<dyn EvidenceSource>, String>
     let opened = source::open_evidence(
         w.evidence_path,
         w.channels[0],
-        source::ReadOptions {
-            run_bytes: w.spec.read_run,
-            cache_runs: 2 * w.opts.threads.max(1) + 4,
-        },
+        source::ReadOptions::for_threads(w.spec.read_run, w.opts.threads),
     )
     .map_err(|e| {
         format!(
