@@ -1316,6 +1316,33 @@ struct DirFacts<'a> {
     inode: Option<u64>,
 }
 
+/// Entry `e` holding `bytes` inside its metadata (an NTFS record's
+/// stream, a fast symlink's inode): their size and hashes, no clusters,
+/// and none of what a drawn file's content brings (keywords, hash-set
+/// hits, duplicates, fragments, slack, attachments, members).
+fn held_content(e: FileEntry, bytes: &[u8]) -> FileEntry {
+    let (md5, sha1, sha256, _) = hash_all(bytes);
+    FileEntry {
+        size: bytes.len() as u64,
+        first_cluster: 0,
+        extents: Vec::new(),
+        md5: Some(md5),
+        sha1: Some(sha1),
+        sha256: Some(sha256),
+        keywords: Vec::new(),
+        known: false,
+        notable: false,
+        duplicate_group: None,
+        fragmented: false,
+        overwritten: false,
+        intact: true,
+        slack_bytes: 0,
+        attachments: Vec::new(),
+        members: 0,
+        ..e
+    }
+}
+
 /// The manifest record of a directory.
 fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
     FileEntry {
@@ -1357,6 +1384,8 @@ fn dir_entry(d: DirFacts<'_>, extents: Vec<Extent>) -> FileEntry {
         compressed: false,
         sparse: false,
         stream: None,
+        link_target: None,
+        hard_link_of: None,
     }
 }
 
@@ -1704,6 +1733,61 @@ impl ManifestOut {
         Ok(())
     }
 
+    /// The entry of link item `it` at `path` (real and as TSK shows it):
+    /// a hard link repeats its target's entry under its own name; a
+    /// symbolic link's content is its target text. `None` when a hard
+    /// link's target has no entry.
+    fn link_entry(
+        &mut self,
+        plan: &GroupPlan,
+        it: &crate::plan::ItemPlan,
+        link: crate::plan::Link,
+        (path, tsk_path): (String, String),
+        inode: Option<u64>,
+        linked: &HashMap<usize, FileEntry>,
+    ) -> Option<FileEntry> {
+        match link {
+            crate::plan::Link::Hard(t) => {
+                let first = linked.get(&t)?;
+                self.summary.hard_links += 1;
+                Some(FileEntry {
+                    path,
+                    tsk_path,
+                    name: it.name.clone(),
+                    short_name: crate::names::short_display(&it.form.short),
+                    has_long_name: it.form.long.is_some(),
+                    hard_link_of: Some(first.path.clone()),
+                    ..first.clone()
+                })
+            }
+            crate::plan::Link::Symbolic(_) => {
+                let text = crate::ext4::layout::symlink_target(plan, it).unwrap_or_default();
+                self.summary.symlinks += 1;
+                let dir = dir_entry(
+                    DirFacts {
+                        path,
+                        tsk_path,
+                        name: it.name.clone(),
+                        form: &it.form,
+                        times: it.times,
+                        first_cluster: 0,
+                        deleted: false,
+                        group: plan.k,
+                        record: None,
+                        inode,
+                    },
+                    Vec::new(),
+                );
+                let e = held_content(dir, text.as_bytes());
+                Some(FileEntry {
+                    kind: EntryKind::Symlink,
+                    link_target: Some(text),
+                    ..e
+                })
+            }
+        }
+    }
+
     /// Records for one group's directories, files and carvable content.
     fn group(
         &mut self,
@@ -1912,7 +1996,30 @@ impl ManifestOut {
                 kw_offsets: Vec::new(),
             }
         };
+        // Entries of files a hard link names again, for the link's entry.
+        let mut linked: HashMap<usize, FileEntry> = HashMap::new();
+        let hard_targets: std::collections::HashSet<usize> = plan
+            .items
+            .iter()
+            .filter_map(|x| match x.link {
+                Some(crate::plan::Link::Hard(t)) => Some(t),
+                _ => None,
+            })
+            .collect();
         for (i, it) in plan.items.iter().enumerate() {
+            if let Some(link) = it.link {
+                // Links sit in live batch folders beside their target; a
+                // link whose target was dropped went with it.
+                if let (false, Some(Parent::Dir(d))) = (it.residue, it.parent) {
+                    let (p, t) = dir_path(vol, plan, d, &mut paths, keep_names);
+                    let path = (format!("{p}/{}", it.name), format!("{t}/{}", it.name));
+                    let ino = inode.get(&crate::plan::Child::Item(i)).copied();
+                    if let Some(e) = self.link_entry(plan, it, link, path, ino, &linked) {
+                        self.entry(&e)?;
+                    }
+                }
+                continue;
+            }
             if it.residue && it.spec.size == 0 {
                 // Dropped while laying out: it did not fit.
                 self.summary.dropped_files += 1;
@@ -2160,7 +2267,12 @@ impl ManifestOut {
                 compressed: matches!(it.packing, Some(Packing::Compressed(_))),
                 sparse: matches!(it.packing, Some(Packing::Sparse(_))),
                 stream: None,
+                link_target: None,
+                hard_link_of: None,
             };
+            if hard_targets.contains(&i) {
+                linked.insert(i, e.clone());
+            }
             self.summary.compressed_files += e.compressed as u64;
             self.summary.sparse_files += e.sparse as u64;
             self.summary.attachments += e.attachments.len() as u64;
@@ -2178,37 +2290,21 @@ impl ManifestOut {
             {
                 // The downloaded file's Zone.Identifier stream, listed as
                 // TSK lists it: `file:stream`, same record.
-                let (md5, sha1, sha256, _) = hash_all(&zone);
                 let sname = ntfs::write::ZONE_IDENTIFIER;
                 self.summary.alternate_streams += 1;
-                self.entry(&FileEntry {
+                let stream = FileEntry {
                     path: format!("{}:{sname}", e.path),
                     tsk_path: format!("{}:{sname}", e.tsk_path),
                     name: format!("{}:{sname}", e.name),
-                    size: zone.len() as u64,
-                    first_cluster: 0,
-                    extents: Vec::new(),
                     content_type: Some(crate::content::Kind::Text),
                     mime: Some(crate::content::Kind::Text.mime().into()),
-                    md5: Some(md5),
-                    sha1: Some(sha1),
-                    sha256: Some(sha256),
-                    keywords: Vec::new(),
-                    known: false,
-                    notable: false,
-                    duplicate_group: None,
-                    fragmented: false,
-                    overwritten: false,
-                    intact: true,
-                    slack_bytes: 0,
-                    attachments: Vec::new(),
-                    members: 0,
                     resident: true,
                     compressed: false,
                     sparse: false,
                     stream: Some(sname.to_string()),
                     ..e.clone()
-                })?;
+                };
+                self.entry(&held_content(stream, &zone))?;
             }
         }
         Ok(())

@@ -330,6 +330,10 @@ pub enum EntryKind {
     File,
     /// A directory.
     Directory,
+    /// A symbolic link (ext4): `link_target` is what it points at; its
+    /// size and hashes are the target text's (what a reader of its
+    /// content gets, and caseload hashes).
+    Symlink,
 }
 
 /// A byte range on the disk.
@@ -471,6 +475,15 @@ pub struct FileEntry {
     /// file at `path` without the `:NAME` suffix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
+    /// A symbolic link's target, as stored (ext4: relative, a sibling's
+    /// name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_target: Option<String>,
+    /// A hard link (ext4): this entry is another name of the file at this
+    /// path (same inode, content, extents and hashes; the inode's link
+    /// count is the number of its names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard_link_of: Option<String>,
 }
 
 /// Where a carvable item comes from.
@@ -595,6 +608,13 @@ pub struct Summary {
     /// when not 0.
     #[serde(default, skip_serializing_if = "crate::content::is_zero")]
     pub dropped_files: u64,
+    /// Symbolic links (not counted in `files`); present when not 0.
+    #[serde(default, skip_serializing_if = "crate::content::is_zero")]
+    pub symlinks: u64,
+    /// Second names of files (hard links; not counted in `files`);
+    /// present when not 0.
+    #[serde(default, skip_serializing_if = "crate::content::is_zero")]
+    pub hard_links: u64,
     /// E-mail attachments of all files, live and deleted (with the
     /// messages, the compound items a suite expands).
     #[serde(default)]

@@ -94,7 +94,7 @@ fn check_debugfs(c: &Corpus, v: &Path) {
         .map(|e| {
             (
                 e.path.clone(),
-                (e.kind == EntryKind::File).then(|| e.md5.clone().unwrap_or_default()),
+                (e.kind != EntryKind::Directory).then(|| e.md5.clone().unwrap_or_default()),
             )
         })
         .collect();
@@ -136,6 +136,8 @@ fn check_walk(c: &Corpus) {
             return std::ops::ControlFlow::Continue(());
         }
         let md5 = match (&r.content, r.kind, r.allocated) {
+            // A fast symlink's target, kept in its inode.
+            (Content::Resident(b), FileKind::File, true) => Some(hex(&Md5::digest(b))),
             (Content::Runs(runs), FileKind::File, true) => {
                 let mut h = Md5::new();
                 for run in runs {
@@ -161,7 +163,7 @@ fn check_walk(c: &Corpus) {
             (e.tsk_path.clone(), e.deleted),
             (
                 e.inode.expect("inode"),
-                (e.kind == EntryKind::File && !e.deleted)
+                (e.kind != EntryKind::Directory && !e.deleted)
                     .then(|| e.md5.clone())
                     .flatten(),
             ),
@@ -257,6 +259,93 @@ fn linux_server_corpus_passes_every_oracle() {
         "no mail in Maildir"
     );
     check_server_vocabulary(&c);
+    check_links(&c);
+}
+
+/// A server's links: symbolic links that `fls` types `l/l` and `debugfs`
+/// reads back with their targets; hard links whose inode `fls` lists
+/// under both names and whose link count `debugfs` gives as 2 (e2fsck,
+/// run by `check_corpus`, checks every link count).
+fn check_links(c: &Corpus) {
+    let symlinks: Vec<_> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::Symlink)
+        .collect();
+    let hard: Vec<_> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| e.hard_link_of.is_some())
+        .collect();
+    assert!(!symlinks.is_empty(), "no symbolic links");
+    assert!(!hard.is_empty(), "no hard links");
+    assert_eq!(c.manifest.summary.symlinks, symlinks.len() as u64);
+    assert_eq!(c.manifest.summary.hard_links, hard.len() as u64);
+    for e in &hard {
+        let first = c
+            .manifest
+            .files
+            .iter()
+            .find(|f| Some(&f.path) == e.hard_link_of.as_ref())
+            .expect("a hard link's first name is in the manifest");
+        assert_eq!((first.inode, &first.md5), (e.inode, &e.md5), "{}", e.path);
+        assert_eq!(first.extents, e.extents, "{}", e.path);
+    }
+    for e in &symlinks {
+        let target = e.link_target.as_deref().expect("target");
+        assert_eq!(e.size, target.len() as u64);
+        assert_eq!(e.md5, Some(hex(&Md5::digest(target.as_bytes()))));
+        let dir = e.path.rsplit_once('/').map(|x| x.0).unwrap_or("");
+        assert!(
+            c.manifest
+                .files
+                .iter()
+                .any(|f| f.path == format!("{dir}/{target}") && f.kind == EntryKind::File),
+            "{} points at no sibling",
+            e.path
+        );
+    }
+    let v = common::volume_file(&c.image, &c.manifest);
+    if have("fls") {
+        let sector = (common::part(&c.manifest).0 / 512).to_string();
+        let out = Command::new("fls")
+            .args(["-r", "-p", "-o", &sector])
+            .arg(&c.image)
+            .output()
+            .expect("fls");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for e in &symlinks {
+            assert!(
+                text.lines().any(|l| l.starts_with("l/l ")
+                    && l.split_once(":\t").map(|x| x.1) == Some(e.tsk_path.as_str())),
+                "fls does not type {} as a symbolic link",
+                e.tsk_path
+            );
+        }
+    }
+    if have("debugfs") {
+        let stat = |e: &caseload_corpus::manifest::FileEntry| -> String {
+            let out = Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("stat <{}>", e.inode.expect("inode")))
+                .arg(v.path())
+                .output()
+                .expect("debugfs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        for e in hard.iter().take(5) {
+            let text = stat(e);
+            assert!(text.contains("Links: 2"), "{}: {text}", e.path);
+        }
+        for e in symlinks.iter().take(5) {
+            let text = stat(e);
+            let target = e.link_target.as_deref().unwrap_or_default();
+            assert!(
+                text.contains("Type: symlink")
+                    && text.contains(&format!("Fast link dest: \"{target}\"")),
+                "{}: {text}",
+                e.path
+            );
+        }
+    }
 }
 
 /// A file's bytes, from its extents in the image.
@@ -420,5 +509,9 @@ fn big_corpus_passes_every_oracle() {
     let mib: u64 = env("EXT4_BIG_MIB", "1024").parse().expect("EXT4_BIG_MIB");
     let seed: u64 = env("EXT4_BIG_SEED", "1").parse().expect("EXT4_BIG_SEED");
     let profile = env("EXT4_BIG_PROFILE", "workstation");
-    check_corpus(&corpus_with(mib * MIB, seed, 2, &profile));
+    let c = corpus_with(mib * MIB, seed, 2, &profile);
+    check_corpus(&c);
+    if profile == "linux-server" {
+        check_links(&c);
+    }
 }

@@ -90,6 +90,8 @@ fn check_fls_icat(c: &Corpus) -> HashMap<(String, bool), corpus_support::FlsEntr
             (EntryKind::Directory, true) => "-/d",
             (EntryKind::File, false) => "r/r",
             (EntryKind::File, true) => "-/r",
+            (EntryKind::Symlink, false) => "l/l",
+            (EntryKind::Symlink, true) => "-/l",
         };
         assert_eq!(e.kind, want, "{}", f.path);
         let record = f.mft_record.expect("NTFS entries carry their record");
@@ -337,7 +339,8 @@ fn check_caseload_walk(c: &Corpus) {
             .unwrap_or_else(|| panic!("{} (deleted={}) not walked", f.tsk_path, f.deleted));
         match f.kind {
             EntryKind::Directory => assert_eq!(kind, "directory", "{}", f.path),
-            EntryKind::File => {
+            // A symbolic link is a file whose content is its target.
+            EntryKind::File | EntryKind::Symlink => {
                 assert_eq!(*size as u64, f.size, "{}", f.path);
                 if f.intact {
                     assert_eq!(md5, &f.md5, "{}", f.path);

@@ -109,7 +109,8 @@ fn check_against_manifest(manifest: &Manifest, rows: &BTreeMap<(String, bool), R
         assert_eq!(row.allocated, f.allocated, "{label}: {}", f.path);
         match f.kind {
             EntryKind::Directory => assert_eq!(row.kind, "directory", "{label}: {}", f.path),
-            EntryKind::File => {
+            // A symbolic link is a file whose content is its target.
+            EntryKind::File | EntryKind::Symlink => {
                 assert_eq!(row.kind, "file", "{label}: {}", f.path);
                 assert_eq!(row.size as u64, f.size, "{label}: size of {}", f.path);
                 if f.intact {

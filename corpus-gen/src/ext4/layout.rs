@@ -11,7 +11,7 @@ use super::inode::{self, Inode, Time, Xattr};
 use super::{BLOCK, Ext4Params, LPF_INO, ROOT_INO, TO_1980};
 use crate::error::CorpusError;
 use crate::names::{NameForm, Stamp, Times};
-use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Parent, Volume};
+use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Link, Parent, Volume};
 use std::collections::{BTreeMap, HashMap};
 
 /// Most groups (the planner's limit).
@@ -71,6 +71,12 @@ impl FsLayout for Ext4Layout {
 
     fn folders_at_group_start(&self) -> bool {
         false
+    }
+
+    /// Hard links (a second entry for an inode, its link count raised)
+    /// and fast symbolic links (the target in the inode).
+    fn links(&self) -> bool {
+        true
     }
 
     fn skeleton_dir_clusters(&self, vol: &Volume, i: usize) -> Result<Option<u32>, CorpusError> {
@@ -197,20 +203,22 @@ pub struct Numbering {
 
 impl Numbering {
     /// Number group `plan` from `base`: directories, then items with an
-    /// entry, in plan order.
+    /// entry, in plan order; a hard link takes its target's number.
     pub fn new(plan: &GroupPlan, base: u32) -> Numbering {
         let dir: Vec<u32> = (0..plan.dirs.len() as u32).map(|d| base + d).collect();
         let mut next = base + dir.len() as u32;
-        let item = plan
-            .items
-            .iter()
-            .map(|it| {
-                (has_entry(it)).then(|| {
+        let mut item: Vec<Option<u32>> = Vec::with_capacity(plan.items.len());
+        for it in &plan.items {
+            let n = match it.link {
+                _ if !has_entry(it) => None,
+                Some(Link::Hard(t)) => item.get(t).copied().flatten(),
+                _ => {
                     next += 1;
-                    next - 1
-                })
-            })
-            .collect();
+                    Some(next - 1)
+                }
+            };
+            item.push(n);
+        }
         Numbering {
             base,
             dir,
@@ -226,6 +234,15 @@ impl Numbering {
             Child::Dir(d) => self.dir.get(d).copied(),
         }
     }
+}
+
+/// A symbolic link's target: its target item's stored name (a sibling),
+/// at most 59 bytes (the draw keeps it short); `None` for other items.
+pub fn symlink_target(plan: &GroupPlan, it: &ItemPlan) -> Option<String> {
+    let Some(Link::Symbolic(t)) = it.link else {
+        return None;
+    };
+    plan.items.get(t).map(|x| stored(&x.form))
 }
 
 /// Whether an item has a directory entry (and so an inode).
@@ -489,11 +506,42 @@ pub fn group_inodes(
         }
         out.push((ino, i, !dir.deleted, !dir.deleted));
     }
+    // Each live file's names: one, and one more per hard link to it.
+    let mut names = vec![1u16; plan.items.len()];
+    for it in &plan.items {
+        if let (Some(Link::Hard(t)), true) = (it.link, has_entry(it))
+            && let Some(n) = names.get_mut(t)
+        {
+            *n += 1;
+        }
+    }
     for (n, it) in plan.items.iter().enumerate() {
         let Some(ino) = num.item[n] else { continue };
+        match it.link {
+            // The target's inode, written with it.
+            Some(Link::Hard(_)) => continue,
+            Some(Link::Symbolic(_)) => {
+                let target = symlink_target(plan, it).unwrap_or_default();
+                // A fast symlink: the target in `i_block`, no extents,
+                // no blocks.
+                if target.is_empty() || target.len() >= 60 {
+                    return Err(CorpusError::Worker(format!(
+                        "symbolic link {ino}: a target of {} bytes is not a fast symlink's",
+                        target.len()
+                    )));
+                }
+                let mut i = base_inode(0o120777, &it.times, USER_ID, false);
+                i.links = 1;
+                i.size = target.len() as u64;
+                i.iblock[..target.len()].copy_from_slice(target.as_bytes());
+                out.push((ino, i, false, true));
+                continue;
+            }
+            None => {}
+        }
         let mut i = base_inode(0o100644, &it.times, USER_ID, it.deleted);
         if !it.deleted {
-            i.links = 1;
+            i.links = names[n];
             i.size = it.spec.size;
             let map = if it.spec.size > 0 {
                 item_mapping(p, plan, it)
@@ -554,7 +602,10 @@ fn child_ent(plan: &GroupPlan, num: &Numbering, c: Child) -> Option<Ent> {
         Child::Item(i) => Ent {
             ino,
             name: stored(&plan.items[i].form).into_bytes(),
-            ftype: ftype::FILE,
+            ftype: match plan.items[i].link {
+                Some(Link::Symbolic(_)) => ftype::SYMLINK,
+                _ => ftype::FILE,
+            },
             deleted: plan.items[i].deleted,
         },
         Child::Dir(d) => Ent {

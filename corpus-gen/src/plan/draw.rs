@@ -348,12 +348,11 @@ impl<'a> GroupBuilder<'a> {
             self.compressible += size;
         }
         let slack_random = self.rng.below(2) == 0;
-        self.items.push(ItemPlan {
+        let mut it = ItemPlan::new(
             name,
-            form: Self::blank(),
             parent,
             leaf,
-            spec: Spec {
+            Spec {
                 kind,
                 size,
                 key,
@@ -363,19 +362,9 @@ impl<'a> GroupBuilder<'a> {
                 when: t,
             },
             times,
-            deleted: false,
-            residue: false,
-            in_deleted_dir: false,
-            runs: Vec::new(),
-            fragmented: false,
-            overwritten: false,
-            known: false,
-            notable: false,
-            dup_group: None,
-            slack_random,
-            resident: false,
-            packing: None,
-        });
+        );
+        it.slack_random = slack_random;
+        self.items.push(it);
         self.items.len() - 1
     }
 
@@ -571,6 +560,89 @@ impl<'a> GroupBuilder<'a> {
 
         self.guarantee();
         self.plant_keywords();
+        if vol.profile.linux && vol.layout.links() {
+            self.draw_links(j);
+        }
+    }
+
+    /// A server's links, from their own stream (what else the batch holds
+    /// does not change): in about one folder in four a `latest` symbolic
+    /// link to one of its files (as log and release folders keep one),
+    /// and about one file in a hundred with a second name beside it (a
+    /// hard link, as `cp -al` and `ln` leave; `NAME.orig.EXT`). Only
+    /// live files in live batch folders are linked to.
+    fn draw_links(&mut self, j: u32) {
+        let mut rng = Rng::derive(self.vol.seed, &[0x4C49_4E4B, j as u64]);
+        let mut folders: Vec<(usize, Vec<usize>)> = Vec::new();
+        for i in self.first_item..self.items.len() {
+            let it = &self.items[i];
+            let Some(Parent::Dir(d)) = it.parent else {
+                continue;
+            };
+            if it.link.is_some() || it.deleted || it.residue || self.dirs[d].deleted {
+                continue;
+            }
+            match folders.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, v)) => v.push(i),
+                None => folders.push((d, vec![i])),
+            }
+        }
+        for (_, files) in &folders {
+            // A relative target of at most 40 bytes (and a suffix the
+            // folder's unique names may add) stays under ext4's 60-byte
+            // fast-symlink limit.
+            let short: Vec<usize> = files
+                .iter()
+                .copied()
+                .filter(|&i| self.items[i].name.len() <= 40)
+                .collect();
+            if short.is_empty() || !rng.chance(0.25) {
+                continue;
+            }
+            let t = *rng.pick(&short);
+            // A rotated log's number is not an extension.
+            let name = match self.items[t].name.rsplit_once('.') {
+                Some((stem, ext))
+                    if !stem.is_empty() && ext.chars().any(|c| !c.is_ascii_digit()) =>
+                {
+                    format!("latest.{ext}")
+                }
+                _ => "latest".to_string(),
+            };
+            self.add_link(t, name, Link::Symbolic(t));
+        }
+        for (_, files) in &folders {
+            for &t in files {
+                if rng.chance(0.01) {
+                    let name = match self.items[t].name.rsplit_once('.') {
+                        Some((stem, ext)) if !stem.is_empty() => format!("{stem}.orig.{ext}"),
+                        _ => format!("{}.orig", self.items[t].name),
+                    };
+                    self.add_link(t, name, Link::Hard(t));
+                }
+            }
+        }
+    }
+
+    /// Link item `link` named `name` beside item `t`, with `t`'s times (a
+    /// hard link shares its inode; a `latest` link is made when its
+    /// target is).
+    fn add_link(&mut self, t: usize, name: String, link: Link) {
+        let target = &self.items[t];
+        let mut it = ItemPlan::new(
+            name,
+            target.parent,
+            target.leaf,
+            target.spec.clone(),
+            target.times,
+        );
+        it.link = Some(link);
+        // No content of its own: the manifest gives a hard link its
+        // target's, a symbolic link its target's name.
+        it.spec.size = 0;
+        it.spec.keywords.clear();
+        it.spec.straddle.clear();
+        self.items.push(it);
     }
 
     /// One pick of cell (`leaf`, `kind`) with `left` bytes of its quota:

@@ -277,6 +277,22 @@ pub struct ItemPlan {
     /// NTFS: data not stored byte for byte in its clusters (compressed or
     /// sparse).
     pub packing: Option<Packing>,
+    /// A link, not a file of its own (file systems whose layout has
+    /// [`FsLayout::links`]): no clusters, no content drawn.
+    pub link: Option<Link>,
+}
+
+/// What a link item names. Links are drawn after their batch's files, to
+/// a live file of the same group (a lower item index) in the link's own
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Another name of item `.0`: its inode, with one more link.
+    Hard(usize),
+    /// A symbolic link whose target is item `.0`'s stored name (a
+    /// sibling, so a relative target; short enough for ext4 to keep it in
+    /// the inode: a fast symlink).
+    Symbolic(usize),
 }
 
 /// How an NTFS file's data sits in its clusters when not byte for byte;
@@ -363,9 +379,39 @@ pub fn choose_sparse(rng: &mut Rng, items: &mut [ItemPlan], share: f64, unit: u6
 }
 
 impl ItemPlan {
+    /// A live file named `name` (stored name unset) under `parent`, drawn
+    /// from `spec`, with nothing else decided yet.
+    pub fn new(name: String, parent: Option<Parent>, leaf: Leaf, spec: Spec, times: Times) -> Self {
+        ItemPlan {
+            name,
+            form: NameForm {
+                short: [b' '; 11],
+                long: None,
+                nt_flags: 0,
+            },
+            parent,
+            leaf,
+            spec,
+            times,
+            deleted: false,
+            residue: false,
+            in_deleted_dir: false,
+            runs: Vec::new(),
+            fragmented: false,
+            overwritten: false,
+            known: false,
+            notable: false,
+            dup_group: None,
+            slack_random: false,
+            resident: false,
+            packing: None,
+            link: None,
+        }
+    }
+
     /// Number of clusters the content needs.
     pub fn clusters(&self, cluster: u64) -> u32 {
-        if self.resident && !self.residue {
+        if (self.resident && !self.residue) || self.link.is_some() {
             return 0;
         }
         if let Some(p) = &self.packing {
@@ -377,7 +423,8 @@ impl ItemPlan {
     /// A live, non-empty file of the user's (not the program folder's or
     /// the operating system's): one that may be copied or marked.
     fn user_live(&self) -> bool {
-        !self.residue
+        self.link.is_none()
+            && !self.residue
             && !self.deleted
             && self.spec.size > 0
             && self.leaf != Leaf::Programs
@@ -481,6 +528,12 @@ pub trait FsLayout: std::fmt::Debug + Send + Sync {
     /// renames them); `None` keeps it.
     fn storable_name(&self, _name: &str) -> Option<String> {
         None
+    }
+    /// Whether the file system stores hard and symbolic links, so that a
+    /// profile that has them ([`crate::profile::Profile::linux`]) draws
+    /// them. Only a writer that writes [`ItemPlan::link`] may say so.
+    fn links(&self) -> bool {
+        false
     }
 }
 

@@ -530,6 +530,16 @@ impl GroupBuilder<'_> {
     }
 
     fn drop_item(&mut self, i: usize) {
+        // A link to a dropped file goes with it.
+        let links: Vec<usize> = (0..self.items.len())
+            .filter(|&l| {
+                matches!(self.items[l].link,
+                    Some(Link::Hard(t) | Link::Symbolic(t)) if t == i && self.items[l].parent.is_some())
+            })
+            .collect();
+        for l in links {
+            self.drop_item(l);
+        }
         // Dropped items stay in the list (indices are stable) but own no
         // clusters and no entry: turn them into empty residue.
         let it = &mut self.items[i];

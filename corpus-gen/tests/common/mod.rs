@@ -251,7 +251,14 @@ pub fn tree_md5(root: &Path) -> BTreeMap<String, Option<String>> {
                 .expect("under root")
                 .to_string_lossy()
                 .into_owned();
-            if p.is_dir() {
+            if p.is_symlink() {
+                // A symbolic link's content is its target text.
+                let t = std::fs::read_link(&p).expect("read_link");
+                got.insert(
+                    rel,
+                    Some(hex(&Md5::digest(t.as_os_str().as_encoded_bytes()))),
+                );
+            } else if p.is_dir() {
                 got.insert(rel, None);
                 walk(root, &p, got);
             } else {
