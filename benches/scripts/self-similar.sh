@@ -9,25 +9,27 @@
 # within 10%).
 #
 # Usage: benches/scripts/self-similar.sh [DIR]
-# Environment: SIZES ("1GiB 4GiB 16GiB"), SEEDS ("1 2 3"), CASELOAD
-#   (binary; default: build the release one).
+# Environment: SIZES ("1GiB 4GiB 16GiB"), SEEDS ("1 2 3"), PROFILE
+#   (workstation; e.g. linux-server, usb-stick, mac-laptop on their own
+#   file systems), CASELOAD (binary; default: build the release one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=${SIZES:-1GiB 4GiB 16GiB}
 SEEDS=${SEEDS:-1 2 3}
+PROFILE=${PROFILE:-workstation}
 DIR=${1:-$PWD/target/self-similar}
 if [ -z "${CASELOAD:-}" ]; then
     cargo build --release --quiet
     CASELOAD=${CARGO_TARGET_DIR:-$PWD/target}/release/caseload
 fi
 mkdir -p "$DIR"
-echo "self-similar: sizes $SIZES, seeds $SEEDS, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "self-similar: $PROFILE, sizes $SIZES, seeds $SEEDS, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in $SIZES; do
     for seed in $SEEDS; do
         rm -rf "$DIR/$size-$seed"
         start=$(date +%s)
         "$CASELOAD" corpus --out "$DIR/$size-$seed" --size "$size" --seed "$seed" \
-            --decoys 1000 --discard-image >/dev/null
+            --profile "$PROFILE" --decoys 1000 --discard-image >/dev/null
         echo "  $size seed $seed: $(( $(date +%s) - start )) s"
     done
 done

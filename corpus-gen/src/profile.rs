@@ -84,7 +84,7 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mac: bool,
     /// A Linux server: its own folder tree (`home/USER` with `Documents`,
-    /// `Pictures`, `Downloads` and `Maildir/cur`, `var/www/html`,
+    /// `Pictures`, `Downloads` and `Maildir` (Maildir++ folders), `var/www/html`,
     /// `var/log`, `var/cache/apt/archives`, `etc`) and what lands in it
     /// (documents, mail, a web root, logs and SQLite databases). Off: a
     /// Windows user's tree.

@@ -255,11 +255,55 @@ fn linux_server_corpus_passes_every_oracle() {
         c.manifest
             .files
             .iter()
-            .any(|e| e.path.contains("/Maildir/cur/") && e.kind == EntryKind::File),
+            .any(|e| is_maildir_message(&e.path) && e.kind == EntryKind::File),
         "no mail in Maildir"
     );
     check_server_vocabulary(&c);
     check_links(&c);
+    check_hashed_folders(&c);
+}
+
+/// What `debugfs -R "CMD <INODE>"` prints about entry `e` of volume `v`.
+fn debugfs_of(v: &Path, cmd: &str, e: &caseload_corpus::manifest::FileEntry) -> String {
+    let out = Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("{cmd} <{}>", e.inode.expect("inode")))
+        .arg(v)
+        .output()
+        .expect("debugfs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A server's PHP session folders pass one block, so they are hashed
+/// (htree): `debugfs` dumps each one's index root, e2fsck (run by
+/// `check_corpus`) checks its hashes, and fls and the walk list every
+/// name (also `check_corpus`).
+fn check_hashed_folders(c: &Corpus) {
+    let folders: Vec<_> = entries(&c.manifest)
+        .into_iter()
+        .filter(|e| e.kind == EntryKind::Directory && e.name == "sessions" && !e.deleted)
+        .collect();
+    assert!(!folders.is_empty(), "no session folder");
+    for d in &folders {
+        let names = c
+            .manifest
+            .files
+            .iter()
+            .filter(|e| e.path.rsplit_once('/').map(|x| x.0) == Some(d.path.as_str()))
+            .filter(|e| e.name.starts_with("sess_") && e.name.len() == 31)
+            .count();
+        assert!(names >= 150, "{}: {names} sessions", d.path);
+        if !have("debugfs") {
+            continue;
+        }
+        let v = common::volume_file(&c.image, &c.manifest);
+        let text = debugfs_of(v.path(), "htree", d);
+        assert!(
+            text.contains("Root node dump") && text.contains("Number of entries (count):"),
+            "{} is not hashed: {text}",
+            d.path
+        );
+    }
 }
 
 /// A server's links: symbolic links that `fls` types `l/l` and `debugfs`
@@ -322,15 +366,7 @@ fn check_links(c: &Corpus) {
         }
     }
     if have("debugfs") {
-        let stat = |e: &caseload_corpus::manifest::FileEntry| -> String {
-            let out = Command::new("debugfs")
-                .arg("-R")
-                .arg(format!("stat <{}>", e.inode.expect("inode")))
-                .arg(v.path())
-                .output()
-                .expect("debugfs");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
+        let stat = |e: &caseload_corpus::manifest::FileEntry| debugfs_of(v.path(), "stat", e);
         for e in hard.iter().take(5) {
             let text = stat(e);
             assert!(text.contains("Links: 2"), "{}: {text}", e.path);
@@ -346,6 +382,12 @@ fn check_links(c: &Corpus) {
             );
         }
     }
+}
+
+/// A message in a Maildir++ folder (`Maildir/.NAME/cur/`).
+fn is_maildir_message(path: &str) -> bool {
+    path.split_once("/Maildir/.")
+        .is_some_and(|(_, rest)| rest.split('/').nth(1) == Some("cur"))
 }
 
 /// A file's bytes, from its extents in the image.
@@ -441,7 +483,7 @@ fn check_server_vocabulary(c: &Corpus) {
         "no database under /var/lib"
     );
     let mut hosts = BTreeSet::new();
-    for e in files.iter().filter(|e| e.path.contains("/Maildir/cur/")) {
+    for e in files.iter().filter(|e| is_maildir_message(&e.path)) {
         assert!(
             e.name.contains(":2,") && e.name.contains(".M"),
             "Maildir name {}",

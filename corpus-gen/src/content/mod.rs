@@ -278,6 +278,10 @@ pub(crate) fn is_zero(n: &u64) -> bool {
 /// application's log (`\r\n`) and a prose document.
 pub const SERVER_VARIANT: u32 = 1;
 
+/// [`Spec::variant`] of a text written as a PHP session file (a Linux
+/// server's web application).
+pub const SESSION_VARIANT: u32 = 2;
+
 /// The content of a text or log `spec` (kinds that need no pool), or
 /// `None` for other kinds: the planner uses it to lay out compressed files
 /// before the content workers run.
@@ -288,6 +292,7 @@ pub fn generate_text(spec: &Spec) -> Option<Vec<u8>> {
         Kind::Text if spec.variant == SERVER_VARIANT => {
             Some(text::config(&mut rng, size, &spec.keywords))
         }
+        Kind::Text if spec.variant == SESSION_VARIANT => Some(text::php_session(&mut rng, size)),
         Kind::Text => Some(text::plain(&mut rng, size, &spec.keywords, &spec.straddle)),
         Kind::Log if spec.variant == SERVER_VARIANT => Some(text::syslog(
             &mut rng,

@@ -196,6 +196,34 @@ pub fn config(rng: &mut Rng, size: usize, keywords: &[String]) -> Vec<u8> {
     finish_lines(rng, out, size, keywords, &[])
 }
 
+/// A PHP session file of exactly `size` bytes: `name|type:value;` pairs
+/// as PHP's default serializer writes them (`user_id|i:42;` ,
+/// `username|s:7:"dmartin";`, `logged_in|b:1;`), no line ends; the last
+/// pair cut at the size.
+pub fn php_session(rng: &mut Rng, size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 128);
+    while out.len() < size {
+        let key = words::zipf_word(rng).to_ascii_lowercase();
+        let pair = match rng.below(4) {
+            0 => format!("{key}|i:{};", rng.range(0, 2_000_000_000)),
+            1 => format!("{key}|b:{};", rng.below(2)),
+            2 => {
+                let token: String = (0..32)
+                    .map(|_| char::from(b"0123456789abcdef"[rng.below(16) as usize]))
+                    .collect();
+                format!("{key}|s:32:\"{token}\";")
+            }
+            _ => {
+                let v = words::zipf_word(rng);
+                format!("{key}|s:{}:\"{v}\";", v.len())
+            }
+        };
+        out.extend_from_slice(pair.as_bytes());
+    }
+    out.truncate(size);
+    out
+}
+
 /// An HTML page of exactly `size` bytes (`size` ≥ 256).
 pub fn html(rng: &mut Rng, size: usize, keywords: &[String]) -> Vec<u8> {
     let mut out = Vec::with_capacity(size + 512);

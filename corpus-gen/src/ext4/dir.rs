@@ -320,11 +320,14 @@ fn dx_root(me: u32, parent: u32, leaves: &[(u32, Vec<usize>)], seed: u32) -> Vec
         put32(&mut b, e + 4, 1 + i as u32);
     }
     // dx_tail after `limit` entries: reserved word, then the checksum of
-    // the counted entries and the reserved word.
+    // the counted entries and the whole tail with its checksum word zero
+    // (the kernel's `ext4_dx_csum`; leaving out the zero word made every
+    // root fail e2fsck's check, found once a corpus folder was hashed).
     let tail = count_at + 8 * ROOT_LIMIT;
     let size = count_at + 8 * leaves.len();
     let mut crc = crc32c(seed, &b[..size]);
     crc = crc32c(crc, &b[tail..tail + 4]);
+    crc = crc32c(crc, &[0u8; 4]);
     put32(&mut b, tail + 4, crc);
     b
 }

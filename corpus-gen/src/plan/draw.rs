@@ -6,7 +6,7 @@
 //! drawn group on the volume.
 
 use super::*;
-use crate::content::SERVER_VARIANT;
+use crate::content::{SERVER_VARIANT, SESSION_VARIANT};
 
 /// A group being drawn, then placed ([`GroupBuilder::place`]).
 pub(super) struct GroupBuilder<'a> {
@@ -508,7 +508,12 @@ impl<'a> GroupBuilder<'a> {
                 self.dirs[d].form = f.form;
                 self.dirs[d].times = f.times;
             }
-            self.homes.push((leaf, Parent::Dir(d)));
+            let home = if leaf == Leaf::Mail && vol.profile.linux {
+                self.maildir_folders(d)
+            } else {
+                d
+            };
+            self.homes.push((leaf, Parent::Dir(home)));
             if matches!(leaf, Leaf::Documents | Leaf::Pictures) && self.rng.below(2) == 0 {
                 let name = format!(
                     "{} {}",
@@ -563,6 +568,75 @@ impl<'a> GroupBuilder<'a> {
         if vol.profile.linux && vol.layout.links() {
             self.draw_links(j);
         }
+        if vol.profile.linux {
+            self.draw_sessions(j);
+        }
+    }
+
+    /// A web application's PHP sessions, as `session.save_path` fills:
+    /// a `sessions` folder in the batch's /var/lib folder holding 150 to
+    /// 400 small live files `sess_ID` (26 characters of `[0-9a-v]`, as
+    /// PHP names them; 100 B to 2 KiB of serialized pairs). So many names
+    /// pass one block, and ext4 hashes the folder (an htree), as a busy
+    /// server's are. Their own stream, after the batch's files (which
+    /// stay as they were); their bytes come on top of the batch's fill.
+    fn draw_sessions(&mut self, j: u32) {
+        let Some(&(_, Parent::Dir(data))) = self.homes.iter().find(|(l, _)| *l == Leaf::Data)
+        else {
+            return;
+        };
+        let mut rng = Rng::derive(self.vol.seed, &[0x5345_5353, j as u64]);
+        let dir = self.dirs.len();
+        self.dirs.push(DirPlan {
+            name: "sessions".to_string(),
+            form: Self::blank(),
+            parent: Parent::Dir(data),
+            leaf: Leaf::Data,
+            times: self.dirs[data].times,
+            deleted: false,
+            children: Vec::new(),
+            runs: Vec::new(),
+            group_folder: false,
+        });
+        std::mem::swap(&mut self.rng, &mut rng);
+        for _ in 0..self.rng.range(150, 400) {
+            let size = self.rng.log_uniform(100, 2 << 10);
+            let id: String = (0..26)
+                .map(|_| {
+                    char::from(b"0123456789abcdefghijklmnopqrstuv"[self.rng.below(32) as usize])
+                })
+                .collect();
+            let i = self.new_item(
+                Leaf::Data,
+                Kind::Text,
+                size,
+                SESSION_VARIANT,
+                Some(Parent::Dir(dir)),
+            );
+            self.items[i].name = format!("sess_{id}");
+        }
+        std::mem::swap(&mut self.rng, &mut rng);
+    }
+
+    /// A Maildir++ folder's `cur`, `new` and `tmp` in batch folder `d`,
+    /// made with it (its times; no draw); returns `cur`, where delivered
+    /// messages live.
+    fn maildir_folders(&mut self, d: usize) -> usize {
+        let cur = self.dirs.len();
+        for name in ["cur", "new", "tmp"] {
+            self.dirs.push(DirPlan {
+                name: name.to_string(),
+                form: Self::blank(),
+                parent: Parent::Dir(d),
+                leaf: Leaf::Mail,
+                times: self.dirs[d].times,
+                deleted: false,
+                children: Vec::new(),
+                runs: Vec::new(),
+                group_folder: false,
+            });
+        }
+        cur
     }
 
     /// A server's links, from their own stream (what else the batch holds

@@ -121,7 +121,8 @@ const LINUX_GROUP_LEAVES: &[(Leaf, &[&str])] = &[
     ),
     (Leaf::Pictures, &["Camera", "Scans"]),
     (Leaf::Downloads, &["Saved", "Setup"]),
-    (Leaf::Mail, &["Archive", "Folder"]),
+    // Maildir++ folders (`.NAME`, each with `cur`, `new` and `tmp`).
+    (Leaf::Mail, &[".Archive", ".Lists", ".Sent", ".Work"]),
     (Leaf::Cache, &["site", "static"]),
     (
         Leaf::Browser,
@@ -826,8 +827,8 @@ impl Volume {
                 ("Documents".into(), 3, Some(Leaf::Documents)),      // 4
                 ("Pictures".into(), 3, Some(Leaf::Pictures)),        // 5
                 ("Downloads".into(), 3, Some(Leaf::Downloads)),      // 6
-                ("Maildir".into(), 3, None),                         // 7
-                ("cur".into(), 7, Some(Leaf::Mail)),                 // 8
+                ("Maildir".into(), 3, Some(Leaf::Mail)),             // 7
+                ("cur".into(), 7, None),                             // 8
                 ("var".into(), 0, None),                             // 9
                 ("log".into(), 9, Some(Leaf::Browser)),              // 10
                 ("www".into(), 9, None),                             // 11
@@ -837,6 +838,10 @@ impl Volume {
                 ("archives".into(), 14, Some(Leaf::Programs)),       // 15
                 ("lib".into(), 9, None),                             // 16
                 (vendor.to_ascii_lowercase(), 16, Some(Leaf::Data)), // 17
+                // The inbox's other two Maildir folders (each batch's
+                // mail folder has its own three).
+                ("new".into(), 7, None), // 18
+                ("tmp".into(), 7, None), // 19
             ]
         } else {
             tree

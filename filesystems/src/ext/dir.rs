@@ -144,6 +144,34 @@ pub fn leaf_checksum(block: &[u8], inode_seed: u32) -> Option<Option<(u32, u32)>
     Some((stored != computed).then_some((stored, computed)))
 }
 
+/// Checks the `metadata_csum` tail of an htree index block (`first`: the
+/// root): the kernel's `ext4_dx_csum`, a CRC-32C from the inode's seed
+/// over the block up to the last counted index entry, then the
+/// `dx_tail`'s reserved word and a zero word in place of the checksum.
+/// The tail follows `limit` entries. `None` when the block cannot hold
+/// one (a volume without checksums leaves no room for it: `limit` fills
+/// the block), else as [`leaf_checksum`].
+pub fn node_checksum(block: &[u8], first: bool, inode_seed: u32) -> Option<Option<(u32, u32)>> {
+    // The count/limit pair follows the root's `.`, `..` and root info
+    // (`info_length` bytes), or an interior node's fake entry.
+    let at = if first {
+        24 + usize::from(*block.get(24 + 5)?)
+    } else {
+        8
+    };
+    let limit = usize::from(u16_at(block, at)?);
+    let count = usize::from(u16_at(block, at + 2)?);
+    let tail = at + 8 * limit;
+    if count > limit || tail + 8 > block.len() || tail + 8 + 8 <= block.len() {
+        return None;
+    }
+    let stored = u32_at(block, tail + 4)?;
+    let mut crc = crc32c::update(inode_seed, &block[..at + 8 * count]);
+    crc = crc32c::update(crc, &block[tail..tail + 4]);
+    let computed = crc32c::update(crc, &[0u8; 4]);
+    Some((stored != computed).then_some((stored, computed)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,8 +61,8 @@
 //! - A fast symlink's content is its target (resident bytes); TSK's `icat`
 //!   gives as many zero bytes.
 //! - Checks TSK does not make are made and reported, never fatal:
-//!   superblock and inode checksums and directory-leaf checksums
-//!   (`metadata_csum`, crc32c), block numbers past the volume (the map
+//!   superblock and inode checksums, directory-leaf checksums and htree
+//!   index-block checksums (`metadata_csum`, crc32c), block numbers past the volume (the map
 //!   stops there; TSK drops the whole content), extent trees that loop or
 //!   whose depths do not descend, absurd inline sizes.
 //! - An extent-mapped file with a hole longer than the volume has blocks

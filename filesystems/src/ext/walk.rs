@@ -255,6 +255,18 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
                             let first = block_no == 0;
                             block_no += 1;
                             if indexed && dir::is_htree_node(block, first) {
+                                if check
+                                    && let Some(Some((stored, computed))) =
+                                        dir::node_checksum(block, first, seed)
+                                {
+                                    errors.push(ProcessingError::at(
+                                        ErrorKind::ChecksumMismatch,
+                                        babs,
+                                        format!(
+                                            "htree index block checksum {computed:#010x} does not match the stored {stored:#010x}"
+                                        ),
+                                    ));
+                                }
                                 continue;
                             }
                             if check
