@@ -161,8 +161,10 @@ fn every_implementation_on_the_edge_lengths() {
             }
         }
     }
-    // md5 (rust at least), sha1, sha256, adler32 (two each at least).
-    assert!(ran >= 6 * lengths.len(), "{ran}");
+    // Every CPU has md5's, sha1's and sha256's portable code and both
+    // portable adler32s (OpenSSL and the x86 kernels come on top: an
+    // aarch64 Linux without libcrypto has exactly these five).
+    assert!(ran >= 5 * lengths.len(), "{ran}");
 }
 
 #[test]
