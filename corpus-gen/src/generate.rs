@@ -345,7 +345,14 @@ fn hash_all(bytes: &[u8]) -> (String, String, String, String) {
 }
 
 fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
-    let mut g = content::generate(&it.spec, pool)?;
+    // A slow symlink's block holds its target.
+    let mut g = match &it.link_text {
+        Some(text) => content::Generated {
+            bytes: text.as_bytes().to_vec(),
+            ..Default::default()
+        },
+        None => content::generate(&it.spec, pool)?,
+    };
     // A sparse file's holes read as zeros: its content is the generated
     // bytes with them cleared.
     if let Some(p) = &it.packing {
@@ -1261,7 +1268,11 @@ fn write_group(
                     // the cluster held before (random or old text).
                     let mut r = Rng::new(derive_key(it.spec.key, &[0x534C_4143]));
                     let slack = &mut buf[..tail as usize];
-                    if it.slack_random {
+                    if it.link.is_some() {
+                        // A slow symlink's block is zero past its target
+                        // (e2fsck wants the target NUL-ended).
+                        slack.fill(0);
+                    } else if it.slack_random {
                         r.fill(slack);
                     } else {
                         let mut t = Vec::with_capacity(tail as usize);
@@ -1735,8 +1746,11 @@ impl ManifestOut {
 
     /// The entry of link item `it` at `path` (real and as TSK shows it):
     /// a hard link repeats its target's entry under its own name; a
-    /// symbolic link's content is its target text. `None` when a hard
-    /// link's target has no entry.
+    /// symbolic link's content is its target text, in the inode or (a
+    /// slow symlink) at `place`: first cluster, extents, non-zero slack
+    /// bytes.
+    /// `None` when a hard link's target has no entry.
+    #[allow(clippy::too_many_arguments)]
     fn link_entry(
         &mut self,
         plan: &GroupPlan,
@@ -1744,6 +1758,7 @@ impl ManifestOut {
         link: crate::plan::Link,
         (path, tsk_path): (String, String),
         inode: Option<u64>,
+        place: (u32, Vec<Extent>, u64),
         linked: &HashMap<usize, FileEntry>,
     ) -> Option<FileEntry> {
         match link {
@@ -1760,8 +1775,8 @@ impl ManifestOut {
                     ..first.clone()
                 })
             }
-            crate::plan::Link::Symbolic(_) => {
-                let text = crate::ext4::layout::symlink_target(plan, it).unwrap_or_default();
+            crate::plan::Link::Symbolic(_) | crate::plan::Link::SymbolicAbsolute(_) => {
+                let text = it.link_text.clone().unwrap_or_default();
                 self.summary.symlinks += 1;
                 let dir = dir_entry(
                     DirFacts {
@@ -1779,9 +1794,13 @@ impl ManifestOut {
                     Vec::new(),
                 );
                 let e = held_content(dir, text.as_bytes());
+                let (first_cluster, extents, slack_bytes) = place;
                 Some(FileEntry {
                     kind: EntryKind::Symlink,
                     link_target: Some(text),
+                    first_cluster,
+                    extents,
+                    slack_bytes,
                     ..e
                 })
             }
@@ -2014,7 +2033,10 @@ impl ManifestOut {
                     let (p, t) = dir_path(vol, plan, d, &mut paths, keep_names);
                     let path = (format!("{p}/{}", it.name), format!("{t}/{}", it.name));
                     let ino = inode.get(&crate::plan::Child::Item(i)).copied();
-                    if let Some(e) = self.link_entry(plan, it, link, path, ino, &linked) {
+                    // A slow symlink's block is zero past its target: no
+                    // slack bytes.
+                    let place = (first_lcn(&it.runs), runs_extents(&it.runs), 0);
+                    if let Some(e) = self.link_entry(plan, it, link, path, ino, place, &linked) {
                         self.entry(&e)?;
                     }
                 }

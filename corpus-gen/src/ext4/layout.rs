@@ -74,9 +74,15 @@ impl FsLayout for Ext4Layout {
     }
 
     /// Hard links (a second entry for an inode, its link count raised)
-    /// and fast symbolic links (the target in the inode).
+    /// and symbolic links: fast (the target in the inode) and slow (the
+    /// target in a block).
     fn links(&self) -> bool {
         true
+    }
+
+    /// `i_block`'s 60 bytes hold a target of up to 59.
+    fn inline_link_max(&self) -> u64 {
+        59
     }
 
     fn skeleton_dir_clusters(&self, vol: &Volume, i: usize) -> Result<Option<u32>, CorpusError> {
@@ -234,15 +240,6 @@ impl Numbering {
             Child::Dir(d) => self.dir.get(d).copied(),
         }
     }
-}
-
-/// A symbolic link's target: its target item's stored name (a sibling),
-/// at most 59 bytes (the draw keeps it short); `None` for other items.
-pub fn symlink_target(plan: &GroupPlan, it: &ItemPlan) -> Option<String> {
-    let Some(Link::Symbolic(t)) = it.link else {
-        return None;
-    };
-    plan.items.get(t).map(|x| stored(&x.form))
 }
 
 /// Whether an item has a directory entry (and so an inode).
@@ -520,20 +517,28 @@ pub fn group_inodes(
         match it.link {
             // The target's inode, written with it.
             Some(Link::Hard(_)) => continue,
-            Some(Link::Symbolic(_)) => {
-                let target = symlink_target(plan, it).unwrap_or_default();
-                // A fast symlink: the target in `i_block`, no extents,
-                // no blocks.
-                if target.is_empty() || target.len() >= 60 {
+            Some(Link::Symbolic(_) | Link::SymbolicAbsolute(_)) => {
+                let target = it.link_text.clone().unwrap_or_default();
+                let mut i = base_inode(0o120777, &it.times, USER_ID, false);
+                i.links = 1;
+                i.size = target.len() as u64;
+                if it.spec.size > 0 {
+                    // A slow symlink: the target in its block, mapped by
+                    // extents like a file's.
+                    let map = item_mapping(p, plan, it);
+                    let (i2, tb) = mapped(p, plan, i, ino, &map, &tree_of(Child::Item(n)), seed)?;
+                    i = i2;
+                    put_tree_blocks(p, plan, tb, &mut tree_blocks);
+                } else if target.is_empty() || target.len() >= 60 {
                     return Err(CorpusError::Worker(format!(
                         "symbolic link {ino}: a target of {} bytes is not a fast symlink's",
                         target.len()
                     )));
+                } else {
+                    // A fast symlink: the target in `i_block`, no
+                    // extents, no blocks.
+                    i.iblock[..target.len()].copy_from_slice(target.as_bytes());
                 }
-                let mut i = base_inode(0o120777, &it.times, USER_ID, false);
-                i.links = 1;
-                i.size = target.len() as u64;
-                i.iblock[..target.len()].copy_from_slice(target.as_bytes());
                 out.push((ino, i, false, true));
                 continue;
             }
@@ -603,7 +608,7 @@ fn child_ent(plan: &GroupPlan, num: &Numbering, c: Child) -> Option<Ent> {
             ino,
             name: stored(&plan.items[i].form).into_bytes(),
             ftype: match plan.items[i].link {
-                Some(Link::Symbolic(_)) => ftype::SYMLINK,
+                Some(Link::Symbolic(_) | Link::SymbolicAbsolute(_)) => ftype::SYMLINK,
                 _ => ftype::FILE,
             },
             deleted: plan.items[i].deleted,

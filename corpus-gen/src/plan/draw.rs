@@ -641,7 +641,8 @@ impl<'a> GroupBuilder<'a> {
 
     /// A server's links, from their own stream (what else the batch holds
     /// does not change): in about one folder in four a `latest` symbolic
-    /// link to one of its files (as log and release folders keep one),
+    /// link to one of its files (as log and release folders keep one; by
+    /// its name or by its absolute path),
     /// and about one file in a hundred with a second name beside it (a
     /// hard link, as `cp -al` and `ln` leave; `NAME.orig.EXT`). Only
     /// live files in live batch folders are linked to.
@@ -661,7 +662,11 @@ impl<'a> GroupBuilder<'a> {
                 None => folders.push((d, vec![i])),
             }
         }
-        for (_, files) in &folders {
+        for (d, files) in &folders {
+            // Maildir folders hold messages only.
+            if self.dirs[*d].leaf == Leaf::Mail {
+                continue;
+            }
             // A relative target of at most 40 bytes (and a suffix the
             // folder's unique names may add) stays under ext4's 60-byte
             // fast-symlink limit.
@@ -677,13 +682,28 @@ impl<'a> GroupBuilder<'a> {
             // A rotated log's number is not an extension.
             let name = match self.items[t].name.rsplit_once('.') {
                 Some((stem, ext))
-                    if !stem.is_empty() && ext.chars().any(|c| !c.is_ascii_digit()) =>
+                    if !stem.is_empty()
+                        && ext.len() <= 5
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                        && ext.chars().any(|c| !c.is_ascii_digit()) =>
                 {
                     format!("latest.{ext}")
                 }
                 _ => "latest".to_string(),
             };
-            self.add_link(t, name, Link::Symbolic(t));
+            // Half point by absolute path (as `ln -s` with a full path
+            // leaves) at the folder's longest-named file: a path past
+            // the inode's 59 bytes is a slow symlink, in a block.
+            if rng.chance(0.5) {
+                let far = files
+                    .iter()
+                    .copied()
+                    .max_by_key(|&i| (self.items[i].name.len(), std::cmp::Reverse(i)))
+                    .unwrap_or(t);
+                self.add_link(far, name, Link::SymbolicAbsolute(far));
+            } else {
+                self.add_link(t, name, Link::Symbolic(t));
+            }
         }
         for (_, files) in &folders {
             for &t in files {

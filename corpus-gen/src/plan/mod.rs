@@ -279,8 +279,12 @@ pub struct ItemPlan {
     /// sparse).
     pub packing: Option<Packing>,
     /// A link, not a file of its own (file systems whose layout has
-    /// [`FsLayout::links`]): no clusters, no content drawn.
+    /// [`FsLayout::links`]): no content drawn; clusters only for a
+    /// symbolic link whose target the inode cannot hold.
     pub link: Option<Link>,
+    /// A symbolic link's target text, set once names are final (its
+    /// `spec.size` when it is stored in clusters, else 0).
+    pub link_text: Option<String>,
 }
 
 /// What a link item names. Links are drawn after their batch's files, to
@@ -294,6 +298,19 @@ pub enum Link {
     /// sibling, so a relative target; short enough for ext4 to keep it in
     /// the inode: a fast symlink).
     Symbolic(usize),
+    /// A symbolic link whose target is item `.0`'s absolute path (`/`
+    /// and its path from the root): often longer than an inode holds, so
+    /// stored in a block (a slow symlink).
+    SymbolicAbsolute(usize),
+}
+
+impl Link {
+    /// The item the link names.
+    pub fn target(self) -> usize {
+        match self {
+            Link::Hard(t) | Link::Symbolic(t) | Link::SymbolicAbsolute(t) => t,
+        }
+    }
 }
 
 /// How an NTFS file's data sits in its clusters when not byte for byte;
@@ -407,12 +424,13 @@ impl ItemPlan {
             resident: false,
             packing: None,
             link: None,
+            link_text: None,
         }
     }
 
     /// Number of clusters the content needs.
     pub fn clusters(&self, cluster: u64) -> u32 {
-        if (self.resident && !self.residue) || self.link.is_some() {
+        if (self.resident && !self.residue) || (self.link.is_some() && self.spec.size == 0) {
             return 0;
         }
         if let Some(p) = &self.packing {
@@ -535,6 +553,11 @@ pub trait FsLayout: std::fmt::Debug + Send + Sync {
     /// them. Only a writer that writes [`ItemPlan::link`] may say so.
     fn links(&self) -> bool {
         false
+    }
+    /// Longest symbolic-link target kept in the inode itself (ext4: 59
+    /// bytes); a longer one takes clusters.
+    fn inline_link_max(&self) -> u64 {
+        0
     }
 }
 

@@ -32,6 +32,7 @@ impl GroupBuilder<'_> {
         }
         self.finish_names();
         self.trim_deleted_dirs();
+        self.link_texts();
         if !vol.estimate_only {
             vol.layout.pack(vol, k, &mut self.items);
         }
@@ -145,6 +146,51 @@ impl GroupBuilder<'_> {
         out
     }
 
+    /// Symbolic links' targets, now that names are final: a sibling's
+    /// stored name, or a file's absolute path; one longer than the inode
+    /// holds is the link's content, in clusters.
+    fn link_texts(&mut self) {
+        let inline = self.vol.layout.inline_link_max();
+        for i in 0..self.items.len() {
+            let text = match self.items[i].link {
+                Some(Link::Symbolic(t)) => crate::names::stored_name(&self.items[t].form),
+                Some(Link::SymbolicAbsolute(t)) => {
+                    let dir = match self.items[t].parent {
+                        Some(Parent::Skel(s)) => self.vol.skel[s].path.clone(),
+                        Some(Parent::Dir(d)) => self.dir_path(d),
+                        None => continue,
+                    };
+                    let name = crate::names::stored_name(&self.items[t].form);
+                    if dir.is_empty() {
+                        format!("/{name}")
+                    } else {
+                        format!("/{dir}/{name}")
+                    }
+                }
+                _ => continue,
+            };
+            if text.len() as u64 > inline {
+                self.items[i].spec.size = text.len() as u64;
+            }
+            self.items[i].link_text = Some(text);
+        }
+    }
+
+    /// Group directory `d`'s path from the root, with stored names.
+    fn dir_path(&self, d: usize) -> String {
+        let dir = &self.dirs[d];
+        let parent = match dir.parent {
+            Parent::Skel(s) => self.vol.skel[s].path.clone(),
+            Parent::Dir(p) => self.dir_path(p),
+        };
+        let name = crate::names::stored_name(&dir.form);
+        if parent.is_empty() {
+            name
+        } else {
+            format!("{parent}/{name}")
+        }
+    }
+
     /// A deleted directory keeps what the file system lets it list (on
     /// FAT, one cluster, so that recovery of its listing is exact); the
     /// children it cannot keep become residue.
@@ -253,7 +299,11 @@ impl GroupBuilder<'_> {
                 let it = &self.items[i];
                 // A compressed or sparse file's clusters are not its bytes
                 // in order: never an overwriter.
-                !it.deleted && !it.residue && it.clusters(cluster) > 0 && it.packing.is_none()
+                !it.deleted
+                    && !it.residue
+                    && it.clusters(cluster) > 0
+                    && it.packing.is_none()
+                    && it.link.is_none()
             })
             .collect();
         let mut live_iter = {
@@ -533,8 +583,8 @@ impl GroupBuilder<'_> {
         // A link to a dropped file goes with it.
         let links: Vec<usize> = (0..self.items.len())
             .filter(|&l| {
-                matches!(self.items[l].link,
-                    Some(Link::Hard(t) | Link::Symbolic(t)) if t == i && self.items[l].parent.is_some())
+                self.items[l].link.is_some_and(|k| k.target() == i)
+                    && self.items[l].parent.is_some()
             })
             .collect();
         for l in links {
