@@ -165,20 +165,8 @@ fn a_replay_moves_exactly_the_trace_bytes_and_leaves_the_evidence_alone() {
     for d in ["db", "case", "tmp"] {
         std::fs::create_dir_all(replay.join(d)).unwrap();
     }
-    let replay_cmd = |extra: &[&str]| {
-        let mut c = common::caseload();
-        c.arg("replay")
-            .arg(root.join("case/trace.csv"))
-            .arg("--database")
-            .arg(replay.join("db"))
-            .arg("--case")
-            .arg(replay.join("case"))
-            .arg("--temp")
-            .arg(replay.join("tmp"))
-            .args(["--cache", "warm", "--json"])
-            .args(extra);
-        c
-    };
+    let trace = root.join("case/trace.csv");
+    let replay_cmd = |extra: &[&str]| replay_command(&trace, &replay, extra);
     let out = common::run_ok(&mut replay_cmd(&[]));
     let run: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(run["status"], "completed", "{}", run["stages"]);
@@ -357,18 +345,11 @@ fn process_monitor_pml_and_csv_import_alike_and_replay_their_bytes() {
         for d in ["db", "case", "tmp"] {
             std::fs::create_dir_all(dirs.join(d)).unwrap();
         }
-        let out = common::run_ok(
-            common::caseload()
-                .arg("replay")
-                .arg(work.path().join(format!("{name}.pml.trace")))
-                .arg("--database")
-                .arg(dirs.join("db"))
-                .arg("--case")
-                .arg(dirs.join("case"))
-                .arg("--temp")
-                .arg(dirs.join("tmp"))
-                .args(["--cache", "warm", "--think-scale", "0", "--json"]),
-        );
+        let out = common::run_ok(&mut replay_command(
+            &work.path().join(format!("{name}.pml.trace")),
+            &dirs,
+            &["--think-scale", "0"],
+        ));
         let run: Value = serde_json::from_slice(&out.stdout).unwrap();
         let t = &run["totals"]["channels"]["case"];
         let m = moved(&from_pml, "case");
@@ -601,19 +582,25 @@ fn replay_here(trace: &Path, w: &Path) -> Value {
         let _ = std::fs::remove_dir_all(w.join(d));
         std::fs::create_dir_all(w.join(d)).unwrap();
     }
-    let o = common::run_ok(
-        common::caseload()
-            .arg("replay")
-            .arg(trace)
-            .arg("--database")
-            .arg(w.join("db"))
-            .arg("--case")
-            .arg(w.join("case"))
-            .arg("--temp")
-            .arg(w.join("tmp"))
-            .args(["--cache", "warm", "--json", "--force"]),
-    );
+    let o = common::run_ok(&mut replay_command(trace, w, &["--force"]));
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `caseload replay TRACE` on the folders `db`, `case` and `tmp` under
+/// `w`, warm, with JSON output and `extra` arguments.
+fn replay_command(trace: &Path, w: &Path, extra: &[&str]) -> std::process::Command {
+    let mut c = common::caseload();
+    c.arg("replay")
+        .arg(trace)
+        .arg("--database")
+        .arg(w.join("db"))
+        .arg("--case")
+        .arg(w.join("case"))
+        .arg("--temp")
+        .arg(w.join("tmp"))
+        .args(["--cache", "warm", "--json"])
+        .args(extra);
+    c
 }
 
 #[test]
@@ -773,16 +760,7 @@ fn a_trace_logged_out_of_time_order_still_replays() {
     for d in ["db", "case", "tmp"] {
         std::fs::create_dir_all(w.join(d)).unwrap();
     }
-    let mut cmd = common::caseload();
-    cmd.arg("replay")
-        .arg(&trace)
-        .arg("--database")
-        .arg(w.join("db"))
-        .arg("--case")
-        .arg(w.join("case"))
-        .arg("--temp")
-        .arg(w.join("tmp"))
-        .args(["--cache", "warm", "--json"]);
+    let mut cmd = replay_command(&trace, w, &[]);
     let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
     let started = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {

@@ -586,18 +586,7 @@ impl<'a> GroupBuilder<'a> {
             return;
         };
         let mut rng = Rng::derive(self.vol.seed, &[0x5345_5353, j as u64]);
-        let dir = self.dirs.len();
-        self.dirs.push(DirPlan {
-            name: "sessions".to_string(),
-            form: Self::blank(),
-            parent: Parent::Dir(data),
-            leaf: Leaf::Data,
-            times: self.dirs[data].times,
-            deleted: false,
-            children: Vec::new(),
-            runs: Vec::new(),
-            group_folder: false,
-        });
+        let dir = self.made_with("sessions", data);
         std::mem::swap(&mut self.rng, &mut rng);
         for _ in 0..self.rng.range(150, 400) {
             let size = self.rng.log_uniform(100, 2 << 10);
@@ -619,24 +608,29 @@ impl<'a> GroupBuilder<'a> {
     }
 
     /// A Maildir++ folder's `cur`, `new` and `tmp` in batch folder `d`,
-    /// made with it (its times; no draw); returns `cur`, where delivered
-    /// messages live.
+    /// made with it; returns `cur`, where delivered messages live.
     fn maildir_folders(&mut self, d: usize) -> usize {
-        let cur = self.dirs.len();
-        for name in ["cur", "new", "tmp"] {
-            self.dirs.push(DirPlan {
-                name: name.to_string(),
-                form: Self::blank(),
-                parent: Parent::Dir(d),
-                leaf: Leaf::Mail,
-                times: self.dirs[d].times,
-                deleted: false,
-                children: Vec::new(),
-                runs: Vec::new(),
-                group_folder: false,
-            });
-        }
+        let cur = self.made_with("cur", d);
+        self.made_with("new", d);
+        self.made_with("tmp", d);
         cur
+    }
+
+    /// A live folder `name` in folder `d`, of its leaf, made with it (its
+    /// times: no draw, so nothing else drawn moves); returns its index.
+    fn made_with(&mut self, name: &str, d: usize) -> usize {
+        self.dirs.push(DirPlan {
+            name: name.to_string(),
+            form: Self::blank(),
+            parent: Parent::Dir(d),
+            leaf: self.dirs[d].leaf,
+            times: self.dirs[d].times,
+            deleted: false,
+            children: Vec::new(),
+            runs: Vec::new(),
+            group_folder: false,
+        });
+        self.dirs.len() - 1
     }
 
     /// A server's links, from their own stream (what else the batch holds

@@ -1362,6 +1362,12 @@ mod tests {
 
     /// (thread, `wake KEY` or `woken KEY`, start) of the wake-ups and woken
     /// waits in `text`.
+    /// Nanoseconds of the test traces' time `1.000000` plus `us`
+    /// microseconds.
+    fn at(us: u64) -> u64 {
+        1_000_000_000 + us * 1000
+    }
+
     fn wake_ups(text: &str) -> Vec<(u32, String, u64)> {
         all_events(text)
             .unwrap()
@@ -1589,7 +1595,6 @@ mod tests {
             .iter()
             .filter_map(|e| msg(e).map(|(k, s, n)| (e.tid, k, s, n, e.t_ns, e.ok)))
             .collect();
-        let at = |us: u64| 1_000_000_000 + us * 1000;
         assert_eq!(
             msgs,
             vec![
@@ -1640,7 +1645,6 @@ mod tests {
 20 1.006000 wait4(-1, [{WIFEXITED(s) && WEXITSTATUS(s) == 0}], 0, NULL) = 30 <0.000010>
 ";
         let got = wake_ups(text);
-        let at = |us: u64| 1_000_000_000 + us * 1000;
         assert_eq!(
             got,
             vec![
@@ -1686,7 +1690,6 @@ mod tests {
 14 1.003000 connect(3<UNIX-STREAM:[300]>, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT (No such file or directory) <0.000010>
 "#;
         let got = wake_ups(text);
-        let at = |us: u64| 1_000_000_000 + us * 1000;
         assert_eq!(
             got,
             vec![
