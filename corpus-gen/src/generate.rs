@@ -1747,9 +1747,9 @@ impl ManifestOut {
     /// The entry of link item `it` at `path` (real and as TSK shows it):
     /// a hard link repeats its target's entry under its own name; a
     /// symbolic link's content is its target text, in the inode or (a
-    /// slow symlink) at `place`: first cluster, extents, non-zero slack
-    /// bytes.
-    /// `None` when a hard link's target has no entry.
+    /// slow symlink) at `place`: first cluster and extents (its block is
+    /// zero past the target: no slack bytes). `None` when a hard link's
+    /// target has no entry.
     #[allow(clippy::too_many_arguments)]
     fn link_entry(
         &mut self,
@@ -1758,7 +1758,7 @@ impl ManifestOut {
         link: crate::plan::Link,
         (path, tsk_path): (String, String),
         inode: Option<u64>,
-        place: (u32, Vec<Extent>, u64),
+        place: (u32, Vec<Extent>),
         linked: &HashMap<usize, FileEntry>,
     ) -> Option<FileEntry> {
         match link {
@@ -1794,13 +1794,12 @@ impl ManifestOut {
                     Vec::new(),
                 );
                 let e = held_content(dir, text.as_bytes());
-                let (first_cluster, extents, slack_bytes) = place;
+                let (first_cluster, extents) = place;
                 Some(FileEntry {
                     kind: EntryKind::Symlink,
                     link_target: Some(text),
                     first_cluster,
                     extents,
-                    slack_bytes,
                     ..e
                 })
             }
@@ -2033,9 +2032,7 @@ impl ManifestOut {
                     let (p, t) = dir_path(vol, plan, d, &mut paths, keep_names);
                     let path = (format!("{p}/{}", it.name), format!("{t}/{}", it.name));
                     let ino = inode.get(&crate::plan::Child::Item(i)).copied();
-                    // A slow symlink's block is zero past its target: no
-                    // slack bytes.
-                    let place = (first_lcn(&it.runs), runs_extents(&it.runs), 0);
+                    let place = (first_lcn(&it.runs), runs_extents(&it.runs));
                     if let Some(e) = self.link_entry(plan, it, link, path, ino, place, &linked) {
                         self.entry(&e)?;
                     }

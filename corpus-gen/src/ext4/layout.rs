@@ -80,9 +80,8 @@ impl FsLayout for Ext4Layout {
         true
     }
 
-    /// `i_block`'s 60 bytes hold a target of up to 59.
     fn inline_link_max(&self) -> u64 {
-        59
+        super::FAST_LINK_MAX
     }
 
     fn skeleton_dir_clusters(&self, vol: &Volume, i: usize) -> Result<Option<u32>, CorpusError> {
@@ -529,7 +528,7 @@ pub fn group_inodes(
                     let (i2, tb) = mapped(p, plan, i, ino, &map, &tree_of(Child::Item(n)), seed)?;
                     i = i2;
                     put_tree_blocks(p, plan, tb, &mut tree_blocks);
-                } else if target.is_empty() || target.len() >= 60 {
+                } else if target.is_empty() || target.len() as u64 > super::FAST_LINK_MAX {
                     return Err(CorpusError::Worker(format!(
                         "symbolic link {ino}: a target of {} bytes is not a fast symlink's",
                         target.len()

@@ -51,6 +51,9 @@ pub const JOURNAL_INO: u32 = 8;
 pub const LPF_INO: u32 = 11;
 /// Blocks of lost+found (mkfs makes it 16 KiB).
 pub const LPF_BLOCKS: u64 = 4;
+/// Longest symbolic-link target kept in the inode (`i_block`'s 60
+/// bytes, a fast symlink); a longer one takes a block.
+pub const FAST_LINK_MAX: u64 = 59;
 /// The volume label every corpus carries.
 pub const LABEL: &str = "CASELOAD";
 /// Smallest disk an ext4 corpus accepts.
