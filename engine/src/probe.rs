@@ -1,6 +1,6 @@
 //! Device probes: what each channel's storage can do, so stage figures can
 //! be read against it. Per channel: sequential write and read MB/s, 4 KiB
-//! random-read IOPS, and fsync latency.
+//! random-read IOPS, fsync latency, and the mean commit of a commit chain.
 //!
 //! Writable channels get a scratch file (removed afterwards). The evidence
 //! channel is never written: it is probed only by reading given evidence
@@ -55,10 +55,24 @@ pub struct ChannelProbe {
     pub seq_read_128k_mb_per_s: Option<f64>,
     /// 4 KiB random reads per second (queue depth 1).
     pub random_read_iops: Option<f64>,
+    /// 4 KiB random reads per second from four threads at once: a device
+    /// that serves one request at a time (a rotating disk) gains little
+    /// over queue depth 1, one that serves several (flash) gains much.
+    /// Absent in probes of earlier versions.
+    #[serde(default)]
+    pub random_read_iops_qd4: Option<f64>,
     /// Median fsync latency of a 4 KiB write, milliseconds.
     pub fsync_median_ms: Option<f64>,
     /// 99th-percentile fsync latency, milliseconds.
     pub fsync_p99_ms: Option<f64>,
+    /// Mean latency of a commit in a database's commit chain: an 8 KiB
+    /// write appended after the last, then fdatasync, the next issued as
+    /// soon as it returns; milliseconds. A chain pays every commit in
+    /// turn, so its cost is the mean, not the median (a device with a
+    /// write cache answers most syncs at once and a few after a long
+    /// destage). Absent in probes of earlier versions.
+    #[serde(default)]
+    pub commit_mean_ms: Option<f64>,
     /// Whether reads bypassed the page cache (`O_DIRECT`).
     pub direct: bool,
     /// Anything that could not be measured, and why.
@@ -162,7 +176,63 @@ fn read_tests(
         reads += 1;
     }
     out.random_read_iops = Some(reads as f64 / start.elapsed().as_secs_f64());
+    out.random_read_iops_qd4 = random_reads_at_once(&file, blocks, options, 4)?;
     Ok(())
+}
+
+/// 4 KiB random reads per second over `blocks` from `threads` threads at
+/// once, for the probe's random-read time.
+fn random_reads_at_once(
+    file: &File,
+    blocks: u64,
+    options: &ProbeOptions,
+    threads: u64,
+) -> io::Result<Option<f64>> {
+    let start = Instant::now();
+    let counts = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || -> io::Result<u64> {
+                    let mut small = Aligned::new(SMALL);
+                    let mut state = 0x2545_F491_4F6C_DD1Du64 ^ (t + 1).wrapping_mul(0x9E37_79B9);
+                    let mut reads = 0u64;
+                    while start.elapsed() < options.random_duration {
+                        let block = xorshift(&mut state) % blocks;
+                        file.read_at(small.as_mut(), block * SMALL as u64)?;
+                        reads += 1;
+                    }
+                    Ok(reads)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("probe thread failed")))
+            })
+            .collect::<io::Result<Vec<u64>>>()
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok((secs > 0.0).then(|| counts.iter().sum::<u64>() as f64 / secs))
+}
+
+/// A log block: what a database commit writes (PostgreSQL's WAL page).
+const COMMIT_BLOCK: usize = 8192;
+
+/// Mean milliseconds of a commit chain in `file` (already written and
+/// synced, so each commit overwrites allocated blocks and its fdatasync
+/// has no metadata to write, as with a database's preallocated log).
+fn commit_chain(file: &File, data: &[u8], options: &ProbeOptions) -> io::Result<Option<f64>> {
+    let span = (options.file_size / COMMIT_BLOCK as u64).max(1);
+    let mut total = 0.0;
+    for i in 0..options.fsyncs as u64 {
+        let t = Instant::now();
+        file.write_all_at(&data[..COMMIT_BLOCK], (i % span) * COMMIT_BLOCK as u64)?;
+        file.sync_data()?;
+        total += t.elapsed().as_secs_f64() * 1e3;
+    }
+    Ok((options.fsyncs > 0).then(|| total / options.fsyncs as f64))
 }
 
 /// Probe a writable channel directory with a scratch file.
@@ -208,6 +278,7 @@ pub fn probe_dir(kind: ChannelKind, dir: &Path, options: &ProbeOptions) -> Chann
             out.fsync_p99_ms =
                 Some(latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)]);
         }
+        out.commit_mean_ms = commit_chain(&file, block.as_ref(), options)?;
         crate::os::drop_cached(&file);
         drop(file);
         read_tests(&scratch, options.file_size, options, &mut out)
@@ -278,7 +349,9 @@ mod tests {
         assert!(p.seq_write_mb_per_s.unwrap() > 0.0);
         assert!(p.seq_read_mb_per_s.unwrap() > 0.0);
         assert!(p.random_read_iops.unwrap() > 0.0);
+        assert!(p.random_read_iops_qd4.unwrap() > 0.0);
         assert!(p.fsync_median_ms.unwrap() >= 0.0);
+        assert!(p.commit_mean_ms.unwrap() > 0.0);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         let ev = dir.path().join("ev.dd");
         std::fs::write(&ev, vec![7u8; 4 << 20]).unwrap();

@@ -881,8 +881,13 @@ fn run_stages(
         };
         let outcome = stage.run(&ctx);
         // The stage's database work is part of the stage: commit it now.
+        // How long that takes is the writer's backlog when the stage's own
+        // work was done (`caseload predict` sets it apart from the waits
+        // the stage's threads had while working).
+        let drain = Instant::now();
         let flushed = db.writer().flush();
-        let database_work = db.writer().work().since(&work_before);
+        let mut database_work = db.writer().work().since(&work_before);
+        database_work.drain_ns = u64::try_from(drain.elapsed().as_nanos()).unwrap_or(u64::MAX);
         db.sample_io();
         let wall = clock.elapsed().as_secs_f64();
         let (machine, memory) = sampler.finish();

@@ -51,6 +51,32 @@ pub fn build(timing: &Timing) -> Box<dyn DeviceTiming> {
     }
 }
 
+/// Mean seconds one commit of a database's commit chain takes on a device
+/// of these mechanics: an 8 KiB write appended after the last (a log
+/// block), then a flush that waits for it to be on the media, the next
+/// commit issued `gap_s` after the last one completed (the work between
+/// two commits). On a rotating disk this is about a revolution: the
+/// sector after the last write has just passed the head when the next
+/// write arrives. `caseload predict` scales a run's commit time with it
+/// (docs/predict.md); a probe measures the same chain on a real device.
+pub fn commit_chain_s(timing: &Timing, gap_s: f64) -> f64 {
+    const COMMITS: u64 = 200;
+    const BLOCK: u64 = 8192;
+    // A log well into the device, away from its first blocks.
+    const LOG_AT: u64 = 64 << 20;
+    let mut device = build(timing);
+    let gap = (gap_s.max(0.0) * 1e9) as Nanos;
+    let mut now: Nanos = 0;
+    let mut total: Nanos = 0;
+    for i in 0..COMMITS {
+        let written = device.submit(Op::Write, LOG_AT + i * BLOCK, BLOCK, now);
+        let done = device.submit(Op::Flush, 0, 0, written);
+        total += done.saturating_sub(now);
+        now = done + gap;
+    }
+    total as f64 / COMMITS as f64 / 1e9
+}
+
 /// A flash drive: each request takes one of the drive's channels for its
 /// access latency, then crosses the drive's one transfer path; a read
 /// that continues the last one was prefetched (no access latency); a
@@ -709,6 +735,30 @@ mod tests {
             let (mb_s, _) = qd1(&mut d, &reqs, 20_000);
             assert!((140.0..=165.0).contains(&mb_s), "{size}: {mb_s} MB/s");
         }
+    }
+
+    #[test]
+    fn a_commit_chain_waits_about_a_revolution_on_a_disk_and_more_on_raid5() {
+        // 7200 rpm: 8.33 ms a revolution. Each commit's write lands just
+        // after the last, whose end has just passed the head.
+        let disk = commit_chain_s(&Timing::Rotating(hdd()), 0.0002);
+        assert!((0.0075..=0.0090).contains(&disk), "{disk} s");
+        // More work between commits: less of the revolution to wait.
+        let slower = commit_chain_s(&Timing::Rotating(hdd()), 0.004);
+        assert!(slower < disk - 0.003, "{slower} s against {disk} s");
+        // The array's flush sends what its controller holds to the
+        // members: a partial stripe is read-modify-write (old data and
+        // parity read, then both written), more than a revolution.
+        let array = commit_chain_s(
+            &Timing::Raid5(Raid5 {
+                disks: 4,
+                chunk: 64 << 10,
+                controller_cache: 512 << 20,
+                member: hdd(),
+            }),
+            0.0002,
+        );
+        assert!(array > disk * 1.5, "{array} s against {disk} s");
     }
 
     #[test]

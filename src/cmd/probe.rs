@@ -60,7 +60,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&probes)?);
     } else {
         println!(
-            "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>7}  path",
+            "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>14} {:>7}  path",
             "channel",
             "seq W MB/s",
             "seq R MB/s",
@@ -68,11 +68,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             "4K rnd IOPS",
             "fsync med ms",
             "fsync p99 ms",
+            "commit mean ms",
             "direct"
         );
         for p in &probes {
             println!(
-                "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>7}  {}",
+                "{:<9} {:>10} {:>10} {:>11} {:>10} {:>12} {:>12} {:>14} {:>7}  {}",
                 p.channel.map_or("-".into(), |c| c.to_string()),
                 cell(p.seq_write_mb_per_s, 1),
                 cell(p.seq_read_mb_per_s, 1),
@@ -80,6 +81,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 cell(p.random_read_iops, 0),
                 cell(p.fsync_median_ms, 3),
                 cell(p.fsync_p99_ms, 3),
+                cell(p.commit_mean_ms, 3),
                 p.direct,
                 p.path.display()
             );

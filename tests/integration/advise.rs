@@ -519,37 +519,13 @@ fn advise_ranks_three_candidates_as_the_lab_measures_them_within_the_stated_erro
     let labs: Vec<&str> = std::iter::once(base.as_str())
         .chain(measured.iter().map(|m| m.2.as_str()))
         .collect();
-    let lab_dir = d.join("labs");
-    let backing = d.join("backing");
-    std::fs::create_dir_all(&backing).unwrap();
-    let out_dir = d.join("study");
-    // native (SQLite): predict scales caseload's own blocked time, which a
-    // PostgreSQL server's I/O is not (docs/predict.md).
-    let out = common::caseload()
-        .env("CASELOAD_LAB_DIR", &lab_dir)
-        .env("CASELOAD_LAB_BACKING", &backing)
-        .args([
-            "study",
-            "ftk4",
-            "--profile",
-            "native",
-            "--repeat",
-            "3",
-            "--labs",
-            &labs.join(","),
-        ])
-        .arg("--out")
-        .arg(&out_dir)
-        .arg("--evidence")
-        .arg(corpus.join("image.dd"))
-        .arg("--hashset")
-        .arg(format!("known={}", corpus.join("NSRLFile.txt").display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    // native (SQLite): the database's I/O is caseload's own, timed per
+    // call (a PostgreSQL server's comes from its statistics views).
+    let out_dir = common::study_ftk4_dd(
+        d,
+        &labs.join(","),
+        &corpus,
+        &["--profile", "native", "--repeat", "3"],
     );
     let report: Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("compare.json")).unwrap()).unwrap();

@@ -6,6 +6,7 @@
 
 use crate::common;
 use serde_json::Value;
+use std::path::Path;
 
 #[test]
 fn predictions_follow_the_devices_and_bad_inputs_are_refused() {
@@ -73,6 +74,80 @@ fn predictions_follow_the_devices_and_bad_inputs_are_refused() {
     let total = |v: &Value| v["predicted_total_s"].as_f64().unwrap();
     assert!(total(&pcie) <= total(&base) + 1e-9, "{pcie}");
 
+    // A probe of another directory than the run's: predicted, with a
+    // warning that it may be another layout's devices.
+    let other = work.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let probe_of = |dir: &Path, evidence: &Path| -> std::path::PathBuf {
+        let out = common::run_ok(
+            common::caseload()
+                .args(["probe", "--size", "4MiB", "--seconds", "0.2", "--json"])
+                .arg("--database")
+                .arg(dir)
+                .arg("--case")
+                .arg(dir)
+                .arg("--temp")
+                .arg(dir)
+                .arg("--evidence")
+                .arg(evidence),
+        );
+        let path = dir.join(format!(
+            "probe-{}.json",
+            evidence.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    };
+    let elsewhere = probe_of(&other, &image);
+    let out = common::run_ok(
+        common::caseload()
+            .args(["predict", "--run"])
+            .arg(&run_json)
+            .arg("--from")
+            .arg(&elsewhere)
+            .args(["--devices", "ftk4-base"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another layout"), "{err}");
+    // Evidence probed as an E01 for a run that read a raw image: refused.
+    let e01 = work.path().join("probe.E01");
+    let mut bytes = b"EVF\x09\x0d\x0a\xff\x00".to_vec();
+    bytes.resize(4 << 20, 0);
+    std::fs::write(&e01, bytes).unwrap();
+    let ewf_probe = probe_of(&case, &e01);
+    let out = common::caseload()
+        .args(["predict", "--run"])
+        .arg(&run_json)
+        .arg("--from")
+        .arg(&probe_json)
+        .arg("--devices")
+        .arg(&ewf_probe)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("E01 and DD"), "{err}");
+
+    // A probe that lacks a channel the run used: refused, naming it.
+    let all: Vec<Value> = serde_json::from_slice(&std::fs::read(&probe_json).unwrap()).unwrap();
+    let evidence_only: Vec<&Value> = all.iter().filter(|p| p["channel"] == "evidence").collect();
+    let partial = work.path().join("partial.json");
+    std::fs::write(&partial, serde_json::to_vec(&evidence_only).unwrap()).unwrap();
+    let out = common::caseload()
+        .args(["predict", "--run"])
+        .arg(&run_json)
+        .arg("--from")
+        .arg(&partial)
+        .args(["--devices", "ftk4-base"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no figures for the") && err.contains("channel's device"),
+        "{err}"
+    );
+
     // A JSON file that is no probe, and an unknown lab.
     let bogus = work.path().join("bogus.json");
     std::fs::write(&bogus, b"{\"hello\": 1}").unwrap();
@@ -89,5 +164,86 @@ fn predictions_follow_the_devices_and_bad_inputs_are_refused() {
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{err}");
+    }
+}
+
+/// The study's question on the lab (root, loop devices, FUSE; skipped
+/// with a notice otherwise): a run on the base system's three 7200 rpm
+/// disks, predicted for the high-end combination (SATA SSD system, RAID-5
+/// evidence and case, PCIe SSD database), agrees with a run measured there
+/// within the error band `predict` prints; so does the prediction the
+/// other way, from the high-end run down to the base system.
+#[test]
+fn a_prediction_from_the_base_lab_agrees_with_the_high_end_lab_within_its_band() {
+    if let Some(why) = common::lab_unavailable() {
+        eprintln!("SKIPPED predict on the lab: {why}");
+        return;
+    }
+    let _serial = common::lab_lock();
+    let work = tempfile::tempdir().unwrap();
+    let corpus = work.path().join("corpus");
+    common::run_ok(
+        common::caseload()
+            .args(["corpus", "--size", "64MiB", "--seed", "91"])
+            .args(["--decoys", "20000", "--out"])
+            .arg(&corpus),
+    );
+    let tag = std::process::id();
+    let base = common::small_lab_file(
+        work.path(),
+        &format!("t{tag}-pbase"),
+        ["hdd-7200", "hdd-7200", "hdd-7200"],
+        "512MiB",
+    );
+    let high = common::small_lab_file(
+        work.path(),
+        &format!("t{tag}-phigh"),
+        ["sata-ssd", "raid5-4x7200", "pcie-ssd"],
+        "512MiB",
+    );
+    let out_dir = common::study_ftk4_dd(work.path(), &format!("{base},{high}"), &corpus, &[]);
+    let run_of = |lab: &str| -> std::path::PathBuf {
+        let name = Path::new(lab)
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        out_dir
+            .join("labs")
+            .join(&name)
+            .join("runs")
+            .join(format!("c-image.dd@{name}-r1.json"))
+    };
+    let measured_total = |run: &Path| -> f64 {
+        let v: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
+        v["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["wall_seconds"].as_f64().unwrap())
+            .sum()
+    };
+    for (from, to) in [(&base, &high), (&high, &base)] {
+        let p = common::run_ok(
+            common::caseload()
+                .args(["predict", "--json", "--run"])
+                .arg(run_of(from))
+                .args(["--from", from.as_str(), "--devices", to.as_str()]),
+        );
+        let p: Value = serde_json::from_slice(&p.stdout).unwrap();
+        let predicted = p["predicted_total_s"].as_f64().unwrap();
+        let band = p["error_band"].as_f64().unwrap();
+        let measured = measured_total(&run_of(to));
+        let error = predicted / measured - 1.0;
+        eprintln!(
+            "predict on the lab: {from} -> {to}: predicted {predicted:.2} s, measured {measured:.2} s ({:+.1}%, band {:.0}%)",
+            error * 100.0,
+            band * 100.0
+        );
+        assert!(
+            error.abs() <= band,
+            "{from} -> {to}: predicted {predicted:.2} s, measured {measured:.2} s, outside the band {band}"
+        );
     }
 }

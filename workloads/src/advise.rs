@@ -362,15 +362,14 @@ pub fn parse_candidates(
             } else if let Some(p) = &o.probe {
                 (resolve.probe)(&dir.join(p), &channels).map_err(|e| bad("probe", e))?
             } else if let Some(f) = &o.figures {
-                let fig = DeviceFigures {
-                    source: format!("figures of option \"{name}\""),
-                    read_mb_s: f.read_mb_s,
-                    write_mb_s: f.write_mb_s,
-                    random_read_iops: f.random_read_iops,
-                    fsync_s: f
-                        .fsync_ms
+                let fig = DeviceFigures::from_numbers(
+                    format!("figures of option \"{name}\""),
+                    f.read_mb_s,
+                    f.write_mb_s,
+                    f.random_read_iops,
+                    f.fsync_ms
                         .map_or(1.0 / f.random_read_iops.max(1e-9), |ms| ms / 1000.0),
-                };
+                );
                 if !fig.is_valid() {
                     return Err(bad(
                         "figures",
@@ -612,13 +611,15 @@ pub fn advise(req: &Request<'_>) -> Result<Advice, AdviseError> {
             options: names,
             price,
             predicted_total_s: total,
-            low_s: total * (1.0 - TOTAL_ERROR),
-            high_s: total * (1.0 + TOTAL_ERROR),
+            low_s: total * (1.0 - p.error_band),
+            high_s: total * (1.0 + p.error_band),
             saved_s: saved,
             saved_fraction: if base > 0.0 { saved / base } else { 0.0 },
             saved_s_per_price: (price > 0.0).then(|| saved / price),
             pareto: false,
-            within_error: saved.abs() < TOTAL_ERROR * base,
+            // Within error: the saving is less than this configuration's
+            // band (its stages' bands as measured on the lab, weighted).
+            within_error: saved.abs() < p.error_band * base,
             stages: p
                 .stages
                 .iter()
@@ -651,7 +652,7 @@ pub fn advise(req: &Request<'_>) -> Result<Advice, AdviseError> {
         currency: req.candidates.currency.clone(),
         budget: req.budget,
         method: format!(
-            "each configuration predicted from the recorded run by caseload predict's relative-fitness model (docs/predict.md): per stage and channel, the recorded blocked time carried from the devices it was recorded on to the configuration's; a workstation option's own recorded run is the base of the configurations that buy it. Measured against caseload's lab (the FTK 4 study's labs, docs/predict.md): the largest error of a predicted total {:.0}% (a RAID-5 array serving two threads' reads at once), every lab without RAID-5 within 3%; stages under a second err more",
+            "each configuration predicted from the recorded run by caseload predict's relative-fitness model (docs/predict.md): per stage, the producers' lane and the database writer's, each channel's recorded device time carried from the devices it was recorded on to the configuration's (the writer's as its commit chain); a workstation option's own recorded run is the base of the configurations that buy it. Each configuration's band (low-high, and 'within error' where the saving is inside it) is its stages' error bands as measured on caseload's lab (the FTK 4 study's labs, docs/predict.md), weighted by their predicted seconds, at most the largest error of a predicted total measured there, {:.0}%; stages under a second err more",
             TOTAL_ERROR * 100.0
         ),
         total_error: TOTAL_ERROR,
@@ -721,13 +722,7 @@ mod tests {
     use super::*;
 
     fn figures(name: &str, iops: f64) -> DeviceFigures {
-        DeviceFigures {
-            source: name.into(),
-            read_mb_s: 100.0,
-            write_mb_s: 100.0,
-            random_read_iops: iops,
-            fsync_s: 1.0 / iops,
-        }
+        DeviceFigures::from_numbers(name.into(), 100.0, 100.0, iops, 1.0 / iops)
     }
 
     fn device(name: &str, price: f64, channels: &[ChannelKind]) -> Candidate {

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 type Ack = Sender<Result<(), String>>;
 
@@ -39,8 +40,12 @@ enum Msg {
 const UNIT_SAVEPOINT: &str = "caseload_unit_batch";
 
 /// What the writer did: writes applied (each a row inserted or updated,
-/// or one set-wide statement) and transactions committed. A stage's share
-/// is the difference of two readings.
+/// or one set-wide statement) and transactions committed, and the time
+/// it took: the writer is one thread, so its busy time is the length of
+/// the stage's database lane, and the time the stage's threads waited
+/// for it says how much of that lane showed in the stage's wall time
+/// (`caseload predict` needs both; docs/predict.md). A stage's share is
+/// the difference of two readings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DbWork {
     /// Writes applied.
@@ -50,6 +55,27 @@ pub struct DbWork {
     /// Rows inserted, updated or deleted (caseload's and a profile's).
     #[serde(default)]
     pub rows: u64,
+    /// Nanoseconds the writer thread spent applying writes and
+    /// committing (not waiting for work).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub busy_ns: u64,
+    /// Of those, nanoseconds in COMMIT: the commit chain (each commit
+    /// waits for the log's sync before the next transaction starts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub commit_ns: u64,
+    /// Nanoseconds other threads spent waiting for the writer: on a full
+    /// queue, for a call's reply, for a flush (the stage's last one
+    /// included), summed over threads.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waited_ns: u64,
+    /// Of `waited_ns`, the stage's last flush: the writer's backlog when
+    /// the stage's own work was done (set by the run, not the writer).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drain_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl DbWork {
@@ -59,6 +85,10 @@ impl DbWork {
             writes: self.writes + other.writes,
             transactions: self.transactions + other.transactions,
             rows: self.rows + other.rows,
+            busy_ns: self.busy_ns + other.busy_ns,
+            commit_ns: self.commit_ns + other.commit_ns,
+            waited_ns: self.waited_ns + other.waited_ns,
+            drain_ns: self.drain_ns + other.drain_ns,
         }
     }
 
@@ -68,6 +98,10 @@ impl DbWork {
             writes: self.writes.saturating_sub(earlier.writes),
             transactions: self.transactions.saturating_sub(earlier.transactions),
             rows: self.rows.saturating_sub(earlier.rows),
+            busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
+            commit_ns: self.commit_ns.saturating_sub(earlier.commit_ns),
+            waited_ns: self.waited_ns.saturating_sub(earlier.waited_ns),
+            drain_ns: self.drain_ns.saturating_sub(earlier.drain_ns),
         }
     }
 }
@@ -77,6 +111,17 @@ struct WorkCounters {
     writes: AtomicU64,
     transactions: AtomicU64,
     rows: AtomicU64,
+    busy_ns: AtomicU64,
+    commit_ns: AtomicU64,
+    waited_ns: AtomicU64,
+}
+
+impl WorkCounters {
+    /// Add the time since `since` to `counter`.
+    fn add_since(counter: &AtomicU64, since: Instant) {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        counter.fetch_add(ns, Ordering::Relaxed);
+    }
 }
 
 /// Handle to the writer thread. Shareable between stage threads.
@@ -127,6 +172,10 @@ impl DbWriter {
             writes: self.work.writes.load(Ordering::Relaxed),
             transactions: self.work.transactions.load(Ordering::Relaxed),
             rows: self.work.rows.load(Ordering::Relaxed),
+            busy_ns: self.work.busy_ns.load(Ordering::Relaxed),
+            commit_ns: self.work.commit_ns.load(Ordering::Relaxed),
+            waited_ns: self.work.waited_ns.load(Ordering::Relaxed),
+            drain_ns: 0,
         }
     }
 
@@ -137,29 +186,46 @@ impl DbWriter {
     /// Queue a write. Its error, if any, surfaces at the next
     /// [`flush`](Self::flush).
     pub fn exec(&self, write: Write) -> Result<(), DbError> {
-        self.sender
-            .send(Msg::Write(write, None))
-            .map_err(|_| self.gone())
+        // Only a full queue makes a sender wait: try first, time the rest.
+        match self.sender.try_send(Msg::Write(write, None)) {
+            Ok(()) => Ok(()),
+            Err(crossbeam_channel::TrySendError::Full(msg)) => {
+                let waited = Instant::now();
+                let sent = self.sender.send(msg).map_err(|_| self.gone());
+                WorkCounters::add_since(&self.work.waited_ns, waited);
+                sent
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => Err(self.gone()),
+        }
     }
 
     /// Apply `write` after everything queued before it, commit, and return
     /// its reply (the new row's id, counts).
     pub fn call(&self, write: Write) -> Result<Reply, DbError> {
+        let waited = Instant::now();
         let (tx, rx) = bounded(1);
-        self.sender
+        let reply = self
+            .sender
             .send(Msg::Write(write, Some(tx)))
-            .map_err(|_| self.gone())?;
-        rx.recv().map_err(|_| self.gone())?
+            .map_err(|_| self.gone())
+            .and_then(|()| rx.recv().map_err(|_| self.gone())?);
+        WorkCounters::add_since(&self.work.waited_ns, waited);
+        reply
     }
 
     fn round_trip(&self, make: fn(Ack) -> Msg) -> Result<(), DbError> {
+        let waited = Instant::now();
         let (ack_tx, ack_rx) = bounded(1);
-        self.sender.send(make(ack_tx)).map_err(|_| self.gone())?;
-        match ack_rx.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(DbError::Writer(message)),
+        let answer = match self.sender.send(make(ack_tx)) {
             Err(_) => Err(self.gone()),
-        }
+            Ok(()) => match ack_rx.recv() {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(message)) => Err(DbError::Writer(message)),
+                Err(_) => Err(self.gone()),
+            },
+        };
+        WorkCounters::add_since(&self.work.waited_ns, waited);
+        answer
     }
 
     /// Commit what is queued and wait; returns the first error any queued
@@ -180,12 +246,16 @@ impl DbWriter {
     /// write of the unit that failed since the last
     /// [`flush`](Self::flush) rolls it back too, and is the error.
     pub fn end_unit(&self, done: Option<Write>) -> Result<Reply, DbError> {
+        let waited = Instant::now();
         let (tx, rx) = bounded(1);
         let commit = done.is_some();
-        self.sender
+        let reply = self
+            .sender
             .send(Msg::EndUnit(done, commit, tx))
-            .map_err(|_| self.gone())?;
-        rx.recv().map_err(|_| self.gone())?
+            .map_err(|_| self.gone())
+            .and_then(|()| rx.recv().map_err(|_| self.gone())?);
+        WorkCounters::add_since(&self.work.waited_ns, waited);
+        reply
     }
 
     /// Commit, close the connection and stop the thread. Later writes fail.
@@ -272,7 +342,10 @@ impl State<'_> {
         self.in_transaction = false;
         self.applied.clear();
         self.work.transactions.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = self.conn.batch("COMMIT") {
+        let started = Instant::now();
+        let committed = self.conn.batch("COMMIT");
+        WorkCounters::add_since(&self.work.commit_ns, started);
+        if let Err(e) = committed {
             // A failed COMMIT (disk full) can leave the transaction open:
             // roll it back so later batches can still try.
             let _ = self.conn.batch("ROLLBACK");
@@ -387,6 +460,11 @@ fn run(
     };
     let mut in_batch = 0usize;
     for msg in rx {
+        // Busy from here until the message is answered; the time is added
+        // before the answer goes out, so a stage that flushed sees it (a
+        // Close ends the thread: its time is no stage's).
+        let busy = Instant::now();
+        let done = || WorkCounters::add_since(&work.busy_ns, busy);
         match msg {
             Msg::Write(write, reply) => {
                 let commits = reply.is_some() || write.commits();
@@ -398,6 +476,7 @@ fn run(
                 } else {
                     Ok(())
                 };
+                done();
                 match reply {
                     Some(tx) => {
                         let _ = tx.send(result.and_then(|r| committed.map(|()| r)));
@@ -418,6 +497,7 @@ fn run(
                 }
                 state.conn.publish_stats();
                 in_batch = 0;
+                done();
                 let _ = ack.send(state.first_error.take().map_or(Ok(()), Err));
             }
             Msg::BeginUnit(ack) => {
@@ -425,11 +505,14 @@ fn run(
                 in_batch = 0;
                 state.unit = true;
                 let error = committed.err().map(|e| e.to_string());
+                done();
                 let _ = ack.send(error.or(state.first_error.take()).map_or(Ok(()), Err));
             }
-            Msg::EndUnit(done, commit, reply) => {
+            Msg::EndUnit(done_write, commit, reply) => {
                 in_batch = 0;
-                let _ = reply.send(state.end_unit(done, commit));
+                let result = state.end_unit(done_write, commit);
+                done();
+                let _ = reply.send(result);
             }
             Msg::Close(ack) => {
                 if let Err(e) = state.commit() {

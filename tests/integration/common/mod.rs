@@ -388,6 +388,30 @@ pub fn lab_unavailable() -> Option<&'static str> {
     None
 }
 
+/// `caseload study ftk4 --labs LABS --out DIR/study --evidence IMAGE.dd
+/// --hashset known=NSRLFile.txt` on a corpus directory, with the labs'
+/// mounts and backing files under `dir` and `extra` arguments; asserts it
+/// succeeded and returns the study's directory.
+pub fn study_ftk4_dd(dir: &Path, labs: &str, corpus: &Path, extra: &[&str]) -> PathBuf {
+    let backing = dir.join("backing");
+    std::fs::create_dir_all(&backing).unwrap();
+    let out_dir = dir.join("study");
+    run_ok(
+        caseload()
+            .env("CASELOAD_LAB_DIR", dir.join("labs"))
+            .env("CASELOAD_LAB_BACKING", &backing)
+            .args(["study", "ftk4"])
+            .args(extra)
+            .args(["--labs", labs, "--out"])
+            .arg(&out_dir)
+            .arg("--evidence")
+            .arg(corpus.join("image.dd"))
+            .arg("--hashset")
+            .arg(format!("known={}", corpus.join("NSRLFile.txt").display())),
+    );
+    out_dir
+}
+
 /// A small lab of the FTK 4 study's shape in `dir` (its `system` device
 /// takes temp, `data` evidence and case, `database` the database; 256 MiB
 /// each, `data` `data_size`), named `name`: the file's path.

@@ -604,11 +604,11 @@ fn probes(h: &mut String, report: &CompareReport) {
     if rows.is_empty() {
         return;
     }
-    h.push_str("<h2>Device probes</h2>\n<p>Measured before the runs (<code>--probe</code>): sequential 1 MiB reads and writes, 4 KiB random reads at queue depth 1, fsync latency of a 4 KiB write. Without direct I/O (e.g. tmpfs) read figures are cache speed.</p>\n<table>\n<tr><th class=\"l\">layout / evidence</th><th class=\"l\">channel</th><th>seq write MB/s</th><th>seq read MB/s</th><th>4K random read IOPS</th><th>fsync median ms</th><th>fsync p99 ms</th><th>direct</th><th class=\"l\">path</th><th class=\"l\">notes</th></tr>\n");
+    h.push_str("<h2>Device probes</h2>\n<p>Measured before the runs (<code>--probe</code>): sequential 1 MiB reads and writes, 4 KiB random reads at queue depth 1, fsync latency of a 4 KiB write, the mean commit of a commit chain (8 KiB appended, then fdatasync, one after another). Without direct I/O (e.g. tmpfs) read figures are cache speed.</p>\n<table>\n<tr><th class=\"l\">layout / evidence</th><th class=\"l\">channel</th><th>seq write MB/s</th><th>seq read MB/s</th><th>4K random read IOPS</th><th>fsync median ms</th><th>fsync p99 ms</th><th>commit mean ms</th><th>direct</th><th class=\"l\">path</th><th class=\"l\">notes</th></tr>\n");
     for (owner, p) in rows {
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&owner),
             p.channel.map_or("-".into(), |c| c.to_string()),
             opt_num(p.seq_write_mb_per_s, 1),
@@ -616,6 +616,7 @@ fn probes(h: &mut String, report: &CompareReport) {
             opt_num(p.random_read_iops, 0),
             opt_num(p.fsync_median_ms, 3),
             opt_num(p.fsync_p99_ms, 3),
+            opt_num(p.commit_mean_ms, 3),
             if p.direct { "yes" } else { "no" },
             esc(&p.path.display().to_string()),
             esc(&p.notes.join("; "))
