@@ -211,3 +211,33 @@ fn the_quickstart_table_fits_120_columns_and_wide_shows_every_column() {
         }
     }
 }
+
+/// Output into a pipe whose reader has gone (`caseload predict ... |
+/// head -1`) ends the command without a panic message.
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    // Closed before the command starts: its first write finds no reader.
+    drop(reader);
+    let run =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/tests/data/run.json");
+    let out = common::caseload()
+        .args([
+            "predict",
+            "--from",
+            "ftk4-base",
+            "--devices",
+            "ftk4-base",
+            "--run",
+        ])
+        .arg(run)
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    assert!(!out.status.success());
+}
