@@ -201,21 +201,16 @@ fn a_prediction_from_the_base_lab_agrees_with_the_high_end_lab_within_its_band()
         ["sata-ssd", "raid5-4x7200", "pcie-ssd"],
         "512MiB",
     );
-    let out_dir = common::study_ftk4_dd(work.path(), &format!("{base},{high}"), &corpus, &[]);
-    let run_of = |lab: &str| -> std::path::PathBuf {
-        let name = Path::new(lab)
-            .file_stem()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
-        out_dir
-            .join("labs")
-            .join(&name)
-            .join("runs")
-            .join(format!("c-image.dd@{name}-r1.json"))
-    };
-    let measured_total = |run: &Path| -> f64 {
+    // Three runs per lab, and the quickest of each taken: the other tests
+    // of this binary run beside this one, and a run they slow down (the
+    // high-end lab's stages are mostly CPU) is not the lab's figure.
+    let out_dir = common::study_ftk4_dd(
+        work.path(),
+        &format!("{base},{high}"),
+        &corpus,
+        &["--repeat", "3"],
+    );
+    let total = |run: &Path| -> f64 {
         let v: Value = serde_json::from_slice(&std::fs::read(run).unwrap()).unwrap();
         v["stages"]
             .as_array()
@@ -224,17 +219,34 @@ fn a_prediction_from_the_base_lab_agrees_with_the_high_end_lab_within_its_band()
             .map(|s| s["wall_seconds"].as_f64().unwrap())
             .sum()
     };
+    let quickest = |lab: &str| -> (std::path::PathBuf, f64) {
+        let name = Path::new(lab).file_stem().unwrap().to_str().unwrap();
+        (1..=3)
+            .map(|r| {
+                out_dir
+                    .join("labs")
+                    .join(name)
+                    .join("runs")
+                    .join(format!("c-image.dd@{name}-r{r}.json"))
+            })
+            .map(|run| {
+                let t = total(&run);
+                (run, t)
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap()
+    };
     for (from, to) in [(&base, &high), (&high, &base)] {
         let p = common::run_ok(
             common::caseload()
                 .args(["predict", "--json", "--run"])
-                .arg(run_of(from))
+                .arg(quickest(from).0)
                 .args(["--from", from.as_str(), "--devices", to.as_str()]),
         );
         let p: Value = serde_json::from_slice(&p.stdout).unwrap();
         let predicted = p["predicted_total_s"].as_f64().unwrap();
         let band = p["error_band"].as_f64().unwrap();
-        let measured = measured_total(&run_of(to));
+        let measured = quickest(to).1;
         let error = predicted / measured - 1.0;
         eprintln!(
             "predict on the lab: {from} -> {to}: predicted {predicted:.2} s, measured {measured:.2} s ({:+.1}%, band {:.0}%)",
