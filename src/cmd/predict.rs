@@ -155,7 +155,7 @@ fn reads_as_ewf(path: &std::path::Path) -> Option<bool> {
     use std::io::Read;
     let mut head = [0u8; 8];
     std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    Some(head == *b"EVF\x09\x0d\x0a\xff\x00" || head[..5] == *b"EVF2\r")
+    Some(caseload_engine::source::is_ewf_signature(&head))
 }
 
 /// Probes checked against the run: the --from probe should be of the

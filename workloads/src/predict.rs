@@ -421,8 +421,8 @@ pub fn predict(
     })
 }
 
-/// The writer's lane, when the stage recorded it: its busy seconds and
-/// what of them was the database channel's device time.
+/// The writer's lane, when the stage recorded it: its busy seconds, its
+/// commits and the recorded gap between two of them.
 struct WriterLane {
     busy_s: f64,
     commits: u64,
@@ -467,11 +467,7 @@ fn predict_stage(
             }
         })
         .sum();
-    let overlap = if producer_blocked > 0.0 {
-        ((producers - cpu_wall).max(0.0) / producer_blocked).min(1.0)
-    } else {
-        0.0
-    };
+    let overlap = shown_share(producers, cpu_wall, producer_blocked);
     let mut channels = BTreeMap::new();
     let mut producers_delta = 0.0;
     let mut writer_delta = 0.0;
@@ -497,20 +493,19 @@ fn predict_stage(
                 reads_to /= overlap;
             }
         }
-        let mut change = reads_to - reads;
-        let mut shown_change = change;
-        if let (true, Some(lane)) = (writer_owns(*kind), writer.as_ref()) {
+        // What changes in the producers' lane, and in the writer's own.
+        let mut shown = reads_to - reads;
+        let mut own = 0.0;
+        if let Some(lane) = writer.as_ref().filter(|_| writer_owns(*kind)) {
             // The writer's commit chain: every commit waits for its sync.
             let (per_from, per_to) = (from.commit_at(lane.gap_s), to.commit_at(lane.gap_s));
             let device = secs(c.write_blocked_ns + c.sync_blocked_ns).min(lane.busy_s);
-            let device_to = carry_cost(
+            own = carry_cost(
                 device,
                 from.sync_s(c.fsyncs, per_from, c.bytes_written),
                 to.sync_s(c.fsyncs, per_to, c.bytes_written),
-            );
-            writer_delta += device_to - device;
+            ) - device;
             writer_commit = (per_from, per_to);
-            change += device_to - device;
         } else {
             let syncs = overlap * secs(c.sync_blocked_ns + c.write_blocked_ns);
             let syncs_to = carry_cost(
@@ -518,23 +513,19 @@ fn predict_stage(
                 from.sync_s(c.fsyncs, from.fsync_s, c.bytes_written),
                 to.sync_s(c.fsyncs, to.fsync_s, c.bytes_written),
             );
-            change += syncs_to - syncs;
-            shown_change += syncs_to - syncs;
+            shown += syncs_to - syncs;
         }
-        producers_delta += shown_change;
+        producers_delta += shown;
+        writer_delta += own;
         channels.insert(
             *kind,
             ChannelPrediction {
                 recorded_blocked_s: total,
-                // Back over the threads: what showed, unshown.
-                // (the writer's share is its own: one thread).
+                // Back over the threads: what showed, unshown (the
+                // writer's share is its own: one thread).
                 predicted_blocked_s: (total
-                    + if overlap > 0.0 {
-                        shown_change / overlap
-                    } else {
-                        0.0
-                    }
-                    + (change - shown_change))
+                    + if overlap > 0.0 { shown / overlap } else { 0.0 }
+                    + own)
                     .max(0.0),
             },
         );
@@ -586,8 +577,15 @@ pub fn overlap(s: &StageReport, threads: f64) -> f64 {
         .map(|c| c.counters.blocked_ns() as f64 / 1e9)
         .sum();
     let cpu_wall = (s.cpu_user_seconds + s.cpu_system_seconds) / threads.max(1.0);
+    shown_share(s.wall_seconds, cpu_wall, blocked)
+}
+
+/// Of `blocked` seconds (summed over threads), the share that showed in
+/// a lane of `lane_s` seconds whose computing took `cpu_wall`: `min(1,
+/// max(0, lane − cpu_wall) / blocked)`, 0 without blocked time.
+fn shown_share(lane_s: f64, cpu_wall: f64, blocked: f64) -> f64 {
     if blocked > 0.0 {
-        ((s.wall_seconds - cpu_wall).max(0.0) / blocked).min(1.0)
+        ((lane_s - cpu_wall).max(0.0) / blocked).min(1.0)
     } else {
         0.0
     }

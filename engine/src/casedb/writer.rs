@@ -202,30 +202,25 @@ impl DbWriter {
     /// Apply `write` after everything queued before it, commit, and return
     /// its reply (the new row's id, counts).
     pub fn call(&self, write: Write) -> Result<Reply, DbError> {
+        self.ask(|tx| Msg::Write(write, Some(tx)))?
+    }
+
+    /// Send the message `make` builds around a reply channel and wait for
+    /// the answer; the wait is counted as time waited for the writer.
+    fn ask<A>(&self, make: impl FnOnce(Sender<A>) -> Msg) -> Result<A, DbError> {
         let waited = Instant::now();
         let (tx, rx) = bounded(1);
-        let reply = self
+        let answer = self
             .sender
-            .send(Msg::Write(write, Some(tx)))
+            .send(make(tx))
             .map_err(|_| self.gone())
-            .and_then(|()| rx.recv().map_err(|_| self.gone())?);
+            .and_then(|()| rx.recv().map_err(|_| self.gone()));
         WorkCounters::add_since(&self.work.waited_ns, waited);
-        reply
+        answer
     }
 
     fn round_trip(&self, make: fn(Ack) -> Msg) -> Result<(), DbError> {
-        let waited = Instant::now();
-        let (ack_tx, ack_rx) = bounded(1);
-        let answer = match self.sender.send(make(ack_tx)) {
-            Err(_) => Err(self.gone()),
-            Ok(()) => match ack_rx.recv() {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(message)) => Err(DbError::Writer(message)),
-                Err(_) => Err(self.gone()),
-            },
-        };
-        WorkCounters::add_since(&self.work.waited_ns, waited);
-        answer
+        self.ask(make)?.map_err(DbError::Writer)
     }
 
     /// Commit what is queued and wait; returns the first error any queued
@@ -246,16 +241,8 @@ impl DbWriter {
     /// write of the unit that failed since the last
     /// [`flush`](Self::flush) rolls it back too, and is the error.
     pub fn end_unit(&self, done: Option<Write>) -> Result<Reply, DbError> {
-        let waited = Instant::now();
-        let (tx, rx) = bounded(1);
         let commit = done.is_some();
-        let reply = self
-            .sender
-            .send(Msg::EndUnit(done, commit, tx))
-            .map_err(|_| self.gone())
-            .and_then(|()| rx.recv().map_err(|_| self.gone())?);
-        WorkCounters::add_since(&self.work.waited_ns, waited);
-        reply
+        self.ask(|tx| Msg::EndUnit(done, commit, tx))?
     }
 
     /// Commit, close the connection and stop the thread. Later writes fail.

@@ -247,7 +247,7 @@ pub fn open_evidence(
             source,
         })?;
     drop(file);
-    if n == 8 && (signature == *b"EVF\x09\x0d\x0a\xff\x00" || signature == *b"EVF2\r\n\x81\x00") {
+    if is_ewf_signature(&signature[..n]) {
         return Ok(Box::new(EwfSource::open(path, channel, read)?));
     }
     if container::may_be_container(&signature[..n], path)
@@ -256,6 +256,12 @@ pub fn open_evidence(
         return Ok(Box::new(c));
     }
     Ok(Box::new(RawSource::open(path, channel, read)?))
+}
+
+/// Whether a file's first bytes are an EWF signature: version 1 (E01)
+/// or version 2 (Ex01).
+pub fn is_ewf_signature(head: &[u8]) -> bool {
+    head == b"EVF\x09\x0d\x0a\xff\x00" || head == b"EVF2\r\n\x81\x00"
 }
 
 /// Lower-case hex of a byte string.
