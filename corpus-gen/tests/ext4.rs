@@ -333,6 +333,12 @@ fn check_links(c: &Corpus) {
         assert_eq!((first.inode, &first.md5), (e.inode, &e.md5), "{}", e.path);
         assert_eq!(first.extents, e.extents, "{}", e.path);
     }
+    let folder = |p: &str| p.rsplit_once('/').map(|x| x.0.to_string());
+    let away: Vec<_> = hard
+        .iter()
+        .filter(|e| e.hard_link_of.as_deref().and_then(folder) != folder(&e.path))
+        .collect();
+    assert!(!away.is_empty(), "no hard link in another folder");
     for e in &symlinks {
         let target = e.link_target.as_deref().expect("target");
         assert_eq!(e.size, target.len() as u64);
@@ -363,6 +369,25 @@ fn check_links(c: &Corpus) {
             .output()
             .expect("fls");
         let text = String::from_utf8_lossy(&out.stdout);
+        // Both names of a hard link, in different folders or not, are
+        // listed with the one inode.
+        let listed = |tsk_path: &str| {
+            text.lines().find_map(|l| {
+                let (head, path) = l.split_once(":\t")?;
+                (path == tsk_path).then(|| head.rsplit(' ').next().map(str::to_string))?
+            })
+        };
+        for e in &hard {
+            let first = c
+                .manifest
+                .files
+                .iter()
+                .find(|f| Some(&f.path) == e.hard_link_of.as_ref())
+                .expect("first name");
+            let want = e.inode.map(|i| i.to_string());
+            assert_eq!(listed(&e.tsk_path), want, "fls: {}", e.tsk_path);
+            assert_eq!(listed(&first.tsk_path), want, "fls: {}", first.tsk_path);
+        }
         for e in &symlinks {
             assert!(
                 text.lines().any(|l| l.starts_with("l/l ")

@@ -637,9 +637,10 @@ impl<'a> GroupBuilder<'a> {
     /// does not change): in about one folder in four a `latest` symbolic
     /// link to one of its files (as log and release folders keep one; by
     /// its name or by its absolute path),
-    /// and about one file in a hundred with a second name beside it (a
-    /// hard link, as `cp -al` and `ln` leave; `NAME.orig.EXT`). Only
-    /// live files in live batch folders are linked to.
+    /// and about one file in a hundred with a second name (a hard link,
+    /// as `cp -al` and `ln` leave): beside it as `NAME.orig.EXT`, or,
+    /// half the time, under its own name in another of the batch's
+    /// folders. Only live files in live batch folders are linked to.
     fn draw_links(&mut self, j: u32) {
         let mut rng = Rng::derive(self.vol.seed, &[0x4C49_4E4B, j as u64]);
         let mut folders: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -699,9 +700,27 @@ impl<'a> GroupBuilder<'a> {
                 self.add_link(t, name, Link::Symbolic(t));
             }
         }
-        for (_, files) in &folders {
+        // Folders a hard link may be made in: not Maildir's, which hold
+        // messages only.
+        let homes: Vec<usize> = folders
+            .iter()
+            .map(|(d, _)| *d)
+            .filter(|&d| self.dirs[d].leaf != Leaf::Mail)
+            .collect();
+        for (d, files) in &folders {
             for &t in files {
                 if rng.chance(0.01) {
+                    // Half the time the second name sits in another of
+                    // the batch's folders under the file's own name, as
+                    // `cp -al` backups and `ln` into a shared folder
+                    // leave it; otherwise beside the file as a copy.
+                    let away: Vec<usize> = homes.iter().copied().filter(|x| x != d).collect();
+                    if !away.is_empty() && rng.chance(0.5) {
+                        let home = *rng.pick(&away);
+                        let name = self.items[t].name.clone();
+                        self.add_link_in(t, Some(Parent::Dir(home)), name, Link::Hard(t));
+                        continue;
+                    }
                     let name = match self.items[t].name.rsplit_once('.') {
                         Some((stem, ext)) if !stem.is_empty() => format!("{stem}.orig.{ext}"),
                         _ => format!("{}.orig", self.items[t].name),
@@ -716,14 +735,13 @@ impl<'a> GroupBuilder<'a> {
     /// hard link shares its inode; a `latest` link is made when its
     /// target is).
     fn add_link(&mut self, t: usize, name: String, link: Link) {
+        self.add_link_in(t, self.items[t].parent, name, link);
+    }
+
+    /// Link item `link` named `name` to item `t` in folder `parent`.
+    fn add_link_in(&mut self, t: usize, parent: Option<Parent>, name: String, link: Link) {
         let target = &self.items[t];
-        let mut it = ItemPlan::new(
-            name,
-            target.parent,
-            target.leaf,
-            target.spec.clone(),
-            target.times,
-        );
+        let mut it = ItemPlan::new(name, parent, target.leaf, target.spec.clone(), target.times);
         it.link = Some(link);
         // No content of its own: the manifest gives a hard link its
         // target's, a symbolic link its target's name.
