@@ -136,6 +136,9 @@ pub(crate) struct File {
 pub(crate) struct Files {
     files: Vec<File>,
     pages: Mutex<(Vec<Page>, u64)>,
+    /// Inflates the container's compressed units (grains, clusters) with
+    /// the backend its first units' timing chose (see caseload-inflate).
+    pub(crate) inflater: caseload_inflate::Inflater,
 }
 
 impl Files {
@@ -143,6 +146,7 @@ impl Files {
         Files {
             files: Vec::new(),
             pages: Mutex::new((Vec::new(), 0)),
+            inflater: caseload_inflate::Inflater::new(caseload_inflate::Unit::ContainerGrain),
         }
     }
 

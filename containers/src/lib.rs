@@ -27,8 +27,11 @@
 //! type naming file, offset and damaged media range, and bounded memory:
 //! tables are read through a fixed 4 MiB page cache and at most four
 //! inflated grains are kept, whatever the container's size or its tables
-//! claim. Pure Rust (deflate through `flate2`), so the Windows build needs
-//! no C.
+//! claim. Compressed grains and clusters go through `caseload-inflate`,
+//! which times zlib-rs against libdeflate on each container's first units
+//! and keeps the faster (libdeflate won on `qemu-img`'s grains: a 1 GiB
+//! stream-optimized VMDK's image hash 1750 -> 1661 ms); libdeflate's C is
+//! already in the Windows build for E01 writing.
 //!
 //! # Use
 //!

@@ -4,7 +4,6 @@
 
 use crate::error::ContainerError;
 use crate::io::Files;
-use flate2::{Decompress, FlushDecompress, Status};
 use std::sync::{Arc, Mutex};
 
 /// How a compressed unit is stored.
@@ -211,61 +210,45 @@ fn inflate_into(files: &Files, c: &Compressed, out: &mut [u8]) -> Result<(), Con
             input.resize(stored, 0);
         }
         let got = files.read_some(c.file, c.offset, &mut input[..stored])?;
-        inflate_stored(c, path, &input[..got], out)
+        inflate_stored(&files.inflater, c, path, &input[..got], out)
     })
 }
 
 thread_local! {
     /// Compressed bytes of the unit being inflated, per reading thread.
     static INPUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The thread's inflater, reset for each unit rather than made anew
-    /// (a grain of 64 KiB is inflated in microseconds; setting up the
-    /// inflater's state and window each time was a share of that).
-    static INFLATER: std::cell::RefCell<Option<Decompress>> =
-        const { std::cell::RefCell::new(None) };
 }
 
 /// Inflates `input`, the stored bytes of `c`, into `out`.
 fn inflate_stored(
+    inflater: &caseload_inflate::Inflater,
     c: &Compressed,
     path: &std::path::Path,
     input: &[u8],
     out: &mut [u8],
 ) -> Result<(), ContainerError> {
     let out_len = out.len();
-    let zlib = c.codec == Codec::Zlib;
-    let (status, total_out) = INFLATER.with_borrow_mut(|slot| {
-        let z = match slot {
-            Some(z) => {
-                z.reset(zlib);
-                z
-            }
-            None => slot.insert(Decompress::new(zlib)),
-        };
-        let status = z.decompress(input, out, FlushDecompress::Finish);
-        (status, z.total_out())
-    });
-    let status = status.map_err(|e| {
+    let format = match c.codec {
+        Codec::Zlib => caseload_inflate::Format::Zlib,
+        Codec::RawDeflate => caseload_inflate::Format::Deflate,
+    };
+    let done = inflater.inflate(format, input, out).map_err(|e| {
         crate::error::format(
             path,
             c.offset,
             format!("compressed data does not inflate: {e}"),
         )
     })?;
-    let produced = usize::try_from(total_out).unwrap_or(out_len).min(out_len);
-    match status {
-        Status::StreamEnd => {}
-        _ if produced == out_len => {}
-        _ => {
-            return Err(crate::error::format(
-                path,
-                c.offset,
-                format!(
-                    "compressed data ends early: {produced} of {out_len} bytes inflated from {} stored",
-                    input.len()
-                ),
-            ));
-        }
+    let produced = done.produced;
+    if !done.stream_end && produced != out_len {
+        return Err(crate::error::format(
+            path,
+            c.offset,
+            format!(
+                "compressed data ends early: {produced} of {out_len} bytes inflated from {} stored",
+                input.len()
+            ),
+        ));
     }
     out[produced..].fill(0);
     Ok(())

@@ -2,7 +2,8 @@
 //! run.json's `system.kernels` and `caseload doctor`.
 //!
 //! The digests and the many-message lanes are chosen by measurement at
-//! first use (`caseload-digests`, `caseload-lanes`); the rest follow a
+//! first use (`caseload-digests`, `caseload-lanes`); whole-unit inflation
+//! (`caseload-inflate`) and the rest follow a
 //! rule, stated here with the measurement or reason behind it, so a report
 //! says what ran whichever CPU it came from.
 
@@ -14,6 +15,7 @@ pub use caseload_digests::select::{Candidate, How, KernelChoice};
 pub fn all() -> Vec<KernelChoice> {
     let mut all = caseload_digests::kernels();
     all.extend(caseload_lanes::kernels());
+    all.extend(caseload_inflate::kernels());
     all.extend(rules());
     all
 }
@@ -91,13 +93,11 @@ fn rules() -> Vec<KernelChoice> {
              PCLMULQDQ and SSE4.1 (several times the table code everywhere it exists), else 16-byte tables",
         ),
         rule(
-            "inflate",
+            "inflate-stream",
             "zlib-rs",
-            &[(
-                "libdeflate",
-                "measured and left: 31% of the E01 image hash's CPU against zlib-rs's 24% on a real corpus E01 (engine/src/source/ewf.rs)",
-            )],
-            "E01 chunks, ZIP members, gzip and PDF streams through flate2 with zlib-rs, which picks its SIMD paths by CPU feature",
+            &[],
+            "ZIP members, gzip and PDF streams through flate2 with zlib-rs, which picks its SIMD paths by CPU feature \
+             (libdeflate inflates whole buffers only)",
         ),
         rule(
             "deflate",
@@ -135,6 +135,8 @@ mod tests {
             "sha1-lanes",
             "crc32",
             "inflate",
+            "inflate-container",
+            "inflate-stream",
             "deflate",
             "carve-scan",
         ] {
