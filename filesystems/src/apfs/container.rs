@@ -130,17 +130,23 @@ impl NxSuperblock {
     }
 
     /// The blocks of the descriptor area this checkpoint uses, in order
-    /// (the ring wraps around); the last is the superblock itself.
+    /// (the ring wraps around); the last is the superblock itself. At most
+    /// [`MAX_DESC_BLOCKS`], whatever the superblock claims.
     pub fn checkpoint_blocks(&self) -> Vec<u64> {
         let n = u64::from(self.xp_desc_blocks & 0x7fff_ffff);
         if n == 0 {
             return Vec::new();
         }
-        (0..u64::from(self.xp_desc_len).min(n))
+        (0..u64::from(self.xp_desc_len).min(n).min(MAX_DESC_BLOCKS))
             .map(|i| self.xp_desc_base + (u64::from(self.xp_desc_index) + i) % n)
             .collect()
     }
 }
+
+/// Most checkpoint-descriptor blocks read: mkapfs makes tens and macOS a
+/// few hundred; an area a damaged superblock claims past this (up to 2^31
+/// blocks) is cut here, so opening stays bounded in time and memory.
+pub const MAX_DESC_BLOCKS: u64 = 1 << 16;
 
 /// One checkpoint-map entry: where an ephemeral object lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -200,9 +200,29 @@ impl<R: ReadAt> ApfsFs<R> {
             ));
         }
         // Candidates: every verified superblock in the descriptor area,
-        // newest first.
+        // newest first. Only the area's blocks that are present are read,
+        // and at most MAX_DESC_BLOCKS of them.
+        let claimed = u64::from(first.xp_desc_blocks);
+        let area = claimed
+            .min(
+                first
+                    .block_count
+                    .min(avail)
+                    .saturating_sub(first.xp_desc_base),
+            )
+            .min(container::MAX_DESC_BLOCKS);
+        if area < claimed {
+            open_errors.push(ProcessingError::at(
+                ErrorKind::CorruptFileSystem,
+                base,
+                format!(
+                    "checkpoint descriptor area claims {claimed} blocks from block {}; only {area} read",
+                    first.xp_desc_base
+                ),
+            ));
+        }
         let mut candidates = Vec::new();
-        for i in 0..u64::from(first.xp_desc_blocks) {
+        for i in 0..area {
             let b = first.xp_desc_base + i;
             let Ok(buf) = fs.raw_block(b) else { continue };
             let Some(h) = ObjHeader::parse(&buf) else {
