@@ -137,7 +137,7 @@ pub(crate) struct Files {
     files: Vec<File>,
     pages: Mutex<(Vec<Page>, u64)>,
     /// Inflates the container's compressed units (grains, clusters) with
-    /// the backend its first units' timing chose (see caseload-inflate).
+    /// the backend caseload-inflate's rule names for them.
     pub(crate) inflater: caseload_inflate::Inflater,
 }
 

@@ -323,13 +323,20 @@ fn check_links(c: &Corpus) {
     assert!(!hard.is_empty(), "no hard links");
     assert_eq!(c.manifest.summary.symlinks, symlinks.len() as u64);
     assert_eq!(c.manifest.summary.hard_links, hard.len() as u64);
-    for e in &hard {
-        let first = c
-            .manifest
-            .files
-            .iter()
-            .find(|f| Some(&f.path) == e.hard_link_of.as_ref())
-            .expect("a hard link's first name is in the manifest");
+    // Each hard link with its first name.
+    let pairs: Vec<_> = hard
+        .iter()
+        .map(|e| {
+            let first = c
+                .manifest
+                .files
+                .iter()
+                .find(|f| Some(&f.path) == e.hard_link_of.as_ref())
+                .expect("a hard link's first name is in the manifest");
+            (e, first)
+        })
+        .collect();
+    for (e, first) in &pairs {
         assert_eq!((first.inode, &first.md5), (e.inode, &e.md5), "{}", e.path);
         assert_eq!(first.extents, e.extents, "{}", e.path);
     }
@@ -377,13 +384,7 @@ fn check_links(c: &Corpus) {
                 (path == tsk_path).then(|| head.rsplit(' ').next().map(str::to_string))?
             })
         };
-        for e in &hard {
-            let first = c
-                .manifest
-                .files
-                .iter()
-                .find(|f| Some(&f.path) == e.hard_link_of.as_ref())
-                .expect("first name");
+        for (e, first) in &pairs {
             let want = e.inode.map(|i| i.to_string());
             assert_eq!(listed(&e.tsk_path), want, "fls: {}", e.tsk_path);
             assert_eq!(listed(&first.tsk_path), want, "fls: {}", first.tsk_path);
