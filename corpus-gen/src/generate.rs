@@ -313,7 +313,7 @@ impl crate::plan::Out for ImageSink<'_, '_> {
 struct GenItem {
     bytes: Arc<Vec<u8>>,
     /// What the clusters hold when that is not `bytes`: an NTFS
-    /// compressed file's LZNT1 stream.
+    /// compressed file's LZNT1 stream, an APFS one's resource fork.
     stored: Option<Arc<Vec<u8>>>,
     facts: Facts,
 }
@@ -381,6 +381,17 @@ fn gen_item(it: &ItemPlan, pool: &Pool) -> Result<GenItem, CorpusError> {
                 )));
             }
             Some(Arc::new(s.bytes))
+        }
+        Some(Packing::Decmpfs { fork }) => {
+            let mut f = crate::apfs::decmpfs::fork(&g.bytes);
+            if f.len() as u64 != *fork {
+                return Err(CorpusError::Worker(format!(
+                    "resource fork of {} differs from its plan",
+                    it.name
+                )));
+            }
+            f.resize(f.len().next_multiple_of(crate::apfs::BLOCK), 0);
+            Some(Arc::new(f))
         }
         Some(Packing::Sparse(data)) => {
             // The data units, one after another, the last padded to whole
@@ -2283,7 +2294,10 @@ impl ManifestOut {
                 inode: inode.get(&crate::plan::Child::Item(i)).copied(),
                 sequence: num.as_ref().map(|_| if it.deleted { 2 } else { 1 }),
                 resident: ntfs.is_some() && it.resident,
-                compressed: matches!(it.packing, Some(Packing::Compressed(_))),
+                compressed: matches!(
+                    it.packing,
+                    Some(Packing::Compressed(_) | Packing::Decmpfs { .. })
+                ),
                 sparse: matches!(it.packing, Some(Packing::Sparse(_))),
                 stream: None,
                 link_target: None,

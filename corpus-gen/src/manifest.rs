@@ -460,10 +460,11 @@ pub struct FileEntry {
     /// Content stored inside the MFT record (NTFS small files).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resident: bool,
-    /// NTFS LZNT1-compressed: `extents` hold the compressed stream (whole
-    /// clusters per 64 KiB unit, the rest of each unit sparse), `size`,
-    /// the hashes and keyword file offsets are of the decompressed bytes,
-    /// and keywords have no disk offset.
+    /// Compressed: NTFS LZNT1 (`extents` hold the compressed stream, whole
+    /// clusters per 64 KiB unit, the rest of each unit sparse) or APFS
+    /// decmpfs (`extents` hold the resource fork); `size`, the hashes and
+    /// keyword file offsets are of the decompressed bytes, and keywords
+    /// have no disk offset.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub compressed: bool,
     /// NTFS sparse: `extents` hold the data units only (holes have no
@@ -596,7 +597,7 @@ pub struct Summary {
     /// NTFS alternate data streams (entries with `stream`).
     #[serde(default)]
     pub alternate_streams: u64,
-    /// NTFS files stored LZNT1-compressed.
+    /// Files stored compressed (NTFS LZNT1, APFS decmpfs).
     #[serde(default)]
     pub compressed_files: u64,
     /// NTFS sparse files.

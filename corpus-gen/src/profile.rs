@@ -36,8 +36,10 @@ pub struct Profile {
     /// Share of free-space gaps filled with random bytes (wiped or
     /// encrypted remnants) rather than zeros.
     pub random_free_share: f64,
-    /// NTFS: share of live text and log files (8 KiB or more) stored
-    /// LZNT1-compressed.
+    /// Share of live text and log files (8 KiB or more) stored compressed
+    /// where that saves space: NTFS LZNT1, APFS decmpfs (zlib blocks in
+    /// the resource fork, as `ditto --hfsCompression` writes); the other
+    /// file systems have no compression.
     #[serde(default)]
     pub compressed_share: f64,
     /// NTFS: share of live encrypted containers and disk images (256 KiB
@@ -223,7 +225,7 @@ impl Profile {
                 notable_share: 0.01,
                 known_share: 0.02,
                 random_free_share: 0.02,
-                compressed_share: 0.0,
+                compressed_share: 0.25,
                 sparse_share: 0.0,
                 target_e01_ratio: None,
                 size_scale: 1.0,

@@ -2,14 +2,31 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
+use crate::apfs::decmpfs;
 use crate::read::ReadAt;
 use crate::record::{Content, Run, clip_runs};
 
+/// Bytes a read of `want` at `offset` gets from content of `size` bytes,
+/// `None` at or past its end.
+fn span(size: u64, offset: u64, want: usize) -> Option<usize> {
+    (offset < size).then(|| {
+        usize::try_from(size - offset)
+            .unwrap_or(usize::MAX)
+            .min(want)
+    })
+}
+
+/// An APFS resource fork's error, named as one.
+fn fork_error(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("resource fork: {e}"))
+}
+
 /// A reader over one record's [`Content`]: reads go to the source through
 /// the runs (zero runs are produced without reading), resident bytes are
-/// served from the record, NTFS-compressed units are decoded one at a time.
-/// It holds at most one decoded compression unit (64 KiB on Windows
-/// volumes), so memory stays fixed whatever the file size.
+/// served from the record, NTFS-compressed units and APFS resource-fork
+/// blocks are decoded one at a time. It holds at most one decoded unit or
+/// block (64 KiB), its stored bytes and a page of the fork's block table,
+/// so memory stays fixed whatever the file size.
 ///
 /// For [`Content::Encoded`] it yields the stored bytes, not the decoded file.
 #[derive(Debug)]
@@ -24,6 +41,22 @@ pub struct ContentReader<'a, R: ?Sized> {
     run_start: u64,
     /// The compression unit decoded last: (index, bytes).
     unit: Option<(u64, Vec<u8>)>,
+    /// An APFS resource fork's block and table page read last.
+    fork: ForkCache,
+}
+
+/// Bytes of an APFS resource fork's block table read at a time.
+const TABLE_PAGE: u64 = 4096;
+
+/// What a reader of [`Content::Decmpfs`] keeps from one read to the next.
+#[derive(Debug, Default)]
+struct ForkCache {
+    /// The block decoded last: (index, decoded bytes).
+    block: Option<(u64, Vec<u8>)>,
+    /// The page of the fork read last for its table: (page, bytes).
+    page: Option<(u64, Vec<u8>)>,
+    /// A block's stored bytes, reused.
+    stored: Vec<u8>,
 }
 
 impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
@@ -37,6 +70,7 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
             run_idx: 0,
             run_start: 0,
             unit: None,
+            fork: ForkCache::default(),
         }
     }
 
@@ -54,8 +88,12 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
     /// (fewer only at the end of the content). Fails if the source ends
     /// before a run does.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        if let Content::Compressed { .. } = self.content {
-            return self.read_compressed(buf, offset, &mut None);
+        match self.content {
+            Content::Compressed { .. } => return self.read_compressed(buf, offset, &mut None),
+            Content::Decmpfs { .. } => {
+                return self.read_decmpfs(buf, offset, &mut ForkCache::default());
+            }
+            _ => {}
         }
         let mut idx = 0;
         let mut start = 0;
@@ -80,12 +118,9 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
             return Ok(0);
         };
         let unit = (*unit).max(1);
-        if offset >= *size {
+        let Some(n) = span(*size, offset, buf.len()) else {
             return Ok(0);
-        }
-        let n = usize::try_from(size - offset)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
+        };
         let mut done = 0usize;
         while done < n {
             let p = offset + done as u64;
@@ -142,6 +177,109 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
         Ok(out)
     }
 
+    /// Reads decoded bytes of an APFS resource-fork-compressed file,
+    /// decoding the blocks the range covers (keeping the last in `cache`).
+    fn read_decmpfs(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        cache: &mut ForkCache,
+    ) -> io::Result<usize> {
+        let Content::Decmpfs { runs, codec, size } = self.content else {
+            return Ok(0);
+        };
+        let Some(n) = span(*size, offset, buf.len()) else {
+            return Ok(0);
+        };
+        let fork_len = runs.iter().fold(0u64, |t, r| t.saturating_add(r.len()));
+        let mut done = 0usize;
+        while done < n {
+            let p = offset + done as u64;
+            let k = p / decmpfs::BLOCK;
+            if cache.block.as_ref().is_none_or(|(i, _)| *i != k) {
+                let page = &mut cache.page;
+                let (at, len) = decmpfs::block_location(*codec, k, fork_len, &mut |at, dst| {
+                    self.read_table(runs, fork_len, page, at, dst)
+                })
+                .map_err(|e| fork_error(&e))?;
+                let stored = &mut cache.stored;
+                stored.resize(usize::try_from(len).unwrap_or(0), 0);
+                self.read_fork(runs, fork_len, stored, at)
+                    .map_err(|e| fork_error(&e))?;
+                let want =
+                    usize::try_from((size - k * decmpfs::BLOCK).min(decmpfs::BLOCK)).unwrap_or(0);
+                let mut out = cache.block.take().map(|(_, b)| b).unwrap_or_default();
+                decmpfs::decode_block(*codec, k, stored, want, &mut out)
+                    .map_err(|e| fork_error(&e))?;
+                cache.block = Some((k, out));
+            }
+            let bytes = cache.block.as_ref().map_or(&[][..], |(_, b)| &b[..]);
+            let within = usize::try_from(p - k * decmpfs::BLOCK).unwrap_or(usize::MAX);
+            let src = bytes.get(within..).unwrap_or(&[]);
+            let take = src.len().min(n - done);
+            if take == 0 {
+                break;
+            }
+            buf[done..done + take].copy_from_slice(&src[..take]);
+            done += take;
+        }
+        Ok(done)
+    }
+
+    /// Fills `dst` from fork offset `at`, through the page cache (the
+    /// table's entries are read a few bytes at a time).
+    fn read_table(
+        &self,
+        runs: &[Run],
+        fork_len: u64,
+        page: &mut Option<(u64, Vec<u8>)>,
+        at: u64,
+        dst: &mut [u8],
+    ) -> io::Result<()> {
+        let mut done = 0usize;
+        while done < dst.len() {
+            let p = at + done as u64;
+            let k = p / TABLE_PAGE;
+            if page.as_ref().is_none_or(|(i, _)| *i != k) {
+                let start = k * TABLE_PAGE;
+                let len = (fork_len.saturating_sub(start)).min(TABLE_PAGE);
+                let mut bytes = page.take().map(|(_, b)| b).unwrap_or_default();
+                bytes.resize(usize::try_from(len).unwrap_or(0), 0);
+                self.read_fork(runs, fork_len, &mut bytes, start)?;
+                *page = Some((k, bytes));
+            }
+            let bytes = page.as_ref().map_or(&[][..], |(_, b)| &b[..]);
+            let src = bytes
+                .get(usize::try_from(p - k * TABLE_PAGE).unwrap_or(usize::MAX)..)
+                .unwrap_or(&[]);
+            let take = src.len().min(dst.len() - done);
+            if take == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("fork byte {p} is past its end ({fork_len} bytes)"),
+                ));
+            }
+            dst[done..done + take].copy_from_slice(&src[..take]);
+            done += take;
+        }
+        Ok(())
+    }
+
+    /// Fills `dst` with the fork's bytes from fork offset `at`.
+    fn read_fork(&self, runs: &[Run], fork_len: u64, dst: &mut [u8], at: u64) -> io::Result<()> {
+        let got = self.read_runs(runs, fork_len, dst, at, &mut 0, &mut 0)?;
+        if got < dst.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "fork bytes {at}..{} are past its end",
+                    at + dst.len() as u64
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn read_from(
         &self,
         buf: &mut [u8],
@@ -162,9 +300,26 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
                 return Ok(n);
             }
             Content::Runs(r) | Content::Encoded { runs: r, .. } => r,
-            // Handled by `read_compressed`.
-            Content::Compressed { .. } => return Ok(0),
+            // Handled by `read_compressed` and `read_decmpfs`.
+            Content::Compressed { .. } | Content::Decmpfs { .. } => return Ok(0),
         };
+        self.read_runs(runs, self.len, buf, offset, run_idx, run_start)
+    }
+
+    /// Reads `runs` (`len` bytes in all) from offset `offset`, starting
+    /// the scan at run `run_idx` (which begins at `run_start`).
+    fn read_runs(
+        &self,
+        runs: &[Run],
+        len: u64,
+        buf: &mut [u8],
+        offset: u64,
+        run_idx: &mut usize,
+        run_start: &mut u64,
+    ) -> io::Result<usize> {
+        if offset >= len || buf.is_empty() {
+            return Ok(0);
+        }
         // Restart the scan if asked to go backwards.
         if offset < *run_start {
             *run_idx = 0;
@@ -209,6 +364,14 @@ impl<R: ReadAt + ?Sized> Read for ContentReader<'_, R> {
             let mut cache = self.unit.take();
             let n = self.read_compressed(buf, self.pos, &mut cache);
             self.unit = cache;
+            let n = n?;
+            self.pos += n as u64;
+            return Ok(n);
+        }
+        if let Content::Decmpfs { .. } = self.content {
+            let mut cache = std::mem::take(&mut self.fork);
+            let n = self.read_decmpfs(buf, self.pos, &mut cache);
+            self.fork = cache;
             let n = n?;
             self.pos += n as u64;
             return Ok(n);

@@ -117,8 +117,8 @@ pub use fat::FatFs;
 pub use ntfs::{NtfsFs, NtfsInfo};
 pub use read::{ReadAt, Window, read_exact_at, read_full};
 pub use record::{
-    Content, Encoding, Extent, FileKind, FileRecord, MetaAddr, Owner, Recovery, Run, TimeBase,
-    Times, Timestamp,
+    Content, Encoding, Extent, FileKind, FileRecord, ForkCodec, MetaAddr, Owner, Recovery, Run,
+    TimeBase, Times, Timestamp,
 };
 pub use volume::{Partition, PartitionType, Scheme, TableEntry, VolumeSystem, open_volume_system};
 pub use walk::WalkSummary;

@@ -147,6 +147,20 @@ pub enum Content {
         /// Valid-data length: decoded bytes past it read as zeros.
         initialized: u64,
     },
+    /// APFS compression with the data in the resource fork (decmpfs types
+    /// 4 and 8): `runs` (in fork order, clipped to the fork's length) hold
+    /// the fork's stored bytes, a table of blocks each decoding to 64 KiB
+    /// (the last to what is left). [`crate::ContentReader`] decodes the
+    /// blocks a read covers, one at a time; the extents are the stored
+    /// (compressed) bytes.
+    Decmpfs {
+        /// The resource fork's runs.
+        runs: Vec<Run>,
+        /// How its blocks are compressed.
+        codec: ForkCodec,
+        /// Decoded size (the decmpfs header's).
+        size: u64,
+    },
     /// Runs holding content in a form this crate does not decode (NTFS
     /// EFS-encrypted streams). Reading them gives the stored bytes, not the
     /// file's bytes.
@@ -167,10 +181,49 @@ pub enum Encoding {
     NtfsCompressed,
     /// NTFS EFS encryption.
     NtfsEncrypted,
-    /// APFS compression (`com.apple.decmpfs`) not decoded (a type TSK
-    /// does not read, damage, or more than 16 MiB decoded): the runs are
-    /// the resource fork's stored (compressed) bytes, none for inline data.
+    /// APFS compression (`com.apple.decmpfs`) not decoded: a type TSK
+    /// does not read, inline data that does not decode or decodes to more
+    /// than the volume's decode limit, or a resource fork that is missing.
+    /// No runs (inline data is in the attribute).
     ApfsCompressed,
+}
+
+/// How the blocks of an APFS resource fork are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForkCodec {
+    /// zlib (decmpfs type 4); a block whose first byte's low nibble is
+    /// 0xF is stored after that byte.
+    Zlib,
+    /// LZVN (decmpfs type 8); a block whose first byte is 0x06 is stored
+    /// after that byte.
+    Lzvn,
+}
+
+impl ForkCodec {
+    /// The codec of decmpfs compression type `kind`, if it keeps its data
+    /// in the resource fork.
+    pub fn of_type(kind: u32) -> Option<ForkCodec> {
+        match kind {
+            4 => Some(ForkCodec::Zlib),
+            8 => Some(ForkCodec::Lzvn),
+            _ => None,
+        }
+    }
+
+    /// Its name (`zlib`, `lzvn`), as stored in a case.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForkCodec::Zlib => "zlib",
+            ForkCodec::Lzvn => "lzvn",
+        }
+    }
+
+    /// The codec [`ForkCodec::name`] names.
+    pub fn from_name(name: &str) -> Option<ForkCodec> {
+        [ForkCodec::Zlib, ForkCodec::Lzvn]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
 }
 
 impl Content {
@@ -183,7 +236,7 @@ impl Content {
             Content::Runs(r) | Content::Encoded { runs: r, .. } => {
                 r.iter().fold(0u64, |t, run| t.saturating_add(run.len()))
             }
-            Content::Compressed { size, .. } => *size,
+            Content::Compressed { size, .. } | Content::Decmpfs { size, .. } => *size,
         }
     }
 
@@ -197,7 +250,8 @@ impl Content {
         match self {
             Content::Runs(r)
             | Content::Encoded { runs: r, .. }
-            | Content::Compressed { runs: r, .. } => r
+            | Content::Compressed { runs: r, .. }
+            | Content::Decmpfs { runs: r, .. } => r
                 .iter()
                 .filter_map(|run| match *run {
                     Run::Data { offset, len } => Some(Extent { offset, len }),

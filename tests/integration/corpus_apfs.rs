@@ -102,10 +102,23 @@ fn an_apfs_mac_laptop_corpus_and_its_e01_are_what_the_manifest_says() {
             .unwrap();
         let text =
             String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-        assert!(
-            o.status.success() && text.trim().is_empty(),
-            "apfsck: {text}"
-        );
+        // Bookworm's apfsck misreads files compressed into their resource
+        // fork and stops there (README; .ci/fixed-apfsck.sh builds the
+        // fixed one).
+        let misread = manifest.summary.compressed_files > 0
+            && [
+                "Object map record: oid used twice in latest checkpoint.",
+                "Resource compressed file: block metadata is too big.",
+            ]
+            .contains(&text.trim());
+        if misread {
+            eprintln!("SKIPPED {test}: apfsck (bookworm's misreads resource-fork compression)");
+        } else {
+            assert!(
+                o.status.success() && text.trim().is_empty(),
+                "apfsck: {text}"
+            );
+        }
     }
     if common::have_tool(test, "fls") {
         let block = m["filesystem"]["apfs"]["volume_block"].to_string();
@@ -141,7 +154,7 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
             "--size",
             "64MiB",
             "--seed",
-            "13",
+            "24",
             "--profile",
             "mac-laptop",
             "--fs",
@@ -155,11 +168,44 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
         let case = work.path().join(format!("case-{name}"));
         std::fs::create_dir_all(&case).unwrap();
         common::run_ok(&mut common::stage_run(
-            "filesystem,file-hash",
+            "filesystem,file-hash,index",
             &evidence,
             &case,
             &[],
         ));
+        // Every planted keyword of a listed file found in it, those of the
+        // files compressed into their resource fork included (deleted
+        // files have no name on APFS).
+        let conn = rusqlite::Connection::open(case.join("case.sqlite")).unwrap();
+        let id_of = |path: &str| -> i64 {
+            conn.query_row(
+                "SELECT id FROM files WHERE path = ?1 AND allocated",
+                [path],
+                |r| r.get(0),
+            )
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        let mut found = (0, 0);
+        for f in manifest.files.iter().filter(|f| f.allocated) {
+            for k in &f.keywords {
+                let id = id_of(&f.tsk_path);
+                let hits = crate::index_support::search(&case, &k.token, false);
+                assert!(
+                    hits.iter().any(|h| h.kind == "file" && h.id == id),
+                    "{name}: {} not found in {} (compressed: {})",
+                    k.token,
+                    f.path,
+                    f.compressed
+                );
+                found.0 += 1;
+                found.1 += usize::from(f.compressed);
+            }
+        }
+        assert!(
+            found.1 > 0,
+            "{name}: no keyword in a compressed file ({} in all)",
+            found.0
+        );
         bodies.push(String::from_utf8(common::export(&case, "bodyfile", &[])).unwrap());
     }
     assert_eq!(bodies[0], bodies[1], "the E01 reads as the raw image");
@@ -183,6 +229,21 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
         checked += 1;
     }
     assert!(checked > 50, "only {checked} files checked");
+    // Files compressed into their resource fork (decmpfs zlib) are decoded
+    // a block at a time by file-hash and index: some of several blocks.
+    let compressed: std::collections::BTreeSet<String> = manifest
+        .files
+        .iter()
+        .filter(|f| f.allocated && f.compressed)
+        .map(|f| format!("/{}", f.path.trim_start_matches('/')))
+        .collect();
+    assert!(
+        manifest
+            .files
+            .iter()
+            .any(|f| f.allocated && f.compressed && f.size > 2 * 65536),
+        "no compressed file of several blocks: {compressed:?}"
+    );
     if !common::have_tool(test, "fls") {
         return;
     }
@@ -221,10 +282,19 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
         "the same paths as fls -m"
     );
     for (path, t) in &tsk {
-        assert_eq!(&ours[path], t, "{path}: inode, mode and size as fls -m");
+        let o = &ours[path];
+        if compressed.contains(path) {
+            // TSK gives a compressed file its (absent) data stream's size,
+            // caseload the uncompressed size (the reader's documented
+            // difference).
+            assert_eq!((&o.0, &o.1, t.2.as_str()), (&t.0, &t.1, "0"), "{path}");
+        } else {
+            assert_eq!(o, t, "{path}: inode, mode and size as fls -m");
+        }
     }
     eprintln!(
-        "{test}: {checked} files hashed to the manifest, {} paths as fls -m",
+        "{test}: {checked} files hashed to the manifest ({} compressed), {} paths as fls -m",
+        compressed.len(),
         tsk.len()
     );
 }

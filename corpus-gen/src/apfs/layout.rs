@@ -7,11 +7,16 @@
 //! APFS has (records, in key order) are built here too.
 
 use super::btree::{self, Rec, Tree};
+use super::decmpfs;
 use super::records::{self, DT_DIR, DT_REG, Meta, Sorted};
 use super::{ApfsParams, BLOCK, ino, nanos};
+use crate::content::Kind;
 use crate::error::CorpusError;
 use crate::names::{NameForm, Times};
-use crate::plan::{Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Leaf, Parent, Volume};
+use crate::plan::{
+    Child, DirPlan, FsLayout, GroupPlan, ItemPlan, LEAF_CAP, Leaf, Packing, Parent, Volume,
+};
+use crate::rng::Rng;
 
 /// Most groups (as on FAT and exFAT).
 const MAX_GROUPS: u64 = 30_000;
@@ -141,13 +146,18 @@ impl FsLayout for ApfsLayout {
             } else {
                 clusters as usize
             };
-            fs += inode_bytes(&name, clusters > 0);
+            let fork = fork_of(it).is_some();
+            fs += inode_bytes(&name, clusters > 0 && !fork);
             if matches!(it.parent, Some(Parent::Dir(_))) {
                 fs += drec_bytes(&name);
             }
             if clusters > 0 {
                 fs += 20 + runs * 48;
                 eref += runs * 36;
+            }
+            if fork {
+                // The decmpfs header and the resource fork's stream.
+                fs += 2 * (8 + 8 + 2 + decmpfs::RESOURCE_FORK.len() + 1 + 4) + 16 + 48;
             }
             if quarantined(it) {
                 fs += 8 + 8 + 2 + QUARANTINE.len() + 1 + 4 + 80;
@@ -156,7 +166,36 @@ impl FsLayout for ApfsLayout {
         leaves_for(fs) + leaves_for(eref)
     }
 
-    fn pack(&self, _vol: &Volume, _k: u32, _items: &mut [ItemPlan]) {}
+    /// A `compressed_share` of the live text, log, HTML and PDF files of two
+    /// blocks or more are compressed as `ditto --hfsCompression` compresses
+    /// them (decmpfs zlib in the resource fork), where that saves a block.
+    fn pack(&self, vol: &Volume, k: u32, items: &mut [ItemPlan]) {
+        let share = vol.profile.compressed_share;
+        if share <= 0.0 {
+            return;
+        }
+        let mut rng = Rng::derive(vol.seed, &[0x444D_5046, k as u64]);
+        let block = BLOCK as u64;
+        for it in items.iter_mut() {
+            let eligible = matches!(
+                it.spec.kind,
+                Kind::Text | Kind::Log | Kind::Html | Kind::Pdf
+            ) && live_item(it)
+                && it.link.is_none()
+                && it.dup_group.is_none()
+                && it.spec.size >= 2 * block;
+            if !eligible || !rng.chance(share) {
+                continue;
+            }
+            let Some(bytes) = crate::content::generate_without_pool(&it.spec) else {
+                continue;
+            };
+            let fork = decmpfs::fork(&bytes).len() as u64;
+            if fork.div_ceil(block) < it.spec.size.div_ceil(block) {
+                it.packing = Some(Packing::Decmpfs { fork });
+            }
+        }
+    }
 
     fn storable_name(&self, name: &str) -> Option<String> {
         super::storable_name(name)
@@ -178,9 +217,20 @@ pub fn first_group_id(vol: &Volume) -> u64 {
 }
 
 /// Inode numbers a group's plan takes (one per folder and per file,
-/// listed or not, so that numbers follow the plan).
+/// listed or not, so that numbers follow the plan), and after them one
+/// per compressed file's resource fork.
 pub fn group_ids(plan: &GroupPlan) -> u64 {
-    (plan.dirs.len() + plan.items.len()) as u64
+    (plan.dirs.len()
+        + plan.items.len()
+        + plan.items.iter().filter(|it| fork_of(it).is_some()).count()) as u64
+}
+
+/// The resource fork's length of a compressed file.
+pub fn fork_of(it: &ItemPlan) -> Option<u64> {
+    match it.packing {
+        Some(Packing::Decmpfs { fork }) if live_item(it) => Some(fork),
+        _ => None,
+    }
 }
 
 /// Inode number of a group's child, from the group's first number `base`.
@@ -200,6 +250,7 @@ fn meta(t: &Times, uid: u32, gid: u32, mode: u16) -> Meta {
         uid,
         gid,
         mode,
+        bsd_flags: 0,
     }
 }
 
@@ -267,6 +318,7 @@ pub fn group_records(p: &ApfsParams, plan: &GroupPlan, base: u64) -> GroupRecs {
         );
         add_drec(&mut g, &mut fs, dir.parent, r);
     }
+    let mut next_stream = base + (plan.dirs.len() + plan.items.len()) as u64;
     for (i, it) in plan.items.iter().enumerate() {
         let Some(parent) = it.parent else { continue };
         if !live_item(it) {
@@ -276,13 +328,24 @@ pub fn group_records(p: &ApfsParams, plan: &GroupPlan, base: u64) -> GroupRecs {
         let id = base + plan.dirs.len() as u64 + i as u64;
         let name = name_of(&it.form);
         let blocks: u64 = it.runs.iter().map(|r| r.len as u64).sum();
-        let stream = (it.spec.size > 0).then_some((it.spec.size, blocks * BLOCK as u64));
+        let fork = fork_of(it);
+        // A compressed file has no data stream: its blocks are its
+        // resource fork's, an attribute's stream.
+        let stream =
+            (it.spec.size > 0 && fork.is_none()).then_some((it.spec.size, blocks * BLOCK as u64));
+        let mut m = meta(&it.times, UID, GID, 0o100644);
+        let flags = if fork.is_some() {
+            m.bsd_flags = decmpfs::UF_COMPRESSED;
+            records::INODE_HAS_RSRC_FORK
+        } else {
+            records::INODE_NO_RSRC_FORK
+        };
         fs.push(records::inode(
             id,
             parent_id(parent),
             &name,
-            &meta(&it.times, UID, GID, 0o100644),
-            records::INODE_NO_RSRC_FORK,
+            &m,
+            flags,
             1,
             stream,
         ));
@@ -294,14 +357,37 @@ pub fn group_records(p: &ApfsParams, plan: &GroupPlan, base: u64) -> GroupRecs {
             DT_REG,
         );
         add_drec(&mut g, &mut fs, parent, r);
-        if stream.is_some() {
-            fs.push(records::dstream_id(id));
+        let owner = match fork {
+            Some(len) => {
+                let sid = next_stream;
+                next_stream += 1;
+                fs.push(records::xattr(
+                    id,
+                    decmpfs::DECMPFS,
+                    &decmpfs::header(it.spec.size),
+                ));
+                fs.push(records::xattr_stream(
+                    id,
+                    decmpfs::RESOURCE_FORK,
+                    sid,
+                    len,
+                    blocks * BLOCK as u64,
+                ));
+                Some(sid)
+            }
+            None if stream.is_some() => {
+                fs.push(records::dstream_id(id));
+                Some(id)
+            }
+            None => None,
+        };
+        if let Some(owner) = owner {
             let mut logical = 0u64;
             for r in &it.runs {
                 let block = p.block_of(plan.base + r.start);
                 let len = r.len as u64 * BLOCK as u64;
-                fs.push(records::file_extent(id, logical, len, block));
-                eref.push(records::phys_extent(block, r.len as u64, id));
+                fs.push(records::file_extent(owner, logical, len, block));
+                eref.push(records::phys_extent(block, r.len as u64, owner));
                 logical += len;
             }
             g.data_blocks += blocks;
@@ -347,6 +433,7 @@ pub fn skeleton_records(vol: &Volume, extra: &[(usize, Sorted)], formatted: u64)
         uid: 0,
         gid: 0,
         mode: 0o040755,
+        bsd_flags: 0,
     };
     recs.push(records::drec(
         ino::ROOT_PARENT,

@@ -32,6 +32,7 @@
 
 pub mod btree;
 pub mod container;
+pub mod decmpfs;
 pub mod layout;
 pub mod records;
 pub mod write;

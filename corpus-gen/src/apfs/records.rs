@@ -77,10 +77,15 @@ pub struct Meta {
     pub gid: u32,
     /// Mode, type bits included.
     pub mode: u16,
+    /// BSD flags (`UF_COMPRESSED` on a compressed file).
+    pub bsd_flags: u32,
 }
 
 /// Inode flag: no resource fork (what macOS sets on ordinary files).
 pub const INODE_NO_RSRC_FORK: u64 = 0x8000;
+/// Inode flag: a resource fork (a compressed file's), in place of
+/// [`INODE_NO_RSRC_FORK`].
+pub const INODE_HAS_RSRC_FORK: u64 = 0x4000;
 
 /// An inode record: `children` is a directory's child count or a file's
 /// link count; `stream` a file's (size, allocated bytes) when it has data.
@@ -102,6 +107,7 @@ pub fn inode(
     put64(&mut v, 40, meta.accessed);
     put64(&mut v, 48, flags);
     put32(&mut v, 56, children);
+    put32(&mut v, 68, meta.bsd_flags);
     put32(&mut v, 72, meta.uid);
     put32(&mut v, 76, meta.gid);
     put16(&mut v, 80, meta.mode);
@@ -208,21 +214,41 @@ pub fn file_extent(id: u64, logical: u64, len: u64, block: u64) -> Sorted {
 
 /// An extended attribute stored in its record.
 pub fn xattr(id: u64, name: &str, data: &[u8]) -> Sorted {
-    let mut k = header(id, kind::XATTR).to_vec();
-    k.extend_from_slice(&((name.len() + 1) as u16).to_le_bytes());
-    k.extend_from_slice(name.as_bytes());
-    k.push(0);
     let mut v = vec![0u8; 4];
     // Flags: data embedded.
     put16(&mut v, 0, 0x02);
     put16(&mut v, 2, data.len() as u16);
     v.extend_from_slice(data);
+    xattr_record(id, name, v)
+}
+
+/// An extended attribute whose value is a data stream: object `stream`
+/// (its file extents' id) of `size` bytes in `alloced` bytes of blocks.
+pub fn xattr_stream(id: u64, name: &str, stream: u64, size: u64, alloced: u64) -> Sorted {
+    // Flags: a data stream; then `j_xattr_dstream_t`: the stream's id and
+    // its `j_dstream_t` (size, allocated size, crypto id, bytes written
+    // and read).
+    let mut v = vec![0u8; 4 + 48];
+    put16(&mut v, 0, 0x01);
+    put16(&mut v, 2, 48);
+    put64(&mut v, 4, stream);
+    put64(&mut v, 12, size);
+    put64(&mut v, 20, alloced);
+    xattr_record(id, name, v)
+}
+
+/// An extended attribute's record: its key (`name`) and value `val`.
+fn xattr_record(id: u64, name: &str, val: Vec<u8>) -> Sorted {
+    let mut k = header(id, kind::XATTR).to_vec();
+    k.extend_from_slice(&((name.len() + 1) as u16).to_le_bytes());
+    k.extend_from_slice(name.as_bytes());
+    k.push(0);
     Sorted {
         id,
         kind: kind::XATTR,
         number: 0,
         name: name.as_bytes().to_vec(),
-        rec: RecOrd { key: k, val: v },
+        rec: RecOrd { key: k, val },
     }
 }
 

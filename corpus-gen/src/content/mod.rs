@@ -282,10 +282,10 @@ pub const SERVER_VARIANT: u32 = 1;
 /// server's web application).
 pub const SESSION_VARIANT: u32 = 2;
 
-/// The content of a text or log `spec` (kinds that need no pool), or
-/// `None` for other kinds: the planner uses it to lay out compressed files
-/// before the content workers run.
-pub fn generate_text(spec: &Spec) -> Option<Vec<u8>> {
+/// The content of a `spec` whose kind needs no pool (text, logs, HTML,
+/// PDF), or `None` for other kinds: the planner uses it to lay out
+/// compressed files before the content workers run.
+pub fn generate_without_pool(spec: &Spec) -> Option<Vec<u8>> {
     let mut rng = Rng::new(spec.key);
     let size = spec.size as usize;
     match spec.kind {
@@ -308,6 +308,8 @@ pub fn generate_text(spec: &Spec) -> Option<Vec<u8>> {
             &spec.straddle,
             spec.when,
         )),
+        Kind::Html => Some(text::html(&mut rng, size, &spec.keywords)),
+        Kind::Pdf => Some(pdf::pdf(&mut rng, size, &spec.keywords, spec.when)),
         _ => None,
     }
 }
@@ -318,10 +320,10 @@ pub fn generate(spec: &Spec, pool: &Pool) -> Result<Generated, crate::CorpusErro
     let size = spec.size as usize;
     let mut out = Generated::default();
     out.bytes = match spec.kind {
-        Kind::Text | Kind::Log => generate_text(spec).unwrap_or_default(),
+        Kind::Text | Kind::Log | Kind::Html | Kind::Pdf => {
+            generate_without_pool(spec).unwrap_or_default()
+        }
         Kind::Gzip => gzip::rotated_log(&mut rng, size, &spec.keywords, spec.when),
-        Kind::Html => text::html(&mut rng, size, &spec.keywords),
-        Kind::Pdf => pdf::pdf(&mut rng, size, &spec.keywords, spec.when),
         Kind::Jpeg => pool.jpeg(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
         Kind::Png => pool.png(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,
         Kind::Gif => pool.gif(&mut rng, spec.variant, size, &spec.keywords, spec.key)?,

@@ -179,7 +179,7 @@ impl FsLayout for NtfsLayout {
             if !eligible || !rng.chance(share) {
                 continue;
             }
-            let Some(bytes) = crate::content::generate_text(&it.spec) else {
+            let Some(bytes) = crate::content::generate_without_pool(&it.spec) else {
                 continue;
             };
             let stored = lznt1::store(&bytes);

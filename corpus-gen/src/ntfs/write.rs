@@ -778,6 +778,12 @@ impl<'a> NtfsWriter<'a> {
                                     stored,
                                 },
                             ),
+                            Packing::Decmpfs { .. } => {
+                                return Err(CorpusError::Worker(format!(
+                                    "{} is planned with an APFS resource fork on NTFS",
+                                    it.name
+                                )));
+                            }
                         };
                         b.non_resident(
                             AT_DATA,
@@ -1330,7 +1336,7 @@ fn file_attributes(it: &crate::plan::ItemPlan) -> u32 {
         | match it.packing {
             Some(Packing::Compressed(_)) => record::FILE_ATTRIBUTE_COMPRESSED,
             Some(Packing::Sparse(_)) => record::FILE_ATTRIBUTE_SPARSE_FILE,
-            None => 0,
+            Some(Packing::Decmpfs { .. }) | None => 0,
         }
 }
 

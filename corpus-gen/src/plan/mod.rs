@@ -313,8 +313,9 @@ impl Link {
     }
 }
 
-/// How an NTFS file's data sits in its clusters when not byte for byte;
-/// both work in 64 KiB units (16 clusters), as Windows does.
+/// How a file's data sits in its clusters when not byte for byte: NTFS's
+/// compression and sparse files work in 64 KiB units (16 clusters), as
+/// Windows does; APFS's compression keeps a resource fork instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packing {
     /// LZNT1-compressed: the clusters each unit occupies on disk (see
@@ -323,6 +324,12 @@ pub enum Packing {
     /// Sparse: per unit, whether it holds data; a hole reads as zeros and
     /// has no clusters.
     Sparse(Vec<bool>),
+    /// APFS decmpfs: the clusters hold the file's resource fork of `fork`
+    /// bytes (zlib blocks; see the APFS writer's `decmpfs`).
+    Decmpfs {
+        /// Bytes of the resource fork.
+        fork: u64,
+    },
 }
 
 impl Packing {
@@ -341,6 +348,7 @@ impl Packing {
     pub fn clusters(&self, size: u64, cluster: u64) -> u32 {
         match self {
             Packing::Compressed(units) => units.iter().map(|&n| n as u32).sum(),
+            Packing::Decmpfs { fork } => fork.div_ceil(cluster) as u32,
             Packing::Sparse(data) => data
                 .iter()
                 .enumerate()
@@ -354,7 +362,7 @@ impl Packing {
     pub fn holes(&self, size: u64, cluster: u64) -> Vec<(u64, u64)> {
         let unit = Self::UNIT_CLUSTERS * cluster;
         match self {
-            Packing::Compressed(_) => Vec::new(),
+            Packing::Compressed(_) | Packing::Decmpfs { .. } => Vec::new(),
             Packing::Sparse(data) => data
                 .iter()
                 .enumerate()

@@ -193,6 +193,16 @@ pub enum StoredContent {
         /// Valid-data length.
         initialized: u64,
     },
+    /// An APFS file compressed into its resource fork: the fork's runs,
+    /// decoded a block at a time as they are read.
+    Decmpfs {
+        /// The resource fork's (stored) runs.
+        runs: Extents,
+        /// How its blocks are compressed.
+        codec: caseload_fs::ForkCodec,
+        /// Decoded size.
+        size: u64,
+    },
     /// Runs in an encoding caseload does not decode (`ntfs-compressed`
     /// in another scheme, `ntfs-encrypted`, `apfs-compressed`).
     Encoded {
@@ -206,6 +216,9 @@ pub enum StoredContent {
 /// `files.encoding` of an LZNT1-compressed stream:
 /// `ntfs-lznt1:UNIT:SIZE:INITIALIZED`.
 const COMPRESSED_PREFIX: &str = "ntfs-lznt1:";
+/// `files.encoding` of an APFS resource-fork-compressed file:
+/// `apfs-decmpfs:CODEC:SIZE` (`zlib` or `lzvn`).
+const DECMPFS_PREFIX: &str = "apfs-decmpfs:";
 
 impl StoredContent {
     /// The runs, when the content has any.
@@ -213,6 +226,7 @@ impl StoredContent {
         match self {
             StoredContent::Runs(r)
             | StoredContent::Compressed { runs: r, .. }
+            | StoredContent::Decmpfs { runs: r, .. }
             | StoredContent::Encoded { runs: r, .. } => Some(r),
             StoredContent::None | StoredContent::Resident(_) => None,
         }
@@ -235,12 +249,42 @@ impl StoredContent {
                 runs.first_offset(),
                 None,
             ),
+            StoredContent::Decmpfs { runs, codec, size } => (
+                Some(runs.encode()),
+                Some(format!("{DECMPFS_PREFIX}{}:{size}", codec.name())),
+                runs.first_offset(),
+                None,
+            ),
             StoredContent::Encoded { encoding, runs } => (
                 Some(runs.encode()),
                 Some(encoding.clone()),
                 runs.first_offset(),
                 None,
             ),
+        }
+    }
+
+    /// The content caseload-fs decodes as it is read (NTFS LZNT1 units,
+    /// APFS resource-fork blocks), if it is stored so.
+    pub fn decoded(&self) -> Option<caseload_fs::Content> {
+        match self {
+            StoredContent::Compressed {
+                runs,
+                unit,
+                size,
+                initialized,
+            } => Some(caseload_fs::Content::Compressed {
+                runs: runs.0.clone(),
+                unit: *unit,
+                size: *size,
+                initialized: *initialized,
+            }),
+            StoredContent::Decmpfs { runs, codec, size } => Some(caseload_fs::Content::Decmpfs {
+                runs: runs.0.clone(),
+                codec: *codec,
+                size: *size,
+            }),
+            _ => None,
         }
     }
 
@@ -255,18 +299,23 @@ impl StoredContent {
             (Some(b), _, _) => StoredContent::Resident(b),
             (None, None, _) => StoredContent::None,
             (None, Some(runs), None) => StoredContent::Runs(runs),
-            (None, Some(runs), Some(enc)) => match parse_compressed(&enc) {
-                Some((unit, size, initialized)) => StoredContent::Compressed {
-                    runs,
-                    unit,
-                    size,
-                    initialized,
-                },
-                None => StoredContent::Encoded {
-                    encoding: enc,
-                    runs,
-                },
-            },
+            (None, Some(runs), Some(enc)) => {
+                if let Some((unit, size, initialized)) = parse_compressed(&enc) {
+                    StoredContent::Compressed {
+                        runs,
+                        unit,
+                        size,
+                        initialized,
+                    }
+                } else if let Some((codec, size)) = parse_decmpfs(&enc) {
+                    StoredContent::Decmpfs { runs, codec, size }
+                } else {
+                    StoredContent::Encoded {
+                        encoding: enc,
+                        runs,
+                    }
+                }
+            }
         })
     }
 }
@@ -278,6 +327,14 @@ fn parse_compressed(encoding: &str) -> Option<(u64, u64, u64)> {
         .map(str::parse::<u64>);
     let v = (f.next()?.ok()?, f.next()?.ok()?, f.next()?.ok()?);
     f.next().is_none().then_some(v)
+}
+
+fn parse_decmpfs(encoding: &str) -> Option<(caseload_fs::ForkCodec, u64)> {
+    let (codec, size) = encoding.strip_prefix(DECMPFS_PREFIX)?.split_once(':')?;
+    Some((
+        caseload_fs::ForkCodec::from_name(codec)?,
+        size.parse().ok()?,
+    ))
 }
 
 /// A file-system entry for the `files` table.
@@ -633,6 +690,11 @@ mod tests {
                 size: 100_000,
                 initialized: 99_000,
             },
+            StoredContent::Decmpfs {
+                runs: runs.clone(),
+                codec: caseload_fs::ForkCodec::Lzvn,
+                size: 1 << 40,
+            },
             StoredContent::Encoded {
                 encoding: "ntfs-encrypted".into(),
                 runs: runs.clone(),
@@ -648,5 +710,15 @@ mod tests {
             StoredContent::from_columns(Some("[[1,2]]".into()), Some("ntfs-lznt1:x".into()), None),
             Ok(StoredContent::Encoded { .. })
         ));
+        for odd in [
+            "apfs-decmpfs:lzfse:10",
+            "apfs-decmpfs:zlib:",
+            "apfs-decmpfs:zlib",
+        ] {
+            assert!(matches!(
+                StoredContent::from_columns(Some("[[1,2]]".into()), Some(odd.into()), None),
+                Ok(StoredContent::Encoded { .. })
+            ));
+        }
     }
 }

@@ -6,21 +6,22 @@
 //!   is 0xF marks bytes stored uncompressed after it (TSK's rule).
 //! - Type 7 (LZVN, inline): decoded here ([`super::lzvn`]); a first byte
 //!   of 0x06 marks bytes stored uncompressed.
-//! - Type 4 (zlib in the `com.apple.ResourceFork` attribute's stream):
-//!   decoded here ([`decode_zlib_fork`]) as TSK reads it: the fork's
-//!   big-endian data offset, a little-endian table of 64 KiB blocks after
-//!   it, each block zlib or (low nibble 0xF) stored. Files decoding to more
-//!   than the caller's limit are reported with the fork's stored runs.
-//! - Type 8 (LZVN in the resource fork): decoded here
-//!   ([`decode_lzvn_fork`]): a little-endian table of block offsets at
-//!   the fork's start (its first entry is the table's size), each block
-//!   LZVN or (first byte 0x06) stored.
+//! - Types 4 (zlib) and 8 (LZVN) keep the data in the
+//!   `com.apple.ResourceFork` attribute's stream, as a table of blocks
+//!   each decoding to 64 KiB ([`block_location`] reads the table as TSK
+//!   does, [`decode_block`] one block). The record's content is
+//!   [`crate::Content::Decmpfs`], decoded a block at a time as it is read
+//!   ([`crate::ContentReader`]), so a file of any size is read in bounded
+//!   memory. Stricter than TSK: every block but the last must decode to
+//!   exactly 64 KiB (TSK appends whatever each gives; Apple's writers
+//!   never write a short one), so a read at any offset finds its block.
 //! - Other types (stored 9 and 10, LZFSE 11 and 12) TSK does not read
 //!   either: reported, not decoded.
 
-use std::io::Read;
+use std::io::{self, Read};
 
 use crate::bytes::{u32_at, u64_at};
+use crate::record::ForkCodec;
 
 /// `fpmc` in little-endian.
 const MAGIC: u32 = 0x636d_7066;
@@ -51,8 +52,9 @@ pub fn header(attr: &[u8]) -> Option<Header> {
 pub enum Decoded {
     /// The file's bytes.
     Bytes(Vec<u8>),
-    /// The bytes live in the resource fork (types 4 and 8).
-    ResourceFork,
+    /// The bytes live in the resource fork (types 4 and 8), compressed
+    /// so.
+    ResourceFork(ForkCodec),
     /// Not decoded, and why.
     NotDecoded(String),
 }
@@ -61,8 +63,8 @@ pub enum Decoded {
 /// says `h`.
 pub fn decode_inline(attr: &[u8], h: &Header, limit: u64) -> Decoded {
     let body = attr.get(16..).unwrap_or(&[]);
-    if matches!(h.kind, 4 | 8) {
-        return Decoded::ResourceFork;
+    if let Some(codec) = ForkCodec::of_type(h.kind) {
+        return Decoded::ResourceFork(codec);
     }
     if let Some(why) = over(h.size, limit) {
         return Decoded::NotDecoded(why);
@@ -93,128 +95,126 @@ pub fn decode_inline(attr: &[u8], h: &Header, limit: u64) -> Decoded {
             )),
             Err(e) => Decoded::NotDecoded(format!("LZVN data does not decode: {e}")),
         },
-        4 | 8 => Decoded::ResourceFork,
         k => Decoded::NotDecoded(format!(
             "compression type {k} is not read (TSK reads 3, 4, 7 and 8)"
         )),
     }
 }
 
-/// Bytes one resource-fork block decodes to at most.
-const UNIT: usize = 65536;
+/// Bytes one resource-fork block decodes to (the last: what is left).
+pub const BLOCK: u64 = 65536;
+/// Most stored bytes one block may take: a stored block is 64 KiB and its
+/// marker byte, and neither zlib nor LZVN grows 64 KiB by half as much.
+pub const MAX_STORED_BLOCK: u64 = 2 * BLOCK;
 
-/// Decodes a type-4 resource fork (`fork`, the whole stream) to the
-/// `size` bytes its decmpfs header gives.
-pub fn decode_zlib_fork(fork: &[u8], size: u64, limit: u64) -> Decoded {
-    if let Some(why) = over(size, limit) {
-        return Decoded::NotDecoded(why);
-    }
-    let be32 = |o: usize| {
-        fork.get(o..o.checked_add(4)?)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let Some(data) = be32(0).map(|d| d as usize + 4) else {
-        return Decoded::NotDecoded("resource fork shorter than its header".into());
-    };
-    let Some(count) = u32_at(fork, data) else {
-        return Decoded::NotDecoded(format!("block table at {data} past the fork's end"));
-    };
-    let want = size as usize;
-    if (count as usize).saturating_mul(UNIT) < want {
-        return Decoded::NotDecoded(format!(
-            "{count} blocks cannot hold the {want} bytes the header gives"
-        ));
-    }
-    let mut out = Vec::with_capacity(want);
-    for i in 0..count as usize {
-        if out.len() >= want {
-            break;
-        }
-        let e = data + 4 + 8 * i;
-        let (Some(off), Some(len)) = (u32_at(fork, e), u32_at(fork, e + 4)) else {
-            return Decoded::NotDecoded(format!("block table entry {i} past the fork's end"));
-        };
-        let start = data.saturating_add(off as usize);
-        let Some(block) = fork.get(start..start.saturating_add(len as usize)) else {
-            return Decoded::NotDecoded(format!(
-                "block {i} ({len} bytes at {start}) past the fork's end"
-            ));
-        };
-        let room = (want - out.len()).min(UNIT);
-        match block.first() {
-            None => {}
-            Some(b) if b & 0x0f == 0x0f => {
-                let raw = &block[1..];
-                out.extend_from_slice(&raw[..raw.len().min(room)]);
-            }
-            Some(_) => {
-                let before = out.len();
-                let mut z = flate2::read::ZlibDecoder::new(block).take(room as u64);
-                if let Err(e) = z.read_to_end(&mut out) {
-                    return Decoded::NotDecoded(format!("block {i} does not decode: {e}"));
-                }
-                if out.len() == before {
-                    return Decoded::NotDecoded(format!("block {i} decodes to nothing"));
-                }
-            }
-        }
-    }
-    if out.len() != want {
-        return Decoded::NotDecoded(format!(
-            "resource fork decodes to {} bytes, not the {want} the header gives",
-            out.len()
-        ));
-    }
-    Decoded::Bytes(out)
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-/// Decodes a type-8 resource fork (`fork`, the whole stream) to the
-/// `size` bytes its decmpfs header gives.
-pub fn decode_lzvn_fork(fork: &[u8], size: u64, limit: u64) -> Decoded {
-    if let Some(why) = over(size, limit) {
-        return Decoded::NotDecoded(why);
-    }
-    let want = size as usize;
-    let Some(table) = u32_at(fork, 0).map(|t| t as usize) else {
-        return Decoded::NotDecoded("resource fork shorter than its block table".into());
-    };
-    let blocks = (table / 4).saturating_sub(1);
-    if blocks.saturating_mul(UNIT) < want {
-        return Decoded::NotDecoded(format!(
-            "{blocks} blocks cannot hold the {want} bytes the header gives"
-        ));
-    }
-    let mut out = Vec::with_capacity(want);
-    for i in 0..blocks {
-        if out.len() >= want {
-            break;
+/// Where block `i` of a resource fork of `fork_len` bytes lies in it
+/// (offset, length), its header and table read through `read` (fork
+/// offset, bytes to fill), as TSK reads them:
+/// - zlib (type 4): the fork's big-endian data offset at 0, and 4 bytes
+///   past it a little-endian block count and a table of (offset, length)
+///   pairs, offsets counted from the count;
+/// - LZVN (type 8): a little-endian table of block offsets at the fork's
+///   start, its first entry the table's size, block `i` from entry `i` to
+///   entry `i + 1`.
+pub fn block_location(
+    codec: ForkCodec,
+    i: u64,
+    fork_len: u64,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> io::Result<()>,
+) -> io::Result<(u64, u64)> {
+    let mut le32 = |at: u64, what: &str| -> io::Result<u64> {
+        if at.checked_add(4).is_none_or(|end| end > fork_len) {
+            return Err(bad(format!(
+                "{what} at fork byte {at} is past the fork's end ({fork_len} bytes)"
+            )));
         }
-        let (Some(a), Some(b)) = (u32_at(fork, 4 * i), u32_at(fork, 4 * i + 4)) else {
-            return Decoded::NotDecoded(format!("block table entry {i} past the fork's end"));
-        };
-        let Some(block) = fork.get(a as usize..b as usize) else {
-            return Decoded::NotDecoded(format!("block {i} ({a}..{b}) outside the fork"));
-        };
-        let room = (want - out.len()).min(UNIT);
-        match block.first() {
-            None => {}
-            Some(0x06) => {
-                let raw = &block[1..];
-                out.extend_from_slice(&raw[..raw.len().min(room)]);
+        let mut b = [0u8; 4];
+        read(at, &mut b)?;
+        Ok(u64::from(u32::from_le_bytes(b)))
+    };
+    let (offset, len) = match codec {
+        ForkCodec::Zlib => {
+            // The data offset is big-endian (a classic resource fork).
+            let data = u64::from((le32(0, "the fork header")? as u32).swap_bytes()) + 4;
+            let count = le32(data, "the block count")?;
+            if i >= count {
+                return Err(bad(format!("block {i} is past the table's {count} blocks")));
             }
-            Some(_) => match super::lzvn::decode(block, room) {
-                Ok(b) => out.extend_from_slice(&b),
-                Err(e) => return Decoded::NotDecoded(format!("block {i}: {e}")),
-            },
+            let entry = data + 4 + 8 * i;
+            let off = le32(entry, "a block table entry")?;
+            let len = le32(entry + 4, "a block table entry")?;
+            (data + off, len)
+        }
+        ForkCodec::Lzvn => {
+            let table = le32(0, "the block table")?;
+            let blocks = (table / 4).saturating_sub(1);
+            if i >= blocks {
+                return Err(bad(format!(
+                    "block {i} is past the table's {blocks} blocks"
+                )));
+            }
+            let a = le32(4 * i, "a block table entry")?;
+            let b = le32(4 * i + 4, "a block table entry")?;
+            if b < a {
+                return Err(bad(format!("block {i} ends ({b}) before it starts ({a})")));
+            }
+            (a, b - a)
+        }
+    };
+    if offset.saturating_add(len) > fork_len {
+        return Err(bad(format!(
+            "block {i} ({len} bytes at fork byte {offset}) is past the fork's end ({fork_len} bytes)"
+        )));
+    }
+    if len > MAX_STORED_BLOCK {
+        return Err(bad(format!(
+            "block {i} claims {len} stored bytes, more than a block ever takes ({MAX_STORED_BLOCK})"
+        )));
+    }
+    Ok((offset, len))
+}
+
+/// Decodes block `i` (`block`, its stored bytes) into `out`, which must
+/// come to exactly `want` bytes (64 KiB, or what is left for the last).
+pub fn decode_block(
+    codec: ForkCodec,
+    i: u64,
+    block: &[u8],
+    want: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    out.clear();
+    let stored = match codec {
+        ForkCodec::Zlib => block.first().is_some_and(|b| b & 0x0f == 0x0f),
+        ForkCodec::Lzvn => block.first() == Some(&0x06),
+    };
+    if stored {
+        let raw = &block[1..];
+        out.extend_from_slice(&raw[..raw.len().min(want)]);
+    } else if !block.is_empty() {
+        match codec {
+            ForkCodec::Zlib => {
+                let mut z = flate2::read::ZlibDecoder::new(block).take(want as u64);
+                z.read_to_end(out)
+                    .map_err(|e| bad(format!("block {i} does not decode: {e}")))?;
+            }
+            ForkCodec::Lzvn => {
+                *out = super::lzvn::decode(block, want)
+                    .map_err(|e| bad(format!("block {i} does not decode: {e}")))?;
+            }
         }
     }
     if out.len() != want {
-        return Decoded::NotDecoded(format!(
-            "resource fork decodes to {} bytes, not the {want} the header gives",
+        return Err(bad(format!(
+            "block {i} decodes to {} bytes, not the {want} its place in the file needs",
             out.len()
-        ));
+        )));
     }
-    Decoded::Bytes(out)
+    Ok(())
 }
 
 /// Why `size` decoded bytes are not held, if they are over `limit`.
@@ -274,7 +274,7 @@ mod tests {
         let a = attr(4, 100, &[]);
         assert_eq!(
             decode_inline(&a, &header(&a).unwrap(), MAX_OUTPUT),
-            Decoded::ResourceFork
+            Decoded::ResourceFork(ForkCodec::Zlib)
         );
         let a = attr(3, u64::MAX, &[]);
         assert!(matches!(
@@ -284,37 +284,132 @@ mod tests {
         assert!(header(b"fpm").is_none());
     }
 
-    #[test]
-    fn zlib_resource_forks_decode_and_damage_is_refused() {
-        // One stored block (the zlib path is compared with TSK in
-        // tests/apfs.rs).
-        let data = b"stored in the resource fork".to_vec();
+    /// The file a fork decodes to, read through [`crate::ContentReader`]
+    /// as the pipeline reads it (the fork at the source's start), in reads
+    /// of `step` bytes.
+    fn read_fork(codec: ForkCodec, fork: &[u8], size: u64, step: usize) -> io::Result<Vec<u8>> {
+        let content = crate::Content::Decmpfs {
+            runs: vec![crate::Run::Data {
+                offset: 0,
+                len: fork.len() as u64,
+            }],
+            codec,
+            size,
+        };
+        let mut r = crate::ContentReader::new(&fork, &content);
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; step];
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// A type-4 fork of `blocks` (stored bytes each).
+    fn zlib_fork(blocks: &[Vec<u8>]) -> Vec<u8> {
         let mut fork = vec![0u8; 0x104];
         fork[..4].copy_from_slice(&0x100u32.to_be_bytes());
-        fork.extend_from_slice(&1u32.to_le_bytes());
-        fork.extend_from_slice(&12u32.to_le_bytes());
-        fork.extend_from_slice(&(data.len() as u32 + 1).to_le_bytes());
-        fork.push(0xff);
-        fork.extend_from_slice(&data);
-        assert_eq!(
-            decode_zlib_fork(&fork, data.len() as u64, MAX_OUTPUT),
-            Decoded::Bytes(data.clone())
-        );
-        assert!(matches!(
-            decode_zlib_fork(&fork, data.len() as u64 + 1, MAX_OUTPUT),
-            Decoded::NotDecoded(_)
-        ));
+        fork.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
+        let mut off = 4 + 8 * blocks.len();
+        for b in blocks {
+            fork.extend_from_slice(&(off as u32).to_le_bytes());
+            fork.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            off += b.len();
+        }
+        for b in blocks {
+            fork.extend_from_slice(b);
+        }
+        fork
+    }
+
+    #[test]
+    fn zlib_resource_forks_decode_block_by_block_and_damage_is_refused() {
+        // A stored block, then a zlib one (the zlib path is compared with
+        // TSK in tests/apfs.rs).
+        let first: Vec<u8> = (0..BLOCK as usize).map(|i| (i * 7 % 251) as u8).collect();
+        let second = b"stored in the resource fork, compressed ".repeat(100);
+        let mut stored = vec![0xff];
+        stored.extend_from_slice(&first);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&second).unwrap();
+        let fork = zlib_fork(&[stored, z.finish().unwrap()]);
+        let mut want = first.clone();
+        want.extend_from_slice(&second);
+        let size = want.len() as u64;
+        for step in [1000, 4096, 65536, 1 << 20] {
+            assert_eq!(read_fork(ForkCodec::Zlib, &fork, size, step).unwrap(), want);
+        }
+        // Reads at any offset, backwards included, find their block.
+        let content = crate::Content::Decmpfs {
+            runs: vec![crate::Run::Data {
+                offset: 0,
+                len: fork.len() as u64,
+            }],
+            codec: ForkCodec::Zlib,
+            size,
+        };
+        let r = crate::ContentReader::new(&fork[..], &content);
+        for at in [size - 10, 65530, 3, 69_000] {
+            let mut b = [0u8; 10];
+            assert_eq!(r.read_at(&mut b, at).unwrap(), 10);
+            assert_eq!(&b[..], &want[at as usize..at as usize + 10], "at {at}");
+        }
+        // More than the blocks hold, a cut fork, a damaged block.
+        assert!(read_fork(ForkCodec::Zlib, &fork, size + 1, 4096).is_err());
         for cut in [0, 3, 0x104, 0x110, fork.len() - 1] {
-            assert!(matches!(
-                decode_zlib_fork(&fork[..cut], data.len() as u64, MAX_OUTPUT),
-                Decoded::NotDecoded(_)
-            ));
+            assert!(
+                read_fork(ForkCodec::Zlib, &fork[..cut], size, 4096).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut bad = fork.clone();
-        bad[0x104 + 8] = 0xff;
-        assert!(matches!(
-            decode_zlib_fork(&bad, data.len() as u64, MAX_OUTPUT),
-            Decoded::NotDecoded(_)
-        ));
+        let last = bad.len() - 20;
+        bad[last] ^= 0x55;
+        assert!(read_fork(ForkCodec::Zlib, &bad, size, 4096).is_err());
+        // A first block short of 64 KiB would move every later byte.
+        let short = zlib_fork(&[vec![0xff, 1, 2, 3], vec![0xff, 4]]);
+        let e = read_fork(ForkCodec::Zlib, &short, 65537, 4096).unwrap_err();
+        assert!(e.to_string().contains("block 0 decodes to 3 bytes"), "{e}");
+        // A table claiming a block of 4 GiB.
+        let mut huge = zlib_fork(&[vec![0xff, 1]]);
+        huge[0x104 + 8..0x104 + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(read_fork(ForkCodec::Zlib, &huge, 1, 4096).is_err());
+    }
+
+    #[test]
+    fn lzvn_forks_refuse_tables_that_run_backwards_or_out() {
+        let mut fork = Vec::new();
+        for v in [12u32, 15, 13] {
+            fork.extend_from_slice(&v.to_le_bytes());
+        }
+        fork.extend_from_slice(&[0x06, b'a', b'b']);
+        assert_eq!(read_fork(ForkCodec::Lzvn, &fork, 2, 4096).unwrap(), b"ab");
+        let e = read_fork(ForkCodec::Lzvn, &fork, 3, 4096).unwrap_err();
+        assert!(e.to_string().contains("block 0 decodes to 2 bytes"), "{e}");
+        assert_eq!(
+            read_fork(ForkCodec::Lzvn, &fork[..12], 0, 4096).unwrap(),
+            b""
+        );
+        // Block 1 runs from 15 back to 13.
+        let content = crate::Content::Decmpfs {
+            runs: vec![crate::Run::Data {
+                offset: 0,
+                len: fork.len() as u64,
+            }],
+            codec: ForkCodec::Lzvn,
+            size: BLOCK + 1,
+        };
+        let r = crate::ContentReader::new(&fork[..], &content);
+        let e = r.read_at(&mut [0u8; 1], BLOCK).unwrap_err();
+        assert!(
+            e.to_string().contains("ends (13) before it starts (15)"),
+            "{e}"
+        );
+        fork[4..8].copy_from_slice(&100u32.to_le_bytes());
+        let e = read_fork(ForkCodec::Lzvn, &fork, 2, 4096).unwrap_err();
+        assert!(e.to_string().contains("past the fork's end"), "{e}");
     }
 }

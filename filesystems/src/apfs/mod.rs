@@ -37,9 +37,11 @@
 //! - Content: every file's physical runs from its file extents (holes and
 //!   a size past the last extent read as zeros). Compressed files
 //!   (`com.apple.decmpfs`, see [`decmpfs`]): zlib and LZVN, inline and in
-//!   the resource fork, and stored data are decoded as TSK decodes them
-//!   (the decoded bytes are held in the record, up to
-//!   [`ApfsFs::set_decode_limit`]'s limit, 64 KiB by default), and the
+//!   the resource fork, and stored data are decoded as TSK decodes them:
+//!   inline data into the record (up to [`ApfsFs::set_decode_limit`]'s
+//!   limit, 64 KiB by default), resource forks as
+//!   [`crate::Content::Decmpfs`], the fork's runs decoded a 64 KiB block
+//!   at a time as the content is read, whatever the file's size. The
 //!   record's size is the uncompressed size (TSK's `fls` shows the absent
 //!   data stream's 0; its `icat` gives the decoded bytes). Symbolic links
 //!   have no content and size 0, as in TSK (their target is an attribute).
@@ -59,11 +61,12 @@
 //! - Checksums of every object read are checked; a mismatch is reported
 //!   (object id, block and byte offset), and the object is still used
 //!   unless it is the checkpoint being chosen.
-//! - Compressed files that do not decode, decode to more than the limit, or
-//!   use a type TSK does not read (LZFSE, 11 and 12; stored, 9 and 10) are
+//! - Compressed files whose inline data does not decode or decodes to
+//!   more than the limit, whose resource fork is missing, or that use a
+//!   type TSK does not read (LZFSE, 11 and 12; stored, 9 and 10) are
 //!   [`crate::Content::Encoded`] with [`crate::Encoding::ApfsCompressed`]
-//!   (the resource fork's stored runs, none for inline data) and an
-//!   [`ErrorKind::ContentEncoded`] error.
+//!   (no runs) and an [`ErrorKind::ContentEncoded`] error. A resource
+//!   fork's damage shows when it is read: an error naming the block.
 //! - Sparse files: holes read as zeros; TSK 4.11's `icat` leaves them out
 //!   (its runs ignore the extents' logical offsets), giving the stored
 //!   extents one after another.
@@ -405,10 +408,12 @@ impl<R: ReadAt> ApfsFs<R> {
         out
     }
 
-    /// Most bytes a compressed (decmpfs) file is decoded to: its decoded
-    /// bytes are held in its record ([`crate::Content::Resident`]), so
-    /// larger ones are reported as [`crate::Content::Encoded`] (their
-    /// stored runs) with an [`ErrorKind::ContentEncoded`] error. Default
+    /// Most bytes a file compressed inline (decmpfs types 3 and 7) is
+    /// decoded to: its decoded bytes are held in its record
+    /// ([`crate::Content::Resident`]), so larger ones are reported as
+    /// [`crate::Content::Encoded`] with an [`ErrorKind::ContentEncoded`]
+    /// error (resource forks are decoded as they are read, whatever their
+    /// size). Default
     /// [`DEFAULT_DECODE_LIMIT`] (64 KiB); at most
     /// [`decmpfs::MAX_OUTPUT`] (16 MiB).
     pub fn set_decode_limit(&mut self, bytes: u64) {

@@ -520,7 +520,7 @@ fn content_decmpfs<R: ReadAt>(
     let limit = v.fs.decode_limit;
     match decmpfs::decode_inline(raw, &h, limit) {
         Decoded::Bytes(b) => rec.content = Content::Resident(b),
-        Decoded::ResourceFork => {
+        Decoded::ResourceFork(codec) => {
             let fork = xattrs.iter().find_map(|x| match (&x.name[..], &x.data) {
                 (RESOURCE_FORK, XattrData::Stream { oid, dstream }) => Some((*oid, dstream.size)),
                 _ => None,
@@ -533,37 +533,18 @@ fn content_decmpfs<R: ReadAt>(
                         h.kind
                     ),
                 ));
+                rec.content = Content::Encoded {
+                    encoding: Encoding::ApfsCompressed,
+                    runs: Vec::new(),
+                };
                 return;
             };
             let runs = clip_runs(&v.stream_runs(oid, errors), 0, fsize);
-            if h.size <= limit && fsize <= limit.saturating_mul(2).max(1 << 16) {
-                let decode = if h.kind == 4 {
-                    decmpfs::decode_zlib_fork
-                } else {
-                    decmpfs::decode_lzvn_fork
-                };
-                match read_runs(v.fs, &runs, fsize).map(|fork| decode(&fork, h.size, limit)) {
-                    Ok(Decoded::Bytes(b)) => {
-                        rec.content = Content::Resident(b);
-                        return;
-                    }
-                    Ok(Decoded::NotDecoded(why)) => {
-                        errors.push(ProcessingError::new(ErrorKind::ContentEncoded, why))
-                    }
-                    Ok(Decoded::ResourceFork) => {}
-                    Err(e) => errors.push(e),
-                }
-            }
-            errors.push(ProcessingError::new(
-                ErrorKind::ContentEncoded,
-                format!(
-                    "compressed (decmpfs type {}) in the resource fork: stored runs given, not decoded",
-                    h.kind
-                ),
-            ));
-            rec.content = Content::Encoded {
-                encoding: Encoding::ApfsCompressed,
+            // Decoded a block at a time as it is read (ContentReader).
+            rec.content = Content::Decmpfs {
                 runs,
+                codec,
+                size: h.size,
             };
         }
         Decoded::NotDecoded(why) => {
@@ -574,30 +555,4 @@ fn content_decmpfs<R: ReadAt>(
             };
         }
     }
-}
-
-/// The `len` bytes the runs hold, read whole (a resource fork to decode).
-fn read_runs<R: ReadAt>(
-    fs: &ApfsFs<R>,
-    runs: &[Run],
-    len: u64,
-) -> Result<Vec<u8>, ProcessingError> {
-    let content = Content::Runs(runs.to_vec());
-    let reader = crate::content::ContentReader::new(&fs.src, &content);
-    let mut out = vec![0u8; usize::try_from(len).unwrap_or(0)];
-    let mut at = 0usize;
-    while at < out.len() {
-        match reader.read_at(&mut out[at..], at as u64) {
-            Ok(0) => break,
-            Ok(n) => at += n,
-            Err(e) => {
-                return Err(ProcessingError::new(
-                    ErrorKind::Io,
-                    format!("resource fork: {e}"),
-                ));
-            }
-        }
-    }
-    out.truncate(at);
-    Ok(out)
 }

@@ -209,7 +209,10 @@ impl<R: ReadAt, F: FnMut(FileRecord) -> ControlFlow<()>> Walker<'_, R, F> {
             });
         };
         match &c.stored {
-            Content::None | Content::Compressed { .. } | Content::Encoded { .. } => {}
+            Content::None
+            | Content::Compressed { .. }
+            | Content::Decmpfs { .. }
+            | Content::Encoded { .. } => {}
             Content::Resident(bytes) => {
                 let at = fs.inode_offset(ino) + 0x28;
                 dir::parse_block(bytes, typed, last, deleted_dir, |e| {

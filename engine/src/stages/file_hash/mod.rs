@@ -25,7 +25,7 @@ use crate::stage::{
     parse_options,
 };
 use caseload_digests::Digest;
-use caseload_fs::{Content, ContentReader, Run};
+use caseload_fs::{ContentReader, Run};
 use crossbeam_channel::bounded;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -239,20 +239,10 @@ impl FileHash {
     ) -> Result<Outcome, SourceError> {
         let mut hashers = Hashers::new(self, job.is_file, job.size, keep);
         match &job.content {
-            StoredContent::Compressed {
-                runs,
-                unit,
-                size,
-                initialized,
-            } => {
-                // Decoded a compression unit at a time by caseload-fs,
-                // reading the stored runs through the evidence.
-                let content = Content::Compressed {
-                    runs: runs.0.clone(),
-                    unit: *unit,
-                    size: *size,
-                    initialized: *initialized,
-                };
+            StoredContent::Compressed { runs, .. } | StoredContent::Decmpfs { runs, .. } => {
+                // Decoded a unit or block at a time by caseload-fs, reading
+                // the stored runs through the evidence.
+                let content = job.content.decoded().unwrap_or_default();
                 let first = runs.first_offset().unwrap_or(0) / 512;
                 let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
                 let decoded = ContentReader::new(&reader, &content);
@@ -536,8 +526,9 @@ impl Stage for FileHash {
                     };
                     // Files go out in disk order: the evidence may read
                     // neighbours in one run.
-                    if let StoredContent::Runs(runs) | StoredContent::Compressed { runs, .. } =
-                        &content
+                    if let StoredContent::Runs(runs)
+                    | StoredContent::Compressed { runs, .. }
+                    | StoredContent::Decmpfs { runs, .. } = &content
                     {
                         for run in &runs.0 {
                             if let Run::Data { offset, len } = *run {

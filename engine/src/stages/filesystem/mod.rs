@@ -127,6 +127,11 @@ fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
             size: *size,
             initialized: *initialized,
         },
+        Content::Decmpfs { runs, codec, size } => StoredContent::Decmpfs {
+            runs: extents(runs),
+            codec: *codec,
+            size: *size,
+        },
         Content::Encoded { encoding, runs } => StoredContent::Encoded {
             encoding: match encoding {
                 caseload_fs::Encoding::NtfsCompressed => "ntfs-compressed",

@@ -58,6 +58,11 @@ enum Content {
         size: u64,
         initialized: u64,
     },
+    Decmpfs {
+        runs: String,
+        codec: String,
+        size: u64,
+    },
     Encoded {
         encoding: String,
         runs: String,
@@ -96,6 +101,11 @@ impl File {
                     size,
                     initialized,
                 },
+                StoredContent::Decmpfs { runs, codec, size } => Content::Decmpfs {
+                    runs: runs.encode(),
+                    codec: codec.name().to_string(),
+                    size,
+                },
                 StoredContent::Encoded { encoding, runs } => Content::Encoded {
                     encoding,
                     runs: runs.encode(),
@@ -123,6 +133,16 @@ impl File {
                 unit,
                 size,
                 initialized,
+            },
+            Content::Decmpfs {
+                runs: r,
+                codec,
+                size,
+            } => StoredContent::Decmpfs {
+                runs: runs(&r)?,
+                codec: caseload_fs::ForkCodec::from_name(&codec)
+                    .ok_or_else(|| format!("unknown resource-fork codec {codec:?}"))?,
+                size,
             },
             Content::Encoded { encoding, runs: r } => StoredContent::Encoded {
                 encoding,

@@ -72,6 +72,7 @@ use crate::textindex::{ChannelDirectory, Fields, INDEX_DIR, MovingDirectory, sch
 use crossbeam_channel::bounded;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::io::{Read, Seek};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use tantivy::directory::Directory;
@@ -357,6 +358,9 @@ enum Bytes {
     Runs(Vec<(Option<u64>, u64)>),
     /// Bytes held in the database (NTFS resident data).
     Resident(Vec<u8>),
+    /// Stored runs caseload-fs decodes as they are read (NTFS LZNT1
+    /// units, APFS resource-fork blocks), from this evidence.
+    Decoded(caseload_fs::Content, EvidenceReader),
 }
 
 /// One item to index.
@@ -372,6 +376,7 @@ impl Job {
         match &self.bytes {
             Bytes::Runs(r) => r.iter().map(|&(_, l)| l).sum(),
             Bytes::Resident(b) => b.len() as u64,
+            Bytes::Decoded(c, _) => c.len(),
         }
     }
 }
@@ -383,6 +388,8 @@ struct ItemReader<'a> {
     run: usize,
     done_in_run: u64,
     resident_pos: usize,
+    /// The decoder, which keeps the unit or block it decoded last.
+    decoded: Option<caseload_fs::ContentReader<'a, EvidenceReader>>,
 }
 
 impl<'a> ItemReader<'a> {
@@ -393,6 +400,12 @@ impl<'a> ItemReader<'a> {
             run: 0,
             done_in_run: 0,
             resident_pos: 0,
+            decoded: match bytes {
+                Bytes::Decoded(content, evidence) => {
+                    Some(caseload_fs::ContentReader::new(evidence, content))
+                }
+                _ => None,
+            },
         }
     }
 
@@ -404,6 +417,20 @@ impl<'a> ItemReader<'a> {
                 buf[..n].copy_from_slice(&b[self.resident_pos..self.resident_pos + n]);
                 self.resident_pos += n;
                 Ok(n)
+            }
+            Bytes::Decoded(content, _) => {
+                let Some(decoder) = self.decoded.as_mut() else {
+                    return Ok(0);
+                };
+                let at = decoder.stream_position().unwrap_or(0);
+                decoder.read(buf).map_err(|e| {
+                    let first = content.extents().first().map_or(0, |e| e.offset / 512);
+                    SourceError::Corrupt {
+                        first_sector: first,
+                        last_sector: first,
+                        reason: format!("decoding the compressed stream at byte {at}: {e}"),
+                    }
+                })
             }
             Bytes::Runs(runs) => {
                 let mut filled = 0;
@@ -1074,16 +1101,12 @@ impl IndexStage {
                         Ok(StoredContent::Resident(r)) => Bytes::Resident(r),
                         Ok(StoredContent::Runs(r)) => Bytes::Runs(r.pairs()),
                         Ok(StoredContent::None) => continue,
-                        Ok(StoredContent::Compressed {
-                            unit,
-                            size,
-                            initialized,
-                            ..
-                        }) => {
-                            let enc = format!("ntfs-lznt1:{unit}:{size}:{initialized}");
-                            self.not_decoded(ctx, tally, f.id, f.path, &enc)?;
-                            continue;
-                        }
+                        Ok(
+                            c @ (StoredContent::Compressed { .. } | StoredContent::Decmpfs { .. }),
+                        ) => Bytes::Decoded(
+                            c.decoded().unwrap_or_default(),
+                            EvidenceReader(Arc::clone(ctx.evidence)),
+                        ),
                         Ok(StoredContent::Encoded { encoding, .. }) => {
                             self.not_decoded(ctx, tally, f.id, f.path, &encoding)?;
                             continue;
