@@ -298,3 +298,93 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
         tsk.len()
     );
 }
+
+/// A compressed file whose resource fork is damaged (a byte of its first
+/// zlib block flipped in the image): file-hash and index record an error
+/// naming the file and the block, every other file is still hashed to the
+/// manifest, and the evidence is not changed.
+#[test]
+fn a_damaged_resource_fork_is_a_recorded_error_and_the_rest_is_hashed() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("mac");
+    let (image, manifest) = common::corpus(
+        &out,
+        &[
+            "--size",
+            "64MiB",
+            "--seed",
+            "24",
+            "--profile",
+            "mac-laptop",
+            "--fs",
+            "apfs",
+        ],
+    );
+    // The largest compressed file: its fork's first block starts after the
+    // 256-byte header, the resource's length, the block count and table.
+    let victim = manifest
+        .files
+        .iter()
+        .filter(|f| f.allocated && f.compressed)
+        .max_by_key(|f| f.size)
+        .expect("a compressed file");
+    let fork = victim.extents[0].offset as usize;
+    let mut img = std::fs::read(&image).unwrap();
+    let be = |o: usize| u32::from_be_bytes(img[o..o + 4].try_into().unwrap()) as usize;
+    let le = |o: usize| u32::from_le_bytes(img[o..o + 4].try_into().unwrap()) as usize;
+    let data = fork + be(fork) + 4;
+    let first = data + le(data + 4);
+    assert_ne!(img[first], 0xFF, "the first block is zlib, not stored");
+    img[first + 20] ^= 0x5A;
+    std::fs::write(&image, &img).unwrap();
+    let before = common::md5_hex(&img);
+    drop(img);
+    let case = work.path().join("case");
+    std::fs::create_dir_all(&case).unwrap();
+    common::run_ok(&mut common::stage_run(
+        "filesystem,file-hash,index",
+        &image,
+        &case,
+        &[],
+    ));
+    assert_eq!(
+        common::md5_hex(&std::fs::read(&image).unwrap()),
+        before,
+        "evidence unchanged"
+    );
+    let conn = rusqlite::Connection::open(case.join("case.sqlite")).unwrap();
+    let errors: Vec<(String, String)> = conn
+        .prepare(
+            "SELECT stage, message FROM processing_errors WHERE path = ?1 AND severity = 'error'",
+        )
+        .unwrap()
+        .query_map([&victim.tsk_path], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for stage in ["file-hash", "index"] {
+        assert!(
+            errors
+                .iter()
+                .any(|(s, m)| s == stage && m.contains("resource fork: block 0")),
+            "{stage}: {errors:?}"
+        );
+    }
+    let mut hashed = 0;
+    for f in manifest.files.iter().filter(|f| f.allocated && f.md5.is_some()) {
+        let md5: Option<String> = conn
+            .query_row(
+                "SELECT md5 FROM files WHERE path = ?1 AND allocated",
+                [&f.tsk_path],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if f.path == victim.path {
+            assert_eq!(md5, None, "the damaged file has no hash");
+        } else {
+            assert_eq!(md5, f.md5, "{}", f.path);
+            hashed += 1;
+        }
+    }
+    assert!(hashed > 50, "only {hashed} files hashed");
+}

@@ -564,6 +564,26 @@ fn ntfs_stages_agree_with_the_manifest() {
         &["--hashset", &known, "--hashset", &notable],
     );
     crate::index_corpus::check_keywords(&manifest, case.path(), "NTFS 96MiB");
+    // LZNT1-compressed files are decoded and indexed, not left out.
+    let words = crate::index_support::search(case.path(), "[a-z]{4,}", true);
+    let db = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
+    let mut compressed = 0;
+    for f in manifest.files.iter().filter(|f| f.compressed && f.allocated) {
+        let id: i64 = db
+            .query_row(
+                "SELECT id FROM files WHERE path = ?1 AND allocated",
+                [&f.tsk_path],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            words.iter().any(|h| h.kind == "file" && h.id == id),
+            "compressed {} not indexed",
+            f.path
+        );
+        compressed += 1;
+    }
+    assert!(compressed > 0, "no compressed file in the corpus");
 
     let conn = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut stmt = conn
