@@ -97,6 +97,36 @@ for i in range(len(d) // 4096):
 " "$img" "$seeds/apfs/mkapfs.blocks"
     fi
     rm -f "$img"
+    # A Mac corpus of the writer's (16 MiB, seed 6: three files compressed
+    # into their resource forks, of one to three 64 KiB blocks) with every
+    # other file's content blocks zeroed: the metadata and the forks stay.
+    mac="$scratch/mac"
+    if (cd "$root" && cargo build --release --bin caseload >/dev/null 2>&1) &&
+        "$root/target/release/caseload" corpus --size 16MiB --seed 6 --profile mac-laptop \
+            --out "$mac" >/dev/null 2>&1; then
+        python3 -c "
+import json, struct, sys
+m = json.load(open(sys.argv[2]))
+part = m['partition_table']['partitions'][0]
+start = part['offset']
+plain = set()
+for f in m['files']:
+    if f.get('compressed'):
+        continue
+    for x in f.get('extents', []):
+        for b in range((x['offset'] - start) // 4096, (x['offset'] + x['length'] - start + 4095) // 4096):
+            plain.add(b)
+img = open(sys.argv[1], 'rb')
+img.seek(start)
+d = img.read(part['sectors'] * 512)
+out = open(sys.argv[3], 'wb')
+for i in range(len(d) // 4096):
+    b = d[i * 4096:(i + 1) * 4096]
+    if any(b) and i not in plain:
+        out.write(struct.pack('<Q', i) + b)
+" "$mac/image.dd" "$mac/manifest.json" "$seeds/apfs/mac-compressed.blocks"
+    fi
+    rm -rf "$mac"
 fi
 if [ -d "$real" ]; then
     [ -d "$seeds/e01" ] && for f in "$real/ewf/image.E01" "$real/dftt-e01/6-fat-undel.E01"; do
@@ -183,17 +213,27 @@ run_one() {
     cargo +nightly fuzz run --release "$t" "$corpus" "$seeds/$t" -- \
         -max_total_time="$secs" -max_len=4194304 -rss_limit_mb=2048 -timeout=20 \
         -artifact_prefix="$art" -print_final_stats=1 >"$log" 2>&1 || true
-    local execs rate kept=0
+    local execs rate kept=0 slow=0 slowest
     execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)"
     rate="$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)"
+    slowest="$(grep -o 'stat::slowest_unit_time_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)"
     for crash in "$art"*; do
         [ -f "$crash" ] || continue
+        # libFuzzer writes inputs over 10 s as slow-unit-*: not hangs
+        # (-timeout is 20 s), often a fuzzer starved by other work; left
+        # under $art for a look, not kept as regressions.
+        case "$(basename "$crash")" in
+        slow-unit-*)
+            slow=$((slow + 1))
+            continue
+            ;;
+        esac
         mkdir -p "$root/tests/fuzz-regressions/$t"
         cp "$crash" "$root/tests/fuzz-regressions/$t/"
         kept=$((kept + 1))
     done
-    printf '%-12s %10s execs %8s/s  corpus %5s  crashes kept %s\n' "$t" "${execs:-?}" "${rate:-?}" \
-        "$(find "$corpus" -type f | wc -l)" "$kept"
+    printf '%-12s %10s execs %8s/s  corpus %5s  crashes kept %s  slow units %s (slowest %s s)\n' \
+        "$t" "${execs:-?}" "${rate:-?}" "$(find "$corpus" -type f | wc -l)" "$kept" "$slow" "${slowest:-?}"
 }
 echo "fuzz.sh: ${secs}s per target, $jobs at a time; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 running=0
