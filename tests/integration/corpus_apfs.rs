@@ -371,7 +371,11 @@ fn a_damaged_resource_fork_is_a_recorded_error_and_the_rest_is_hashed() {
         );
     }
     let mut hashed = 0;
-    for f in manifest.files.iter().filter(|f| f.allocated && f.md5.is_some()) {
+    for f in manifest
+        .files
+        .iter()
+        .filter(|f| f.allocated && f.md5.is_some())
+    {
         let md5: Option<String> = conn
             .query_row(
                 "SELECT md5 FROM files WHERE path = ?1 AND allocated",

@@ -568,7 +568,11 @@ fn ntfs_stages_agree_with_the_manifest() {
     let words = crate::index_support::search(case.path(), "[a-z]{4,}", true);
     let db = rusqlite::Connection::open(case.path().join("case.sqlite")).unwrap();
     let mut compressed = 0;
-    for f in manifest.files.iter().filter(|f| f.compressed && f.allocated) {
+    for f in manifest
+        .files
+        .iter()
+        .filter(|f| f.compressed && f.allocated)
+    {
         let id: i64 = db
             .query_row(
                 "SELECT id FROM files WHERE path = ?1 AND allocated",
