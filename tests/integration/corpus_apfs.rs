@@ -392,3 +392,52 @@ fn a_damaged_resource_fork_is_a_recorded_error_and_the_rest_is_hashed() {
     }
     assert!(hashed > 50, "only {hashed} files hashed");
 }
+
+/// The autopsy profile on an APFS corpus holds what `tsk_loaddb` stores
+/// for its allocated files: names (a compressed file's `NAME:DECOMP`),
+/// APFS's attribute type, ALLOC without USED (and COMP when compressed).
+#[test]
+fn the_autopsy_profile_on_apfs_stores_what_tsk_loaddb_stores() {
+    let test = "the_autopsy_profile_on_apfs_stores_what_tsk_loaddb_stores";
+    if !common::have_tool(test, "tsk_loaddb") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("mac");
+    let (image, manifest) = common::corpus(
+        &out,
+        &[
+            "--size",
+            "64MiB",
+            "--seed",
+            "24",
+            "--profile",
+            "mac-laptop",
+            "--fs",
+            "apfs",
+        ],
+    );
+    assert!(manifest.summary.compressed_files > 0);
+    let theirs = work.path().join("tsk.db");
+    let o = std::process::Command::new("tsk_loaddb")
+        .arg("-d")
+        .arg(&theirs)
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let case = work.path().join("case");
+    std::fs::create_dir_all(&case).unwrap();
+    common::run_ok(
+        common::stage_run("filesystem", &image, &case, &[]).args(["--profile", "autopsy"]),
+    );
+    let q = crate::forensics_samples::ALLOCATED_FLAGS;
+    let ours = crate::forensics_samples::sql(&case.join("case.sqlite"), q);
+    let tsk = crate::forensics_samples::sql(&theirs, q);
+    assert!(
+        tsk.iter().filter(|r| r.contains(":DECOMP|")).count() > 0,
+        "tsk_loaddb lists compressed files"
+    );
+    assert!(tsk.len() > 50, "tsk_loaddb stored {} rows", tsk.len());
+    assert_eq!(ours, tsk);
+}

@@ -276,7 +276,7 @@ fn forensics_samples_ntfs_walks_as_tsk_walks_it() {
 }
 
 /// `sqlite3 DB SQL`'s output lines.
-fn sql(db: &Path, query: &str) -> Vec<String> {
+pub(crate) fn sql(db: &Path, query: &str) -> Vec<String> {
     let out = std::process::Command::new("sqlite3")
         .arg(db)
         .arg(query)
@@ -332,7 +332,21 @@ fn check_autopsy(test: &str, name: &str) {
     let (o, t) = (sql(&ours, modes), sql(&theirs, modes));
     assert!(t.len() > 10, "{name}: tsk_loaddb stored {} files", t.len());
     assert_eq!(o, t, "{name}: mode, uid, gid of allocated regular files");
+    assert_eq!(
+        sql(&ours, ALLOCATED_FLAGS),
+        sql(&theirs, ALLOCATED_FLAGS),
+        "{name}: names, attribute types, meta flags and has_layout of allocated files"
+    );
 }
+
+/// Allocated regular files (and their slack) as `tsk_files` holds them:
+/// name, attribute type, meta flags and `has_layout`, as tsk_loaddb
+/// stores them per file system (system files and unallocated space left
+/// out).
+pub(crate) const ALLOCATED_FLAGS: &str =
+    "SELECT parent_path || name, type, attr_type, meta_flags, ifnull(has_layout, 'none')
+     FROM tsk_files WHERE meta_type = 1 AND dir_flags = 1 AND type IN (0, 7)
+     AND name NOT LIKE '$%' AND parent_path NOT LIKE '%/$%' ORDER BY 1, 2";
 
 #[test]
 fn autopsy_profile_stores_tsk_s_types_and_modes_on_forensics_samples() {

@@ -10,6 +10,7 @@
 
 use super::super::DbError;
 use super::super::conn::Conn;
+use super::super::rows::StoredContent;
 use super::super::write::{Reply, Write};
 use super::{extension, file_id, split_path};
 
@@ -187,10 +188,24 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
                 .and_then(|d| d.parse().ok());
             let runs = f.content.runs().map(|r| r.data_runs()).unwrap_or_default();
             let extension = extension(&f.name);
+            // APFS compression: TSK names the row after the decompressed
+            // attribute it reads (`NAME:DECOMP`), inline (held in the
+            // record) or in the resource fork.
+            let compressed = f.fs_type == "APFS"
+                && matches!(
+                    f.content,
+                    StoredContent::Decmpfs { .. } | StoredContent::Resident(_)
+                );
             let row = TskFile {
                 obj,
                 fs_obj,
-                name: f.name.clone(),
+                fs_type: f.fs_type,
+                compressed,
+                name: if compressed {
+                    format!("{}:DECOMP", f.name)
+                } else {
+                    f.name.clone()
+                },
                 meta_addr,
                 kind: if dir { TskKind::Dir } else { TskKind::File },
                 allocated: f.allocated,
@@ -312,6 +327,10 @@ enum TskKind {
 struct TskFile {
     obj: i64,
     fs_obj: i64,
+    /// The file system's name (`NewFile::fs_type`).
+    fs_type: &'static str,
+    /// APFS-compressed (TSK's COMP flag).
+    compressed: bool,
     name: String,
     meta_addr: Option<i64>,
     kind: TskKind,
@@ -325,6 +344,35 @@ struct TskFile {
 }
 
 impl TskFile {
+    /// `attr_type` as tsk_loaddb stores it for an allocated entry: the
+    /// file system's data attribute (NTFS `$DATA` 128 and a folder's
+    /// `$INDEX_ROOT` 144, APFS's 4352 for files), else DEFAULT (1).
+    /// Deleted entries keep the older rule (128 where runs are known, else
+    /// 1): TSK's vary there (NTFS: 128, 0 or none).
+    fn attr_type(&self, has_runs: bool) -> i64 {
+        let dir = self.kind == TskKind::Dir;
+        match (self.allocated, self.fs_type, dir) {
+            (true, "NTFS", false) => 128,
+            (true, "NTFS", true) => 144,
+            (true, "APFS", false) => 4352,
+            (true, _, _) => 1,
+            (false, _, _) if has_runs => 128,
+            (false, _, _) => 1,
+        }
+    }
+
+    /// `meta_flags` as tsk_loaddb stores them: ALLOC (1) or UNALLOC (2),
+    /// with USED (4) where TSK's file system sets it (not APFS, not a
+    /// deleted exFAT entry) and COMP (16) on APFS-compressed files.
+    fn meta_flags(&self) -> i64 {
+        match (self.allocated, self.fs_type) {
+            (true, "APFS") => 1 | if self.compressed { 16 } else { 0 },
+            (true, _) => 1 | 4,
+            (false, "exFAT") => 2,
+            (false, _) => 2 | 4,
+        }
+    }
+
     fn insert(&self, conn: &mut Conn, runs: &[(u64, u64)]) -> Result<(), DbError> {
         let dir = self.kind == TskKind::Dir;
         let [mtime, atime, ctime, crtime] = self.times;
@@ -336,19 +384,20 @@ impl TskFile {
             &[
                 self.obj.into(),
                 self.fs_obj.into(),
-                // TSK_FS_ATTR_TYPE_DEFAULT, or NTFS $DATA for data runs.
-                if runs.is_empty() { 1i64 } else { 128i64 }.into(),
+                self.attr_type(!runs.is_empty()).into(),
                 self.name.clone().into(),
                 self.meta_addr.into(),
                 // TSK_DB_FILES_TYPE_FS, or _SLACK.
                 if self.kind == TskKind::Slack { 7i64 } else { 0 }.into(),
-                (!runs.is_empty()).then_some(1i64).into(),
+                // tsk_loaddb leaves `has_layout` unset (the runs are in
+                // tsk_file_layout).
+                None::<i64>.into(),
                 // TSK_FS_NAME_TYPE_DIR / _REG, META_TYPE_DIR / _REG.
                 if dir { 3i64 } else { 5 }.into(),
                 if dir { 2i64 } else { 1 }.into(),
-                // NAME_FLAG_ALLOC / _UNALLOC, META_FLAG ALLOC|USED / UNALLOC|USED.
+                // NAME_FLAG_ALLOC / _UNALLOC.
                 if self.allocated { 1i64 } else { 2 }.into(),
-                if self.allocated { 5i64 } else { 6 }.into(),
+                self.meta_flags().into(),
                 (self.size as i64).into(),
                 ctime.into(),
                 crtime.into(),

@@ -72,6 +72,12 @@ const KINDS: [&str; 5] = [
 ];
 
 /// Every value of `files.recovery`, in [`Recovery`] order.
+/// `files`' file-system names as a spool reads them back (the parsed
+/// kinds' `FsKind::name`).
+const FS_TYPES: [&str; 9] = [
+    "FAT12", "FAT16", "FAT32", "NTFS", "exFAT", "Ext2", "Ext3", "Ext4", "APFS",
+];
+
 const RECOVERIES: [&str; 5] = [
     "allocated",
     "unallocated",
@@ -111,7 +117,7 @@ fn extents(runs: &[Run]) -> Extents {
 }
 
 /// The `files` row of a record.
-fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
+fn new_file(volume_id: i64, rec: FileRecord, fs_type: &'static str) -> NewFile {
     let content = match &rec.content {
         Content::None => StoredContent::None,
         Content::Resident(bytes) => StoredContent::Resident(bytes.clone()),
@@ -172,6 +178,7 @@ fn new_file(volume_id: i64, rec: FileRecord) -> NewFile {
         name: rec.tsk_name(),
         short_name: rec.short_name.clone(),
         kind: kind_name(rec.kind),
+        fs_type,
         size: rec.size,
         allocated: rec.allocated,
         recovery: recovery_name(rec.recovery),
@@ -538,7 +545,8 @@ impl Filesystem {
                 return Ok(counts);
             }
         };
-        let fs_type = fs.kind().to_string();
+        let fs_kind = fs.kind();
+        let fs_type = fs_kind.to_string();
         if let FileSystem::Unsupported(kind) = &fs {
             emit(Event::VolumeFs {
                 fs_type: kind.to_string(),
@@ -584,7 +592,7 @@ impl Filesystem {
             ctx.progress.advance(1);
             // The volume row is the caller's: the file's is filled in
             // where it is stored.
-            match emit(Event::File(Box::new(new_file(0, rec)))) {
+            match emit(Event::File(Box::new(new_file(0, rec, fs_kind.name())))) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     failure = Some(e);
