@@ -148,21 +148,7 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
     let test = "an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk";
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("mac");
-    let (image, manifest) = common::corpus(
-        &out,
-        &[
-            "--size",
-            "64MiB",
-            "--seed",
-            "24",
-            "--profile",
-            "mac-laptop",
-            "--fs",
-            "apfs",
-            "--format",
-            "dd,e01",
-        ],
-    );
+    let (image, manifest) = mac_corpus(&out, &["--format", "dd,e01"]);
     let mut bodies = Vec::new();
     for (name, evidence) in [("dd", image.clone()), ("e01", out.join("image.E01"))] {
         let case = work.path().join(format!("case-{name}"));
@@ -307,19 +293,7 @@ fn an_apfs_corpus_walked_by_the_pipeline_equals_its_manifest_and_tsk() {
 fn a_damaged_resource_fork_is_a_recorded_error_and_the_rest_is_hashed() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("mac");
-    let (image, manifest) = common::corpus(
-        &out,
-        &[
-            "--size",
-            "64MiB",
-            "--seed",
-            "24",
-            "--profile",
-            "mac-laptop",
-            "--fs",
-            "apfs",
-        ],
-    );
+    let (image, manifest) = mac_corpus(&out, &[]);
     // The largest compressed file: its fork's first block starts after the
     // 256-byte header, the resource's length, the block count and table.
     let victim = manifest
@@ -404,19 +378,7 @@ fn the_autopsy_profile_on_apfs_stores_what_tsk_loaddb_stores() {
     }
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("mac");
-    let (image, manifest) = common::corpus(
-        &out,
-        &[
-            "--size",
-            "64MiB",
-            "--seed",
-            "24",
-            "--profile",
-            "mac-laptop",
-            "--fs",
-            "apfs",
-        ],
-    );
+    let (image, manifest) = mac_corpus(&out, &[]);
     assert!(manifest.summary.compressed_files > 0);
     let theirs = work.path().join("tsk.db");
     let o = std::process::Command::new("tsk_loaddb")
@@ -440,4 +402,25 @@ fn the_autopsy_profile_on_apfs_stores_what_tsk_loaddb_stores() {
     );
     assert!(tsk.len() > 50, "tsk_loaddb stored {} rows", tsk.len());
     assert_eq!(ours, tsk);
+}
+
+/// The 64 MiB mac-laptop corpus (seed 24: files compressed into their
+/// resource forks, up to 636 KB, some with keywords) in `out`, with `extra`
+/// options.
+fn mac_corpus(
+    out: &std::path::Path,
+    extra: &[&str],
+) -> (std::path::PathBuf, caseload_corpus::manifest::Manifest) {
+    let mut args = vec![
+        "--size",
+        "64MiB",
+        "--seed",
+        "24",
+        "--profile",
+        "mac-laptop",
+        "--fs",
+        "apfs",
+    ];
+    args.extend_from_slice(extra);
+    common::corpus(out, &args)
 }
