@@ -209,7 +209,7 @@ impl<'a, R: ReadAt + ?Sized> ContentReader<'a, R> {
                 let want =
                     usize::try_from((size - k * decmpfs::BLOCK).min(decmpfs::BLOCK)).unwrap_or(0);
                 let mut out = cache.block.take().map(|(_, b)| b).unwrap_or_default();
-                decmpfs::decode_block(*codec, k, stored, want, &mut out)
+                decmpfs::decode_block(*codec, &format!("block {k}"), stored, want, &mut out)
                     .map_err(|e| fork_error(&e))?;
                 cache.block = Some((k, out));
             }

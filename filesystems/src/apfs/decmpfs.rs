@@ -70,34 +70,20 @@ pub fn decode_inline(attr: &[u8], h: &Header, limit: u64) -> Decoded {
         return Decoded::NotDecoded(why);
     }
     let want = h.size as usize;
-    match h.kind {
-        3 => {
-            if body.first().is_some_and(|b| b & 0x0f == 0x0f) {
-                return exact(body.get(1..).unwrap_or(&[]), want);
-            }
-            let mut out = Vec::new();
-            let mut z = flate2::read::ZlibDecoder::new(body).take(h.size);
-            match z.read_to_end(&mut out) {
-                Ok(_) if out.len() == want => Decoded::Bytes(out),
-                Ok(_) => Decoded::NotDecoded(format!(
-                    "zlib data decodes to {} bytes, not the {want} the header gives",
-                    out.len()
-                )),
-                Err(e) => Decoded::NotDecoded(format!("zlib data does not decode: {e}")),
-            }
+    // The inline types are one block of the fork types' codecs.
+    let codec = match h.kind {
+        3 => ForkCodec::Zlib,
+        7 => ForkCodec::Lzvn,
+        k => {
+            return Decoded::NotDecoded(format!(
+                "compression type {k} is not read (TSK reads 3, 4, 7 and 8)"
+            ));
         }
-        7 if body.first() == Some(&0x06) => exact(body.get(1..).unwrap_or(&[]), want),
-        7 => match super::lzvn::decode(body, want) {
-            Ok(out) if out.len() == want => Decoded::Bytes(out),
-            Ok(out) => Decoded::NotDecoded(format!(
-                "LZVN data decodes to {} bytes, not the {want} the header gives",
-                out.len()
-            )),
-            Err(e) => Decoded::NotDecoded(format!("LZVN data does not decode: {e}")),
-        },
-        k => Decoded::NotDecoded(format!(
-            "compression type {k} is not read (TSK reads 3, 4, 7 and 8)"
-        )),
+    };
+    let mut out = Vec::new();
+    match decode_block(codec, "inline data", body, want, &mut out) {
+        Ok(()) => Decoded::Bytes(out),
+        Err(e) => Decoded::NotDecoded(e.to_string()),
     }
 }
 
@@ -178,11 +164,12 @@ pub fn block_location(
     Ok((offset, len))
 }
 
-/// Decodes block `i` (`block`, its stored bytes) into `out`, which must
-/// come to exactly `want` bytes (64 KiB, or what is left for the last).
+/// Decodes `block` (stored bytes: a fork's block, or inline data) into
+/// `out`, which must come to exactly `want` bytes (a fork's block: 64 KiB,
+/// or what is left for the last); errors name it as `what`.
 pub fn decode_block(
     codec: ForkCodec,
-    i: u64,
+    what: &str,
     block: &[u8],
     want: usize,
     out: &mut Vec<u8>,
@@ -200,17 +187,17 @@ pub fn decode_block(
             ForkCodec::Zlib => {
                 let mut z = flate2::read::ZlibDecoder::new(block).take(want as u64);
                 z.read_to_end(out)
-                    .map_err(|e| bad(format!("block {i} does not decode: {e}")))?;
+                    .map_err(|e| bad(format!("{what} does not decode: {e}")))?;
             }
             ForkCodec::Lzvn => {
                 *out = super::lzvn::decode(block, want)
-                    .map_err(|e| bad(format!("block {i} does not decode: {e}")))?;
+                    .map_err(|e| bad(format!("{what} does not decode: {e}")))?;
             }
         }
     }
     if out.len() != want {
         return Err(bad(format!(
-            "block {i} decodes to {} bytes, not the {want} its place in the file needs",
+            "{what} decodes to {} bytes, not the {want} its place in the file needs",
             out.len()
         )));
     }
@@ -223,16 +210,6 @@ fn over(size: u64, limit: u64) -> Option<String> {
     (size > limit).then(|| {
         format!("{size} bytes decoded would be over the {limit}-byte limit for decoded content held in a record")
     })
-}
-
-fn exact(b: &[u8], want: usize) -> Decoded {
-    match b.get(..want) {
-        Some(s) => Decoded::Bytes(s.to_vec()),
-        None => Decoded::NotDecoded(format!(
-            "{} stored bytes, fewer than the {want} the header gives",
-            b.len()
-        )),
-    }
 }
 
 #[cfg(test)]
