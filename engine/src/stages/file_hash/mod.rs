@@ -241,25 +241,24 @@ impl FileHash {
         match &job.content {
             StoredContent::Compressed { runs, .. } | StoredContent::Decmpfs { runs, .. } => {
                 // Decoded a unit or block at a time by caseload-fs, reading
-                // the stored runs through the evidence.
+                // the stored runs through the evidence; read in order, so
+                // the reader keeps its unit, block and table page from one
+                // read to the next.
                 let content = job.content.decoded().unwrap_or_default();
                 let first = runs.first_offset().unwrap_or(0) / 512;
                 let reader = EvidenceReader(std::sync::Arc::clone(ctx.evidence));
-                let decoded = ContentReader::new(&reader, &content);
+                let mut decoded = ContentReader::new(&reader, &content);
                 let mut done = 0u64;
                 while done < decoded.len() {
                     let n = usize::try_from((decoded.len() - done).min(buf.len() as u64))
                         .unwrap_or(buf.len());
-                    let got =
-                        decoded
-                            .read_at(&mut buf[..n], done)
-                            .map_err(|e| SourceError::Corrupt {
-                                first_sector: first,
-                                last_sector: first,
-                                reason: format!(
-                                    "decoding the compressed stream at byte {done}: {e}"
-                                ),
-                            })?;
+                    let got = std::io::Read::read(&mut decoded, &mut buf[..n]).map_err(|e| {
+                        SourceError::Corrupt {
+                            first_sector: first,
+                            last_sector: first,
+                            reason: format!("decoding the compressed stream at byte {done}: {e}"),
+                        }
+                    })?;
                     if got == 0 {
                         break;
                     }
