@@ -45,20 +45,27 @@ pub enum FsKind {
 }
 
 impl FsKind {
+    /// The kinds this crate parses.
+    pub const PARSED: [FsKind; 9] = [
+        FsKind::Fat12,
+        FsKind::Fat16,
+        FsKind::Fat32,
+        FsKind::Ntfs,
+        FsKind::ExFat,
+        FsKind::Ext2,
+        FsKind::Ext3,
+        FsKind::Ext4,
+        FsKind::Apfs,
+    ];
+
     /// Whether this crate parses file systems of this kind.
     pub fn is_parsed(self) -> bool {
-        matches!(
-            self,
-            FsKind::Fat12
-                | FsKind::Fat16
-                | FsKind::Fat32
-                | FsKind::Ntfs
-                | FsKind::ExFat
-                | FsKind::Ext2
-                | FsKind::Ext3
-                | FsKind::Ext4
-                | FsKind::Apfs
-        )
+        Self::PARSED.contains(&self)
+    }
+
+    /// The parsed kind [`FsKind::name`] names.
+    pub fn parsed_by_name(name: &str) -> Option<FsKind> {
+        Self::PARSED.into_iter().find(|k| k.name() == name)
     }
 
     /// Short name, as TSK's `fsstat` spells the common ones.

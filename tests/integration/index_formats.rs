@@ -301,7 +301,7 @@ fn index_items(items: &[Item], options: &str) -> (tempfile::TempDir, Vec<(String
                 raw_name: it.name.as_bytes().to_vec(),
                 short_name: None,
                 kind: "file",
-                fs_type: "FAT32",
+                fs_type: caseload_fs::FsKind::Fat32,
                 size: *len as u64,
                 allocated: true,
                 recovery: "allocated",

@@ -354,10 +354,9 @@ pub struct NewFile {
     pub short_name: Option<String>,
     /// `file`, `directory`, `volume-label`, `virtual`, `virtual-directory`.
     pub kind: &'static str,
-    /// Its file system's name (`caseload_fs::FsKind::name`: `NTFS`,
-    /// `APFS`...), which suite profiles follow: TSK's attribute types and
-    /// flags differ by file system.
-    pub fs_type: &'static str,
+    /// Its file system, which suite profiles follow: TSK's attribute
+    /// types and flags differ by file system.
+    pub fs_type: caseload_fs::FsKind,
     /// Logical size.
     pub size: u64,
     /// Allocated (not deleted).

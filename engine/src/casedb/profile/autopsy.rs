@@ -13,6 +13,7 @@ use super::super::conn::Conn;
 use super::super::rows::StoredContent;
 use super::super::write::{Reply, Write};
 use super::{extension, file_id, split_path};
+use caseload_fs::FsKind;
 
 /// Object ids of TSK rows: the image is object 1, volumes' file systems
 /// follow, files' objects are their caseload row ids plus this.
@@ -191,7 +192,7 @@ pub(super) fn after(write: &Write, reply: &Reply, conn: &mut Conn) -> Result<(),
             // APFS compression: TSK names the row after the decompressed
             // attribute it reads (`NAME:DECOMP`), inline (held in the
             // record) or in the resource fork.
-            let compressed = f.fs_type == "APFS"
+            let compressed = f.fs_type == FsKind::Apfs
                 && matches!(
                     f.content,
                     StoredContent::Decmpfs { .. } | StoredContent::Resident(_)
@@ -327,8 +328,8 @@ enum TskKind {
 struct TskFile {
     obj: i64,
     fs_obj: i64,
-    /// The file system's name (`NewFile::fs_type`).
-    fs_type: &'static str,
+    /// The file system (`NewFile::fs_type`).
+    fs_type: FsKind,
     /// APFS-compressed (TSK's COMP flag).
     compressed: bool,
     name: String,
@@ -352,9 +353,9 @@ impl TskFile {
     fn attr_type(&self, has_runs: bool) -> i64 {
         let dir = self.kind == TskKind::Dir;
         match (self.allocated, self.fs_type, dir) {
-            (true, "NTFS", false) => 128,
-            (true, "NTFS", true) => 144,
-            (true, "APFS", false) => 4352,
+            (true, FsKind::Ntfs, false) => 128,
+            (true, FsKind::Ntfs, true) => 144,
+            (true, FsKind::Apfs, false) => 4352,
             (true, _, _) => 1,
             (false, _, _) if has_runs => 128,
             (false, _, _) => 1,
@@ -366,9 +367,9 @@ impl TskFile {
     /// deleted exFAT entry) and COMP (16) on APFS-compressed files.
     fn meta_flags(&self) -> i64 {
         match (self.allocated, self.fs_type) {
-            (true, "APFS") => 1 | if self.compressed { 16 } else { 0 },
+            (true, FsKind::Apfs) => 1 | if self.compressed { 16 } else { 0 },
             (true, _) => 1 | 4,
-            (false, "exFAT") => 2,
+            (false, FsKind::ExFat) => 2,
             (false, _) => 2 | 4,
         }
     }

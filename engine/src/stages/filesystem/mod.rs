@@ -72,12 +72,6 @@ const KINDS: [&str; 5] = [
 ];
 
 /// Every value of `files.recovery`, in [`Recovery`] order.
-/// `files`' file-system names as a spool reads them back (the parsed
-/// kinds' `FsKind::name`).
-const FS_TYPES: [&str; 9] = [
-    "FAT12", "FAT16", "FAT32", "NTFS", "exFAT", "Ext2", "Ext3", "Ext4", "APFS",
-];
-
 const RECOVERIES: [&str; 5] = [
     "allocated",
     "unallocated",
@@ -117,7 +111,7 @@ fn extents(runs: &[Run]) -> Extents {
 }
 
 /// The `files` row of a record.
-fn new_file(volume_id: i64, rec: FileRecord, fs_type: &'static str) -> NewFile {
+fn new_file(volume_id: i64, rec: FileRecord, fs_type: caseload_fs::FsKind) -> NewFile {
     let content = match &rec.content {
         Content::None => StoredContent::None,
         Content::Resident(bytes) => StoredContent::Resident(bytes.clone()),
@@ -592,7 +586,7 @@ impl Filesystem {
             ctx.progress.advance(1);
             // The volume row is the caller's: the file's is filled in
             // where it is stored.
-            match emit(Event::File(Box::new(new_file(0, rec, fs_kind.name())))) {
+            match emit(Event::File(Box::new(new_file(0, rec, fs_kind)))) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     failure = Some(e);

@@ -79,7 +79,7 @@ impl File {
             raw_name: f.raw_name,
             short_name: f.short_name,
             kind: f.kind.to_string(),
-            fs_type: f.fs_type.to_string(),
+            fs_type: f.fs_type.name().to_string(),
             size: f.size,
             allocated: f.allocated,
             recovery: f.recovery.to_string(),
@@ -162,7 +162,12 @@ impl File {
             size: self.size,
             allocated: self.allocated,
             recovery: named(&self.recovery, &super::RECOVERIES)?,
-            fs_type: named(&self.fs_type, &super::FS_TYPES)?,
+            fs_type: caseload_fs::FsKind::parsed_by_name(&self.fs_type).ok_or_else(|| {
+                format!(
+                    "`{}` is not a file system this caseload parses",
+                    self.fs_type
+                )
+            })?,
             recoverable: self.recoverable,
             attributes: self.attributes,
             owner: self.owner,
