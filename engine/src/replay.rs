@@ -137,6 +137,8 @@ struct Step {
     offset: u64,
     len: u64,
     direct: bool,
+    /// A writeback that waits for its writes.
+    wait: bool,
     /// The tracer's stops in the gap before it (the trace's `calls`; 1
     /// where not counted).
     calls: u32,
@@ -153,6 +155,21 @@ struct Step {
     /// I/O; a receive waits for the send that supplied its last byte
     /// (see `pair_messages`).
     stream: Option<u32>,
+    /// A receive: the other thread's send that supplied it.
+    sent_by: Option<(usize, usize)>,
+    /// A timer: how long it ran, in wall time as recorded (the tracer's
+    /// stops do not lengthen a timer, so none come out of it).
+    wall: u64,
+    /// Left out: it followed a timer that would have run out after the
+    /// plain run had ended (see `skip_unfired_timers`).
+    skip: bool,
+}
+
+impl Step {
+    /// An operation on a file or path (not a message or a timer).
+    fn is_io(&self) -> bool {
+        self.stream.is_none() && self.op != Op::Timer
+    }
 }
 
 /// A file of the trace.
@@ -348,7 +365,9 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             (true, None) => continue,
             (false, _) => None,
         };
-        let Some(channel) = r.channel.or(stream.map(|_| ChannelKind::Temp)) else {
+        // Messages and timers are on no channel; Temp stands in.
+        let off_channel = stream.is_some() || r.op == Op::Timer;
+        let Some(channel) = r.channel.or(off_channel.then_some(ChannelKind::Temp)) else {
             continue;
         };
         let idx = match thread_index.get(&r.thread) {
@@ -414,6 +433,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             offset: r.offset,
             len: r.len,
             direct: r.direct,
+            wait: r.wait,
             calls: r.calls.max(1),
             channel,
             path,
@@ -422,6 +442,9 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             deps: Vec::new(),
             trigger: None,
             stream,
+            sent_by: None,
+            wall: if r.op == Op::Timer { r.dur_ns } else { 0 },
+            skip: false,
         });
     }
     if let Phases::Windows(w) = &spec.phases {
@@ -613,9 +636,21 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
             }
         ));
     }
-    let triggers = find_triggers(&mut threads, &order_of);
+    // Guessed waits only where the trace shows none: with its threads'
+    // messages kept, a guess ties a thread to whichever step happened to
+    // end just before it (a backend to an autovacuum worker's read).
+    let triggers = if paired == 0 {
+        find_triggers(&mut threads, &order_of)
+    } else {
+        0
+    };
     let plain_ns = header.get("plain-ns").and_then(|v| v.parse::<u64>().ok());
     if let Some(note) = take_out_tracer(&mut threads, overhead_ns, plain_ns, &stops) {
+        notes.push(note);
+    }
+    if let Some(plain) = plain_ns
+        && let Some(note) = skip_unfired_timers(&mut threads, &order_of, plain)
+    {
         notes.push(note);
     }
     if triggers > 0 {
@@ -636,13 +671,17 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
 type StepsByKey = HashMap<usize, HashMap<usize, Vec<(u64, usize)>>>;
 
 /// What another thread's step must wait for. Only what a replay could
-/// get wrong or time differently is kept: a step that makes, removes,
-/// renames or cuts a path or makes a file longer waits for every earlier
-/// step on it (a read must not find it changed under it); a read or sync
-/// waits for the writes before it (read-after-write finds its data in the
-/// cache, a sync flushes the writes it flushed); any other step for those
-/// that change the path. Waiting for every earlier step on the same file
-/// chained a database's backends through each other's page writes.
+/// get wrong is kept: a step that makes, removes, renames or cuts a path
+/// waits for every earlier step on it (a read must not find it changed
+/// under it); a read waits for the writes before it (read-after-write
+/// finds its data, and the length a write gave the file); any other step
+/// (writes, syncs, opens) for those that change the path. A write needs
+/// no other thread's write, one that made the file longer included, and a
+/// sync flushes whatever is written when it runs: in the traced run their
+/// order was timing's, and kept it tied a database's backend, through the
+/// write-ahead log, to a checkpointer pacing its writes by the clock.
+/// Waiting for every earlier step on the same file chained a database's
+/// backends through each other's page writes.
 /// `step_keys` are each step's paths (its file's first), `fill_of` a
 /// file's size before the trace. Sets each step's `deps`; returns how many.
 fn find_deps(
@@ -659,8 +698,8 @@ fn find_deps(
         .collect();
     by_time.sort_unstable();
     let mut size_of: HashMap<usize, u64> = HashMap::new();
-    // What a step changes, 0 to 2: nothing, data (a write in place: reads
-    // and syncs wait for it), or the path (everything waits for it).
+    // What a step changes, 0 to 2: nothing, data (a write: reads wait for
+    // it), or the path (everything waits for it).
     let mut weight: Vec<Vec<u8>> = threads.iter().map(|(_, st)| vec![0; st.len()]).collect();
     for &(_, ti, si) in &by_time {
         let s = &threads[ti].1[si];
@@ -679,12 +718,8 @@ fn find_deps(
                 match key {
                     Some(k) => {
                         let size = size_of.entry(k).or_insert(fill);
-                        if end > *size {
-                            *size = end;
-                            2
-                        } else {
-                            1
-                        }
+                        *size = (*size).max(end);
+                        1
                     }
                     None => 1,
                 }
@@ -728,10 +763,10 @@ fn find_deps(
         for (si, keys) in keys_of.iter().enumerate() {
             let t = threads[ti].1[si].t;
             // What it must not overtake: anything, if it changes the path;
-            // data and paths, if it reads or syncs; paths otherwise.
+            // data and paths, if it reads; paths otherwise.
             let waits_for = match (weight[ti][si], threads[ti].1[si].op) {
                 (2, _) => &by_key[0],
-                (_, Op::Read | Op::Sync) => &by_key[1],
+                (_, Op::Read) => &by_key[1],
                 _ => &by_key[2],
             };
             let mut deps: Vec<(usize, usize)> = Vec::new();
@@ -832,10 +867,95 @@ fn pair_messages(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> 
             if tj == ti || (order_of[tj][sj], tj, sj) >= (order_of[ti][si], ti, si) {
                 continue;
             }
+            threads[ti].1[si].sent_by = Some((tj, sj));
             add_dep(&mut threads[ti].1[si].deps, tj, sj);
         }
     }
     (paired, unpaired)
+}
+
+/// Leave out what only happened because the tracer made the run longer: a
+/// timer (`Op::Timer`, on the tracer-free clock) that would have run out
+/// after the plain run ended (`plain_ns`) never ran out in it, so what
+/// its thread did next (until it next received something from an
+/// operation that is kept) did not happen either, nor what that sent
+/// others (from their receive of it to their next kept receive) or the
+/// threads it spawned. Under strace caseload's PostgreSQL-backed run took
+/// 55 s where it takes 24: the autovacuum launcher's 30 s nap ran out,
+/// started a worker and the work it asked of the checkpointer, and a
+/// replay on a faster lab waited for all of it. Taken in the recorded
+/// order (a receive after its send). Waits on a step left out move to the
+/// thread's latest kept step before it. A note of what was left out.
+fn skip_unfired_timers(
+    threads: &mut [(String, Vec<Step>)],
+    order_of: &[Vec<u64>],
+    plain_ns: u64,
+) -> Option<String> {
+    let mut order: Vec<(u64, usize, usize)> = threads
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, (_, steps))| (0..steps.len()).map(move |si| (ti, si)))
+        .map(|(ti, si)| (order_of[ti][si], ti, si))
+        .collect();
+    order.sort_unstable();
+    let mut tainted = vec![false; threads.len()];
+    let (mut timers, mut skipped, mut bytes) = (0u64, 0u64, 0u64);
+    for &(_, ti, si) in &order {
+        let s = &threads[ti].1[si];
+        if s.op == Op::Timer && !tainted[ti] && s.t.saturating_add(s.wall) > plain_ns {
+            tainted[ti] = true;
+            timers += 1;
+        } else if s.op == Op::Recv {
+            let from_skipped = s.sent_by.is_some_and(|(tj, sj)| threads[tj].1[sj].skip);
+            tainted[ti] = from_skipped;
+        }
+        if tainted[ti] {
+            let s = &mut threads[ti].1[si];
+            s.skip = true;
+            if s.is_io() {
+                skipped += 1;
+                if matches!(s.op, Op::Read | Op::Write) {
+                    bytes += s.len;
+                }
+            }
+        }
+    }
+    if timers == 0 {
+        return None;
+    }
+    // The latest kept step at or before each step, per thread.
+    let kept_before: Vec<Vec<Option<usize>>> = threads
+        .iter()
+        .map(|(_, steps)| {
+            let mut last = None;
+            steps
+                .iter()
+                .enumerate()
+                .map(|(si, s)| {
+                    if !s.skip {
+                        last = Some(si);
+                    }
+                    last
+                })
+                .collect()
+        })
+        .collect();
+    for (_, steps) in threads.iter_mut() {
+        for s in steps.iter_mut().filter(|s| !s.skip) {
+            s.deps = s
+                .deps
+                .iter()
+                .filter_map(|&(tj, sj)| kept_before[tj][sj].map(|k| (tj, k)))
+                .collect();
+            s.trigger = s
+                .trigger
+                .and_then(|(tj, sj)| kept_before[tj][sj].map(|k| (tj, k)));
+        }
+    }
+    Some(format!(
+        "{timers} timers would have run out after the plain run's end ({:.3} s): {skipped} operations ({bytes} bytes read and written) that followed them, in their threads and in what they woke or started, left out (they happened only because the tracer made the run longer)",
+        plain_ns as f64 / 1e9
+    ))
 }
 
 /// Operations that began just after another thread's ended, their own
@@ -862,7 +982,7 @@ fn find_triggers(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> 
             steps
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.stream.is_none())
+                .filter(|(_, s)| s.is_io())
                 .map(move |(si, s)| (s.t.saturating_add(s.dur), ti, si))
         })
         .collect();
@@ -870,7 +990,7 @@ fn find_triggers(threads: &mut [(String, Vec<Step>)], order_of: &[Vec<u64>]) -> 
     let mut found = 0u64;
     for ti in 0..threads.len() {
         for si in 1..threads[ti].1.len() {
-            if threads[ti].1[si].stream.is_some() {
+            if !threads[ti].1[si].is_io() {
                 continue;
             }
             let prev = &threads[ti].1[si - 1];
@@ -1202,6 +1322,19 @@ impl Shared<'_> {
             if self.cancel.load(Ordering::Relaxed) {
                 break;
             }
+            if step.skip {
+                // Left out (a timer's doing that the plain run never saw):
+                // done at once, in its place in the thread.
+                let now = Instant::now();
+                prev_end_trace = Some(step.t + step.dur);
+                prev_end_replay = now;
+                self.ends[ti][si].store(
+                    now.duration_since(self.start).as_nanos() as u64,
+                    Ordering::Release,
+                );
+                self.finished(ti);
+                continue;
+            }
             // Think time: the recorded gap since this thread's previous
             // operation ended (from the trace's start for its first), the
             // tracer's cost per call taken out. `ideal` is when the step
@@ -1263,11 +1396,18 @@ impl Shared<'_> {
             if let Err(e) = self.execute(step, &mut buf) {
                 self.error(format!("{} {}: {e}", step.op.name(), self.describe(step)));
             }
+            if step.op == Op::Timer {
+                // A timer lasts as recorded, on the tracer-free clock (as
+                // the think time it was before timers were kept: a pacing
+                // loop's timers, a checkpointer's, are as long as the
+                // run's pace made them, which the clock best reflects).
+                wait_until(began + Duration::from_nanos(step.dur), &self.spinners);
+            }
             let ended = Instant::now();
             let p = &self.phases[step.phase];
             let ns = |t: Instant| t.duration_since(self.start).as_nanos() as u64;
-            // A message is a wait, not an operation of the phase.
-            if step.stream.is_none() {
+            // A message or a timer is a wait, not an operation of the phase.
+            if step.is_io() {
                 p.first_ns.fetch_min(ns(began), Ordering::Relaxed);
                 p.last_ns.fetch_max(ns(ended), Ordering::Relaxed);
                 p.ops.fetch_add(1, Ordering::Relaxed);
@@ -1357,6 +1497,12 @@ impl Shared<'_> {
                 let h = self.handle(step, false, false)?;
                 h.file.sync_data().map_err(|e| e.to_string())
             }
+            Op::Writeback => {
+                let h = self.handle(step, false, false)?;
+                h.file
+                    .start_writeback(step.offset, step.len, step.wait)
+                    .map_err(|e| e.to_string())
+            }
             Op::Truncate => {
                 let h = self.handle(step, false, false)?;
                 h.file.set_len(step.len).map_err(|e| e.to_string())
@@ -1388,7 +1534,7 @@ impl Shared<'_> {
                 Ok(())
             }
             // A message's wait was its dependency (`pair_messages`).
-            Op::Add | Op::Thread | Op::Phase | Op::Send | Op::Recv => Ok(()),
+            Op::Add | Op::Thread | Op::Phase | Op::Send | Op::Recv | Op::Timer => Ok(()),
         }
     }
 }
@@ -1988,6 +2134,10 @@ mod tests {
             deps: Vec::new(),
             trigger: None,
             stream: None,
+            wait: false,
+            sent_by: None,
+            wall: 0,
+            skip: false,
         }
     }
 
@@ -2035,8 +2185,8 @@ mod tests {
             ..step(t, 10, 1)
         };
         // One file of 8 KiB before the trace. A writes in place, then past
-        // the end; B reads after each write and writes in place; C opens
-        // late, then renames the file away after B's last read.
+        // the end; B reads after each write, writes in place and syncs; C
+        // opens late, then renames the file away after B's sync.
         let mut threads = vec![
             (
                 "A".to_string(),
@@ -2048,6 +2198,7 @@ mod tests {
                     at(50, Op::Read, 0, 4096),
                     at(60, Op::Write, 4096, 4096),
                     at(200, Op::Read, 8192, 4096),
+                    at(250, Op::Sync, 0, 0),
                 ],
             ),
             (
@@ -2067,18 +2218,101 @@ mod tests {
         assert_eq!(deps(1, 0), vec![(0, 0)]);
         assert_eq!(deps(1, 1), vec![]);
         assert_eq!(deps(2, 0), vec![]);
-        // A write past the end is waited for by the read of its bytes.
+        // A write past the end is waited for by the read of its bytes,
+        // and itself waits for no one's write or open.
         assert_eq!(deps(1, 2), vec![(0, 1)]);
-        // The extending write itself waits for every earlier step: B's
-        // in-place write and C's open.
-        let mut w = deps(0, 1);
-        w.sort_unstable();
-        assert_eq!(w, vec![(1, 1), (2, 0)]);
+        assert_eq!(deps(0, 1), vec![]);
+        // A sync waits for no other thread's write.
+        assert_eq!(deps(1, 3), vec![]);
         // A rename waits for every earlier step of the others.
         let mut r = deps(2, 1);
         r.sort_unstable();
-        assert_eq!(r, vec![(0, 1), (1, 2)]);
-        assert_eq!(n, 6);
+        assert_eq!(r, vec![(0, 1), (1, 3)]);
+        assert_eq!(n, 4);
+    }
+
+    #[test]
+    fn what_a_timer_the_plain_run_never_saw_run_out_did_is_left_out() {
+        let at = |t: u64, op: Op| Step {
+            op,
+            stream: matches!(op, Op::Send | Op::Recv).then_some(0),
+            ..step(t, 0, 1)
+        };
+        // The plain run lasted 10 ms. A launcher naps 30 ms from 2 ms: its
+        // timer runs out after that, so its request to the server (a send,
+        // then a write) never happened, nor the server's work for it (a
+        // read, a send to a worker it starts, the worker's write), up to
+        // the server's next receive, a client's query, which is kept with
+        // what follows it. A 1 ms timer at 1 ms ran out in the plain run.
+        let timer = |t: u64, wall: u64| Step {
+            wall,
+            ..at(t, Op::Timer)
+        };
+        let mut threads = vec![
+            (
+                "launcher".to_string(),
+                vec![
+                    timer(1_000_000, 1_000_000),
+                    at(1_500_000, Op::Write),
+                    timer(2_000_000, 30_000_000),
+                    at(32_000_000, Op::Send),
+                    at(32_100_000, Op::Write),
+                ],
+            ),
+            (
+                "server".to_string(),
+                vec![
+                    at(32_200_000, Op::Recv),
+                    at(32_300_000, Op::Read),
+                    at(32_400_000, Op::Send),
+                    at(33_000_000, Op::Recv),
+                    at(33_100_000, Op::Write),
+                ],
+            ),
+            (
+                "worker".to_string(),
+                vec![at(32_500_000, Op::Recv), at(32_600_000, Op::Write)],
+            ),
+            (
+                "client".to_string(),
+                vec![at(32_900_000, Op::Send), at(34_000_000, Op::Read)],
+            ),
+        ];
+        threads[1].1[0].sent_by = Some((0, 3));
+        threads[2].1[0].sent_by = Some((1, 2));
+        threads[1].1[3].sent_by = Some((3, 0));
+        // The client's read waits (by the file rules) for the worker's
+        // write: it moves to the worker's latest kept step, of which there
+        // is none.
+        threads[3].1[1].deps = vec![(2, 1), (1, 4)];
+        let order = times(&threads);
+        let note = skip_unfired_timers(&mut threads, &order, 10_000_000).unwrap();
+        let skipped: Vec<Vec<bool>> = threads
+            .iter()
+            .map(|(_, s)| s.iter().map(|s| s.skip).collect())
+            .collect();
+        assert_eq!(
+            skipped,
+            vec![
+                vec![false, false, true, true, true],
+                vec![true, true, true, false, false],
+                vec![true, true],
+                vec![false, false],
+            ]
+        );
+        assert_eq!(threads[3].1[1].deps, vec![(1, 4)]);
+        assert!(
+            note.starts_with("1 timers") && note.contains("3 operations (3 bytes"),
+            "{note}"
+        );
+        // Without a timer past the end nothing is left out.
+        let mut threads = vec![(
+            "a".to_string(),
+            vec![timer(0, 5_000_000), at(6_000_000, Op::Write)],
+        )];
+        let order = times(&threads);
+        assert!(skip_unfired_timers(&mut threads, &order, 10_000_000).is_none());
+        assert!(!threads[0].1[1].skip);
     }
 
     #[test]

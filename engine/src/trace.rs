@@ -350,6 +350,7 @@ pub fn format_record(r: &TraceRecord, line: &mut Vec<u8>) {
             offset: r.offset,
             len: r.len,
             direct: false,
+            wait: false,
             path: bytes(&r.path),
             to: bytes(&r.to),
             calls: 0,

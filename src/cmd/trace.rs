@@ -476,6 +476,13 @@ fn render_import(
             m.streams
         );
     }
+    if r.messages.timers > 0 {
+        let _ = writeln!(
+            s,
+            "timers that ran out: {} (waits that timed out, after which the thread went on by itself: a replay waits them out in wall time)",
+            r.messages.timers
+        );
+    }
     if !r.left_out.is_empty() {
         let _ = writeln!(s, "left out:");
         for (why, t) in &r.left_out {

@@ -70,6 +70,17 @@ pub enum RawOp {
     },
     /// The file's data flushed to the device (FlushBuffersFile, fsync).
     Sync,
+    /// Writeback of `len` bytes from `offset` (0: to the end) started,
+    /// and waited for when `wait` (`sync_file_range`): no device cache
+    /// flush, no metadata.
+    Writeback {
+        /// Byte offset.
+        offset: u64,
+        /// Bytes (0: to the end of the file).
+        len: u64,
+        /// The call waited for the writeback (`SYNC_FILE_RANGE_WAIT_AFTER`).
+        wait: bool,
+    },
     /// A directory's entries flushed (fsync of a directory).
     DirSync,
     /// The file's size set (SetEndOfFile, ftruncate, fallocate).
@@ -107,6 +118,9 @@ pub enum RawOp {
         /// Bytes sent.
         len: u64,
     },
+    /// A timer ran out: the thread waited `dur_ns` from `t_ns` in calls
+    /// that timed out, then went on by itself (see [`crate::format::Op::Timer`]).
+    Timer,
     /// `len` bytes received from a stream (see [`RawOp::Send`]); its
     /// start is when the thread began waiting for them (a `poll` or
     /// `epoll_wait` that found them ready, when one came first).

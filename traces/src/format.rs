@@ -94,6 +94,12 @@ pub enum Op {
     Write,
     /// The file's data synced (fsync, fdatasync, FlushBuffersFile).
     Sync,
+    /// The file's dirty pages in `len` bytes from `offset` (0: to its end)
+    /// handed to the device, with no device cache flush and no metadata
+    /// (`sync_file_range`): started only, or, with the `wait` flag, waited
+    /// for. Not a sync: PostgreSQL and initdb start writeback this way
+    /// ahead of their fsyncs, which then find little left to do.
+    Writeback,
     /// The file's size set to `len`.
     Truncate,
     /// A directory synced (`path`).
@@ -114,10 +120,16 @@ pub enum Op {
     /// `len` bytes received from the stream named `path` (no channel):
     /// it waits in a replay for the `send` that supplied its last byte.
     Recv,
+    /// A timer that ran out (no channel, no file): the thread waited
+    /// `dur` ns from `t` in calls that timed out (a poll, a sleep) and
+    /// then went on by itself. A replay waits it out in wall time, as
+    /// the timer did, whatever the tracer cost; what follows it happened
+    /// because the time ran out.
+    Timer,
 }
 
 impl Op {
-    const ALL: [Op; 17] = [
+    const ALL: [Op; 19] = [
         Op::Add,
         Op::Thread,
         Op::Phase,
@@ -127,6 +139,7 @@ impl Op {
         Op::Read,
         Op::Write,
         Op::Sync,
+        Op::Writeback,
         Op::Truncate,
         Op::DirSync,
         Op::Rename,
@@ -135,6 +148,7 @@ impl Op {
         Op::Stat,
         Op::Send,
         Op::Recv,
+        Op::Timer,
     ];
 
     /// The name in the trace file.
@@ -149,6 +163,7 @@ impl Op {
             Op::Read => "read",
             Op::Write => "write",
             Op::Sync => "sync",
+            Op::Writeback => "writeback",
             Op::Truncate => "truncate",
             Op::DirSync => "dirsync",
             Op::Rename => "rename",
@@ -157,6 +172,7 @@ impl Op {
             Op::Stat => "stat",
             Op::Send => "send",
             Op::Recv => "recv",
+            Op::Timer => "timer",
         }
     }
 
@@ -199,6 +215,8 @@ pub struct Record {
     pub len: u64,
     /// Non-cached (direct) I/O.
     pub direct: bool,
+    /// A `writeback` that waited for the writes it started (flag `wait`).
+    pub wait: bool,
     /// The path: of an `add` (relative to its channel's directory in an
     /// imported trace, absolute in a run's own), of a path operation, or a
     /// thread's or phase's name.
@@ -239,7 +257,12 @@ pub fn write_record(r: &Record, line: &mut Vec<u8>) {
         r.op.name(),
         r.offset,
         r.len,
-        if r.direct { "direct" } else { "" }
+        match (r.direct, r.wait) {
+            (false, false) => "",
+            (true, false) => "direct",
+            (false, true) => "wait",
+            (true, true) => "direct|wait",
+        }
     );
     if let Some(p) = &r.path {
         escape(p, line);
@@ -365,16 +388,18 @@ pub fn parse_record(text: &[u8], version: u32, line: u64) -> Result<Record, Form
             offset: num("offset", fields[4])?,
             len: num("len", fields[5])?,
             direct: false,
+            wait: false,
             path: path(fields[6])?,
             to: None,
             calls: 0,
         });
     }
     let flags = fields[8];
-    let mut direct = false;
+    let (mut direct, mut wait) = (false, false);
     for flag in flags.split(|&b| b == b'|').filter(|f| !f.is_empty()) {
         match flag {
             b"direct" => direct = true,
+            b"wait" => wait = true,
             other => {
                 return Err(bad(format!(
                     "unknown flag `{}`",
@@ -394,6 +419,7 @@ pub fn parse_record(text: &[u8], version: u32, line: u64) -> Result<Record, Form
         offset: num("offset", fields[6])?,
         len: num("len", fields[7])?,
         direct,
+        wait,
         path: path(fields[9])?,
         to: path(fields[10])?,
         calls: match fields.get(11) {
@@ -587,6 +613,7 @@ mod tests {
             offset: 0,
             len: 0,
             direct: true,
+            wait: false,
             path: Some(b"/case/a,b \"c\"\n%d\xff.txt".to_vec()),
             to: Some(b"C:\\x y\\z".to_vec()),
             calls: 3,
@@ -603,6 +630,26 @@ mod tests {
             },
             &mut text,
         );
+        // A waiting writeback and a timer (on no channel).
+        let wb = Record {
+            op: Op::Writeback,
+            channel: Some(Channel::Database),
+            file: 9,
+            offset: 4096,
+            len: 8192,
+            wait: true,
+            direct: true,
+            ..Record::default()
+        };
+        let timer = Record {
+            t_ns: 5,
+            dur_ns: 30_000_000_000,
+            thread: 3,
+            op: Op::Timer,
+            ..Record::default()
+        };
+        write_record(&wb, &mut text);
+        write_record(&timer, &mut text);
         let mut reader = TraceReader::new(&text[..]).unwrap();
         assert_eq!(reader.header().version, 2);
         assert_eq!(reader.header().get("source"), Some("test line"));
@@ -610,6 +657,8 @@ mod tests {
         assert_eq!(back[0], r);
         assert_eq!(back[1].op, Op::Thread);
         assert_eq!(back[1].channel, None);
+        assert_eq!(back[2], wb);
+        assert_eq!(back[3], timer);
     }
 
     #[test]

@@ -1276,6 +1276,18 @@ impl ChannelFile {
         self.sync_with(File::sync_data)
     }
 
+    /// Start writing back the file's dirty pages in `len` bytes from
+    /// `offset` (0: to the end), waiting for them when `wait`
+    /// (`sync_file_range` on Linux): a replayed `writeback`. Not counted
+    /// as a sync (it flushes no device cache and promises nothing) nor as
+    /// a write (its bytes were counted when written).
+    pub fn start_writeback(&self, offset: u64, len: u64, wait: bool) -> io::Result<()> {
+        crate::os::start_writeback(&self.file, offset, len, wait).inspect_err(|e| {
+            self.counters
+                .note_error(self.kind, "writeback", &self.path, e)
+        })
+    }
+
     /// A sync of the file by `sync` (fsync or fdatasync): checked against
     /// an injected fault, counted, traced, and the modelled cache told.
     fn sync_with(&self, sync: fn(&File) -> io::Result<()>) -> io::Result<()> {

@@ -56,6 +56,41 @@ pub fn drop_cached_range(file: &File, offset: u64, len: u64, writeback: bool) ->
     unsafe { libc::posix_fadvise(fd, off, n, libc::POSIX_FADV_DONTNEED) == 0 }
 }
 
+/// Start writing back `file`'s dirty pages in `len` bytes from `offset`
+/// (0: to the end), and wait for them when `wait`, with no device cache
+/// flush and no metadata (`sync_file_range`). Elsewhere than Linux a
+/// waiting writeback is an fdatasync (the nearest call) and a started one
+/// nothing (the kernel writes back on its own).
+pub fn start_writeback(file: &File, offset: u64, len: u64, wait: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "writeback range past the largest offset",
+            ));
+        };
+        let flags = if wait {
+            libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER
+        } else {
+            libc::SYNC_FILE_RANGE_WRITE
+        };
+        // SAFETY: a valid descriptor; sync_file_range only writes back.
+        if unsafe { libc::sync_file_range(file.as_raw_fd(), off, n, flags) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (offset, len);
+        if wait { file.sync_data() } else { Ok(()) }
+    }
+}
+
 /// Write back every dirty page of every file system (`sync(2)`); true.
 pub fn sync_everything() -> bool {
     // SAFETY: sync has no preconditions.

@@ -86,6 +86,14 @@ pub fn drop_cached_range(file: &File, _offset: u64, _len: u64, writeback: bool) 
     false
 }
 
+/// Windows has no call that starts writeback of a file's range without
+/// flushing the device's cache: a started writeback is left to the cache
+/// manager's lazy writer, which writes back on its own (nothing done), and
+/// a waited one is a `FlushFileBuffers`, the nearest call.
+pub fn start_writeback(file: &File, _offset: u64, _len: u64, wait: bool) -> io::Result<()> {
+    if wait { file.sync_data() } else { Ok(()) }
+}
+
 /// Windows has no `sync()`; flushing a volume needs a handle to the
 /// volume itself (administrators only), so nothing is done: false.
 pub fn sync_everything() -> bool {

@@ -264,6 +264,9 @@ pub struct Messages {
     pub wakes: u64,
     /// Waits that ended woken (a futex wait, a join, a child reaped).
     pub woken: u64,
+    /// Timers that ran out (waits that timed out, after which the thread
+    /// went on by itself).
+    pub timers: u64,
 }
 
 impl ImportReport {
@@ -498,6 +501,10 @@ impl<'a> Importer<'a> {
                 self.message(&e, t_ns, wake, key, 0);
                 return;
             }
+            RawOp::Timer => {
+                self.timer(&e, t_ns);
+                return;
+            }
             op => op.clone(),
         };
         if !self.processes.is_empty() && !self.processes.contains(&e.process.to_lowercase()) {
@@ -514,7 +521,11 @@ impl<'a> Importer<'a> {
         if !e.ok
             && matches!(
                 kind,
-                RawOp::Read { .. } | RawOp::Write { .. } | RawOp::Sync | RawOp::Truncate { .. }
+                RawOp::Read { .. }
+                    | RawOp::Write { .. }
+                    | RawOp::Sync
+                    | RawOp::Writeback { .. }
+                    | RawOp::Truncate { .. }
             )
         {
             self.leave(&format!("failed {} ({})", raw_name(&kind), e.result), bytes);
@@ -610,6 +621,7 @@ impl<'a> Importer<'a> {
             }
             RawOp::Close
             | RawOp::Sync
+            | RawOp::Writeback { .. }
             | RawOp::Truncate { .. }
             | RawOp::Read { .. }
             | RawOp::Write { .. } => {
@@ -621,6 +633,12 @@ impl<'a> Importer<'a> {
                 match kind {
                     RawOp::Close => r.op = Op::Close,
                     RawOp::Sync => r.op = Op::Sync,
+                    RawOp::Writeback { offset, len, wait } => {
+                        r.op = Op::Writeback;
+                        r.offset = offset;
+                        r.len = len;
+                        r.wait = wait;
+                    }
                     RawOp::Truncate { size } => {
                         r.op = Op::Truncate;
                         r.len = size;
@@ -644,7 +662,8 @@ impl<'a> Importer<'a> {
             | RawOp::Send { .. }
             | RawOp::Recv { .. }
             | RawOp::Wake { .. }
-            | RawOp::Woken { .. } => return,
+            | RawOp::Woken { .. }
+            | RawOp::Timer => return,
         }
         self.carried.remove(&(e.pid, e.tid));
         let totals = self.report.channels.entry(channel).or_default();
@@ -693,6 +712,26 @@ impl<'a> Importer<'a> {
             m.streams += 1;
         }
         self.emit(&r);
+    }
+
+    /// A timer that ran out: kept on no channel, for the replay to wait
+    /// out in wall time (and to know what followed it).
+    fn timer(&mut self, e: &RawEvent, t_ns: u64) {
+        if !self.processes.is_empty() && !self.processes.contains(&e.process.to_lowercase()) {
+            self.leave("another process (--process)", 0);
+            return;
+        }
+        let thread = self.thread(e, t_ns);
+        let calls = self.carried.remove(&(e.pid, e.tid)).unwrap_or(1);
+        self.report.messages.timers += 1;
+        self.emit(&Record {
+            t_ns,
+            dur_ns: e.dur_ns,
+            thread,
+            op: Op::Timer,
+            calls,
+            ..Record::default()
+        });
     }
 
     /// End the import: the report, or why there is nothing to replay.
@@ -746,6 +785,7 @@ fn raw_name(op: &RawOp) -> &'static str {
         RawOp::Read { .. } => "read",
         RawOp::Write { .. } => "write",
         RawOp::Sync => "sync",
+        RawOp::Writeback { .. } => "writeback",
         RawOp::DirSync => "directory sync",
         RawOp::Truncate { .. } => "truncate",
         RawOp::Rename { .. } => "rename",
@@ -759,6 +799,7 @@ fn raw_name(op: &RawOp) -> &'static str {
         RawOp::Recv { .. } => "receive",
         RawOp::Wake { .. } => "wake-up",
         RawOp::Woken { .. } => "wait woken",
+        RawOp::Timer => "timer",
     }
 }
 

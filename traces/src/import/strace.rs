@@ -171,6 +171,10 @@ struct Reader<'s> {
     /// it has made since its last event began: a receive or a woken wait
     /// that follows began then.
     ready_since: HashMap<u32, u64>,
+    /// Per thread, when its last wait that timed out ended, if its waits
+    /// since its last event ended so: what it does next, it does because
+    /// the time ran out (a `timer` record before it).
+    timed_out: HashMap<u32, u64>,
     /// Every thread seen and its process, ended ones too (a join's wait
     /// names the thread it waits for).
     tids: HashMap<u32, u32>,
@@ -198,6 +202,7 @@ pub fn read(
         dirs: Default::default(),
         pending: HashMap::new(),
         ready_since: HashMap::new(),
+        timed_out: HashMap::new(),
         tids: HashMap::new(),
         spawned: Default::default(),
         begun: Default::default(),
@@ -630,11 +635,37 @@ impl Reader<'_> {
                     open.pos.set(pos as u64);
                 }
             }
-            "fsync" | "fdatasync" | "sync_file_range" | "sync_file_range2" => {
+            "fsync" | "fdatasync" => {
                 let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
                 let path = fd_path(open.as_ref(), arg(0));
                 let dir = open.is_some_and(|o| o.directory) || self.dirs.contains(&path);
                 let op = if dir { RawOp::DirSync } else { RawOp::Sync };
+                self.emit(event(op, path, false));
+            }
+            // Writeback started (and perhaps waited for), not a sync: no
+            // device cache flush, no metadata. Replayed as an fsync it cost
+            // a revolution per file where the traced call cost microseconds
+            // (initdb starts writeback of its ~1,000 files this way before
+            // fsyncing them).
+            "sync_file_range" | "sync_file_range2" => {
+                let open = parse_fd(arg(0)).and_then(|fd| task.fds.borrow().get(&fd).cloned());
+                let path = fd_path(open.as_ref(), arg(0));
+                let dir = open.is_some_and(|o| o.directory) || self.dirs.contains(&path);
+                // sync_file_range2 puts the flags second (ARM, PowerPC).
+                let (off, len, flags) = if name == "sync_file_range2" {
+                    (arg(2), arg(3), arg(1))
+                } else {
+                    (arg(1), arg(2), arg(3))
+                };
+                let op = if dir {
+                    RawOp::Other("writeback of a folder".into())
+                } else {
+                    RawOp::Writeback {
+                        offset: off.parse().unwrap_or(0),
+                        len: len.parse().unwrap_or(0),
+                        wait: writeback_waits(flags),
+                    }
+                };
                 self.emit(event(op, path, false));
             }
             "ftruncate" | "ftruncate64" | "truncate" | "truncate64" => {
@@ -761,6 +792,16 @@ impl Reader<'_> {
                     format!("futex:{addr}")
                 };
                 let woke = ret.is_some_and(|r| r > 0);
+                if op.starts_with("FUTEX_WAIT") {
+                    // A timed wait that ran out is a timer (a sampler's
+                    // or a pacing loop's condition-variable wait).
+                    if result.contains("ETIMEDOUT") {
+                        self.ready_since.entry(pid).or_insert(t_ns);
+                        self.note_timeout(pid, t_ns, dur_ns);
+                    } else {
+                        self.timed_out.remove(&pid);
+                    }
+                }
                 let raw = if op.starts_with("FUTEX_WAKE") && woke {
                     RawOp::Wake { key }
                 } else if op.starts_with("FUTEX_WAIT") && arg(2) == "2" {
@@ -786,6 +827,8 @@ impl Reader<'_> {
                         // waits): contention, as a lock's is.
                         None => RawOp::Other("futex (a shared semaphore's wait)".into()),
                     }
+                } else if op.starts_with("FUTEX_WAIT") && result.contains("ETIMEDOUT") {
+                    RawOp::Other(FUTEX_RAN_OUT.into())
                 } else {
                     RawOp::Other("futex".into())
                 };
@@ -852,10 +895,31 @@ impl Reader<'_> {
                 // its postmaster signalled it).
                 if is_poll(other) || is_sleep(other) {
                     self.ready_since.entry(pid).or_insert(t_ns);
+                    // A poll that found nothing ready ran out of time; a
+                    // sleep always does (unless a signal cut it short).
+                    let ran_out = if is_poll(other) {
+                        ret == Some(0)
+                    } else {
+                        ok && matches!(other, "nanosleep" | "clock_nanosleep")
+                    };
+                    if ran_out {
+                        self.note_timeout(pid, t_ns, dur_ns);
+                    } else {
+                        self.timed_out.remove(&pid);
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// A wait of thread `tid` that began at `t_ns` and ran out after
+    /// `dur_ns`. One under a millisecond (a poll with no timeout, which
+    /// only looks) is no timer.
+    fn note_timeout(&mut self, tid: u32, t_ns: u64, dur_ns: u64) {
+        if dur_ns >= MIN_TIMER_NS {
+            self.timed_out.insert(tid, t_ns.saturating_add(dur_ns));
+        }
     }
 
     fn emit(&mut self, mut e: RawEvent) {
@@ -880,14 +944,34 @@ impl Reader<'_> {
         match &e.op {
             // Waiting goes on through more waits, sleeps and failed
             // receives (`EAGAIN` before the wait).
-            RawOp::Other(name) if is_poll(name) || is_sleep(name) => {}
+            RawOp::Other(name) if is_poll(name) || is_sleep(name) || name == FUTEX_RAN_OUT => {}
             RawOp::Recv { .. } if !e.ok => {}
             op => {
                 let since = self.ready_since.remove(&e.tid);
+                let ran_out = self.timed_out.remove(&e.tid);
                 // A receive began when its thread began waiting for it:
                 // the wait is not think time (a client blocked in
                 // `epoll_wait` on its database server's answer).
                 let waited_for = matches!(op, RawOp::Recv { .. } | RawOp::Woken { .. });
+                // Anything else after waits that ran out came of the
+                // timer: kept as one, from the first wait to the last's end.
+                if let (Some(t0), Some(end), false) = (since, ran_out, waited_for)
+                    && end > t0
+                    && t0 < e.t_ns
+                {
+                    (self.sink)(RawEvent {
+                        t_ns: t0,
+                        dur_ns: end - t0,
+                        op: RawOp::Timer,
+                        path: String::new(),
+                        ok: true,
+                        result: String::new(),
+                        direct: false,
+                        paging: false,
+                        calls: 0,
+                        ..e.clone()
+                    });
+                }
                 if let Some(t0) = since.filter(|&t0| waited_for && t0 < e.t_ns) {
                     e.dur_ns = (e.t_ns - t0).saturating_add(e.dur_ns);
                     e.t_ns = t0;
@@ -971,6 +1055,24 @@ fn not_file(path: &str) -> Option<String> {
 }
 
 /// The number of a descriptor argument (`3` or `3</path>`; `AT_FDCWD`: none).
+/// Whether `sync_file_range`'s flags (symbolic, or a number) wait for
+/// the writeback: `SYNC_FILE_RANGE_WAIT_AFTER` (4), or waits alone with no
+/// `SYNC_FILE_RANGE_WRITE` (2).
+fn writeback_waits(flags: &str) -> bool {
+    let bits = flags.split('|').fold(0u32, |acc, f| {
+        acc | match f.trim() {
+            "SYNC_FILE_RANGE_WAIT_BEFORE" => 1,
+            "SYNC_FILE_RANGE_WRITE" => 2,
+            "SYNC_FILE_RANGE_WAIT_AFTER" => 4,
+            n => n
+                .strip_prefix("0x")
+                .map_or_else(|| n.parse().ok(), |h| u32::from_str_radix(h, 16).ok())
+                .unwrap_or(0),
+        }
+    });
+    bits & 4 != 0 || (bits & 2 == 0 && bits & 1 != 0)
+}
+
 fn parse_fd(arg: &str) -> Option<i64> {
     let n = arg.split('<').next()?.trim();
     n.parse().ok()
@@ -1114,6 +1216,13 @@ fn is_sleep(name: &str) -> bool {
         "nanosleep" | "clock_nanosleep" | "pause" | "rt_sigsuspend" | "sigsuspend"
     )
 }
+
+/// What a futex wait that timed out is left out as: a wait (a timer's)
+/// like a poll's.
+const FUTEX_RAN_OUT: &str = "futex (a timed wait that ran out)";
+
+/// The shortest wait that ran out kept as a timer.
+const MIN_TIMER_NS: u64 = 1_000_000;
 
 /// Calls that wait for a descriptor to be ready.
 fn is_poll(name: &str) -> bool {
@@ -1659,6 +1768,85 @@ mod tests {
                 (30, "woken spawn:30".to_string(), at(5000)),
                 (30, "wake exit:30".to_string(), at(5100)),
                 (20, "woken exit:30".to_string(), at(6000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wait_that_ran_out_before_the_thread_went_on_is_a_timer() {
+        // 10 naps 30 s, then signals 11: a timer. It then waits until a
+        // pipe has a byte (a receive, no timer), polls without waiting (no
+        // timer) and writes. 12 naps 5 ms on a condition variable, then
+        // writes: a timer from the futex wait.
+        let text = r#"10 1.000000 epoll_wait(4<anon_inode:[eventpoll]>, 0x55f4, 1, 30000) = 0 <30.000100>
+10 31.000200 kill(11, SIGUSR1) = 0 <0.000010>
+10 31.100000 epoll_wait(4<anon_inode:[eventpoll]>, [{events=EPOLLIN, data={u32=3, u64=3}}], 1, 30000) = 1 <0.500000>
+10 31.600100 read(3<pipe:[7]>, "x", 1) = 1 <0.000010>
+10 31.700000 poll([{fd=3<pipe:[7]>, events=POLLIN}], 1, 0) = 0 (Timeout) <0.000005>
+10 31.800000 write(5</tmp/a>, "x", 1) = 1 <0.000010>
+12 1.000000 futex(0x5618, FUTEX_WAIT_BITSET_PRIVATE, 0, {tv_sec=1, tv_nsec=5000000}, FUTEX_BITSET_MATCH_ANY) = -1 ETIMEDOUT (Connection timed out) <0.005000>
+12 1.005100 write(5</tmp/b>, "x", 1) = 1 <0.000010>
+"#;
+        let ev = all_events(text).unwrap();
+        let timers: Vec<(u32, u64, u64)> = ev
+            .iter()
+            .filter(|e| e.op == RawOp::Timer)
+            .map(|e| (e.tid, e.t_ns, e.dur_ns))
+            .collect();
+        assert_eq!(
+            timers,
+            vec![
+                (10, 1_000_000_000, 30_000_100_000),
+                (12, 1_000_000_000, 5_000_000)
+            ]
+        );
+        // Each timer comes just before what it led to.
+        let after = |tid: u32| {
+            let i = ev
+                .iter()
+                .position(|e| e.tid == tid && e.op == RawOp::Timer)
+                .unwrap();
+            ev[i + 1].op.clone()
+        };
+        assert!(matches!(after(10), RawOp::Wake { .. }), "{:?}", after(10));
+        assert!(matches!(after(12), RawOp::Write { .. }), "{:?}", after(12));
+    }
+
+    #[test]
+    fn sync_file_range_starts_writeback_and_is_no_sync() {
+        let text = r#"12 1.000000 openat(AT_FDCWD</>, "/tmp", O_RDONLY|O_DIRECTORY) = 6</tmp> <0.000010>
+12 1.000100 sync_file_range(5</tmp/a>, 0, 0, SYNC_FILE_RANGE_WRITE) = 0 <0.000010>
+12 1.000200 sync_file_range(5</tmp/a>, 4096, 8192, SYNC_FILE_RANGE_WAIT_BEFORE|SYNC_FILE_RANGE_WRITE|SYNC_FILE_RANGE_WAIT_AFTER) = 0 <0.000010>
+12 1.000300 sync_file_range(6</tmp>, 0, 0, SYNC_FILE_RANGE_WRITE) = 0 <0.000010>
+12 1.000400 sync_file_range2(5</tmp/a>, 6, 0, 4096) = 0 <0.000010>
+12 1.000500 fdatasync(5</tmp/a>) = 0 <0.000010>
+"#;
+        let ops: Vec<RawOp> = events(text)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.op)
+            .filter(|op| !matches!(op, RawOp::Open { .. }))
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                RawOp::Writeback {
+                    offset: 0,
+                    len: 0,
+                    wait: false
+                },
+                RawOp::Writeback {
+                    offset: 4096,
+                    len: 8192,
+                    wait: true
+                },
+                RawOp::Other("writeback of a folder".into()),
+                RawOp::Writeback {
+                    offset: 0,
+                    len: 4096,
+                    wait: true
+                },
+                RawOp::Sync,
             ]
         );
     }
