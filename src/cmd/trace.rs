@@ -479,7 +479,7 @@ fn render_import(
     if r.messages.timers > 0 {
         let _ = writeln!(
             s,
-            "timers that ran out: {} (waits that timed out, after which the thread went on by itself: a replay waits them out in wall time)",
+            "timers that ran out: {} (waits that timed out, after which the thread went on by itself: a replay waits them out as recorded, and with the plain run's length leaves out what followed one that would have run out after it)",
             r.messages.timers
         );
     }
