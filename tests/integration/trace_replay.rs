@@ -642,6 +642,55 @@ fn a_receive_waits_in_a_replay_for_the_send_that_supplied_it() {
 }
 
 #[test]
+fn what_followed_a_timer_the_plain_run_never_saw_run_out_is_left_out() {
+    // Thread 1 writes, starts writeback of the file and waits for it,
+    // naps 500 ms (a timer that ran out), then writes again and wakes
+    // thread 2, which writes. Traced under a tracer, the plain run lasted
+    // 100 ms: the nap never ran out in it, so neither write after it
+    // happened. Without the plain length all three are replayed, after
+    // the nap.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let run = |plain: &str| {
+        let trace = w.join("timer.trace");
+        std::fs::write(
+            &trace,
+            format!(
+                "# caseload-trace 2\n\
+                 {plain}\
+                 0,0,1,,0,thread,0,0,,a:1:1,\n\
+                 0,0,2,,0,thread,0,0,,a:1:2,\n\
+                 0,0,1,case,1,add,0,0,,f.db,\n\
+                 0,10,1,case,1,create,0,0,,,\n\
+                 100,1000,1,case,1,write,0,4096,,,\n\
+                 2000,1000,1,case,1,writeback,0,0,wait,,\n\
+                 5000,500000000,1,,0,timer,0,0,,,\n\
+                 500010000,1000,1,case,1,write,4096,4096,,,\n\
+                 500020000,1000,1,,0,send,0,1,,pipe:7,\n\
+                 0,500030000,2,,0,recv,0,1,,pipe:7,\n\
+                 500040000,1000,2,case,1,write,8192,4096,,,\n"
+            ),
+        )
+        .unwrap();
+        let run = replay_here(&trace, w);
+        assert_eq!(run["totals"]["recorded"]["errors"], 0, "{run}");
+        let case = &run["totals"]["channels"]["case"];
+        // The writeback is no sync.
+        assert_eq!(case["fsyncs"].as_u64().unwrap_or(0), 0, "{case}");
+        (
+            case["bytes_written"].as_u64().unwrap(),
+            run["totals"]["wall_seconds"].as_f64().unwrap(),
+        )
+    };
+    let (kept, wall) = run("");
+    assert_eq!(kept, 12288);
+    assert!(wall >= 0.45, "the nap was waited out: {wall} s");
+    let (kept, wall) = run("# plain-ns 100000000\n");
+    assert_eq!(kept, 4096, "the writes after the nap are left out");
+    assert!(wall < 0.3, "{wall} s");
+}
+
+#[test]
 fn strace_of_threads_talking_imports_their_messages() {
     // The system's interpreter itself (a version manager's `python3` is
     // a script that starts processes of its own, talking through pipes).
