@@ -617,9 +617,7 @@ fn plan(spec: &ReplaySpec, input: impl BufRead) -> Result<Plan, ReplayError> {
                 .collect()
         })
         .collect();
-    let deps_total = find_deps(&mut threads, &step_keys, &order_of, |id| {
-        files.get(&id).map_or(0, |f| f.fill)
-    });
+    let deps_total = find_deps(&mut threads, &step_keys, &order_of);
     let mut notes = Vec::new();
     if deps_total > 0 {
         notes.push(format!("{deps_total} cross-thread waits kept (an operation after another thread's on the same file)"));
@@ -682,51 +680,28 @@ type StepsByKey = HashMap<usize, HashMap<usize, Vec<(u64, usize)>>>;
 /// write-ahead log, to a checkpointer pacing its writes by the clock.
 /// Waiting for every earlier step on the same file chained a database's
 /// backends through each other's page writes.
-/// `step_keys` are each step's paths (its file's first), `fill_of` a
-/// file's size before the trace. Sets each step's `deps`; returns how many.
+/// `step_keys` are each step's paths (its file's first). Sets each step's
+/// `deps`; returns how many.
 fn find_deps(
     threads: &mut [(String, Vec<Step>)],
     step_keys: &[Vec<Vec<usize>>],
     order_of: &[Vec<u64>],
-    fill_of: impl Fn(u32) -> u64,
 ) -> u64 {
-    let mut by_time: Vec<(u64, usize, usize)> = threads
-        .iter()
-        .enumerate()
-        .flat_map(|(ti, (_, steps))| (0..steps.len()).map(move |si| (ti, si)))
-        .map(|(ti, si)| (order_of[ti][si], ti, si))
-        .collect();
-    by_time.sort_unstable();
-    let mut size_of: HashMap<usize, u64> = HashMap::new();
     // What a step changes, 0 to 2: nothing, data (a write: reads wait for
     // it), or the path (everything waits for it).
-    let mut weight: Vec<Vec<u8>> = threads.iter().map(|(_, st)| vec![0; st.len()]).collect();
-    for &(_, ti, si) in &by_time {
-        let s = &threads[ti].1[si];
-        let key = step_keys[ti][si].first().copied();
-        let fill = fill_of(s.file);
-        weight[ti][si] = match s.op {
-            Op::Create | Op::Truncate => {
-                if let Some(k) = key {
-                    size_of.insert(k, if s.op == Op::Truncate { s.len } else { 0 });
-                }
-                2
-            }
-            Op::Rename | Op::Remove | Op::Mkdir => 2,
-            Op::Write => {
-                let end = s.offset.saturating_add(s.len);
-                match key {
-                    Some(k) => {
-                        let size = size_of.entry(k).or_insert(fill);
-                        *size = (*size).max(end);
-                        1
-                    }
-                    None => 1,
-                }
-            }
-            _ => 0,
-        };
-    }
+    let weight: Vec<Vec<u8>> = threads
+        .iter()
+        .map(|(_, steps)| {
+            steps
+                .iter()
+                .map(|s| match s.op {
+                    Op::Create | Op::Truncate | Op::Rename | Op::Remove | Op::Mkdir => 2,
+                    Op::Write => 1,
+                    _ => 0,
+                })
+                .collect()
+        })
+        .collect();
     // Per key and thread, by end time: `by_key[c]` holds the steps that
     // change at least `c`.
     let mut by_key: [StepsByKey; 3] = Default::default();
@@ -2211,7 +2186,7 @@ mod tests {
             .map(|(_, s)| vec![vec![0]; s.len()])
             .collect();
         let order = times(&threads);
-        let n = find_deps(&mut threads, &keys, &order, |_| 8192);
+        let n = find_deps(&mut threads, &keys, &order);
         let deps = |ti: usize, si: usize| threads[ti].1[si].deps.clone();
         // A read waits for the write before it; an in-place write for
         // nothing; an open for nothing that changed the file.

@@ -30,30 +30,11 @@ pub fn drop_cached_range(file: &File, offset: u64, len: u64, writeback: bool) ->
     let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
         return false;
     };
-    let fd = file.as_raw_fd();
-    #[cfg(target_os = "linux")]
-    if writeback {
-        // SAFETY: a valid descriptor; sync_file_range only writes back.
-        let rc = unsafe {
-            libc::sync_file_range(
-                fd,
-                off,
-                n,
-                libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                    | libc::SYNC_FILE_RANGE_WRITE
-                    | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-            )
-        };
-        if rc != 0 {
-            return false;
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    if writeback && file.sync_data().is_err() {
+    if writeback && start_writeback(file, offset, len, true).is_err() {
         return false;
     }
     // SAFETY: a valid descriptor; DONTNEED only drops clean cached pages.
-    unsafe { libc::posix_fadvise(fd, off, n, libc::POSIX_FADV_DONTNEED) == 0 }
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), off, n, libc::POSIX_FADV_DONTNEED) == 0 }
 }
 
 /// Start writing back `file`'s dirty pages in `len` bytes from `offset`

@@ -80,8 +80,7 @@ pub fn volume_info(path: &Path) -> Option<(u32, String, String)> {
 /// answer is false: not dropped.
 pub fn drop_cached_range(file: &File, _offset: u64, _len: u64, writeback: bool) -> bool {
     if writeback {
-        // SAFETY: a valid open handle; the call only flushes.
-        unsafe { fs::FlushFileBuffers(handle(file)) };
+        let _ = start_writeback(file, 0, 0, true);
     }
     false
 }

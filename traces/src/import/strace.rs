@@ -926,19 +926,8 @@ impl Reader<'_> {
         // A spawned thread's or process's first event: it began when the
         // call that made it let it, which a replay waits for.
         if self.spawned.contains(&e.tid) && self.begun.insert(e.tid) {
-            (self.sink)(RawEvent {
-                dur_ns: 0,
-                op: RawOp::Woken {
-                    key: format!("spawn:{}", e.tid),
-                },
-                path: String::new(),
-                ok: true,
-                result: String::new(),
-                direct: false,
-                paging: false,
-                calls: 0,
-                ..e.clone()
-            });
+            let key = format!("spawn:{}", e.tid);
+            (self.sink)(marker(&e, e.t_ns, 0, RawOp::Woken { key }));
         }
         e.calls = self.pending.remove(&e.tid).unwrap_or(0).max(1);
         match &e.op {
@@ -959,18 +948,7 @@ impl Reader<'_> {
                     && end > t0
                     && t0 < e.t_ns
                 {
-                    (self.sink)(RawEvent {
-                        t_ns: t0,
-                        dur_ns: end - t0,
-                        op: RawOp::Timer,
-                        path: String::new(),
-                        ok: true,
-                        result: String::new(),
-                        direct: false,
-                        paging: false,
-                        calls: 0,
-                        ..e.clone()
-                    });
+                    (self.sink)(marker(&e, t0, end - t0, RawOp::Timer));
                 }
                 if let Some(t0) = since.filter(|&t0| waited_for && t0 < e.t_ns) {
                     e.dur_ns = (e.t_ns - t0).saturating_add(e.dur_ns);
@@ -979,6 +957,32 @@ impl Reader<'_> {
             }
         }
         (self.sink)(e);
+    }
+}
+
+/// An event of `e`'s thread that no call of its own made (its spawn's
+/// wake-up, a timer that ran out before `e`): `op` from `t_ns` for
+/// `dur_ns`.
+fn marker(e: &RawEvent, t_ns: u64, dur_ns: u64, op: RawOp) -> RawEvent {
+    no_call(e.process.clone(), e.pid, e.tid, t_ns, dur_ns, op)
+}
+
+/// An event that is no call of thread `tid` of process `pid` (named
+/// `process`): on no path, succeeded, no calls counted.
+fn no_call(process: String, pid: u32, tid: u32, t_ns: u64, dur_ns: u64, op: RawOp) -> RawEvent {
+    RawEvent {
+        t_ns,
+        dur_ns,
+        process,
+        pid,
+        tid,
+        op,
+        path: String::new(),
+        ok: true,
+        result: String::new(),
+        direct: false,
+        paging: false,
+        calls: 0,
     }
 }
 
@@ -994,20 +998,7 @@ fn message(send: bool, stream: String, len: u64) -> RawOp {
 /// The event of a line that is no call (a signal delivered, a task's
 /// end) of thread `tid` of `task`'s process.
 fn signal_event(task: &Task, tid: u32, t_ns: u64, op: RawOp) -> RawEvent {
-    RawEvent {
-        t_ns,
-        dur_ns: 0,
-        process: task.name.borrow().clone(),
-        pid: task.tgid,
-        tid,
-        op,
-        path: String::new(),
-        ok: true,
-        result: String::new(),
-        direct: false,
-        paging: false,
-        calls: 0,
-    }
+    no_call(task.name.borrow().clone(), task.tgid, tid, t_ns, 0, op)
 }
 
 /// Whether an (unfinished) call's text is one that makes a task.
